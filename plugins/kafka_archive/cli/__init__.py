@@ -1,0 +1,33 @@
+"""The ``kafka-archive`` command line.
+
+One console script; each capability adds a sub-command group here (``segments``, ``archive``,
+``catalog``, ``replay``, ``demo``). Every command accepts ``--json`` for scripts and prints
+readable tables otherwise.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="kafka-archive",
+    help=(
+        "Archive Kafka's own log segments, catalog them, and replay any moment of history.\n\n"
+        "Start with `kafka-archive segments --help` to inspect broker log files."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_groups() -> None:
+    from kafka_archive.cli import segments
+
+    app.add_typer(segments.app, name="segments")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    _register_groups()
+    app()
