@@ -1,0 +1,235 @@
+"""Reading ``.log`` segment files: every batch of every magic, in file order.
+
+:class:`LogBuffer` wraps the bytes of one segment (an ``mmap`` of the file, or any buffer) and
+yields :class:`~segment_lib.records.BatchHeader` objects, verifying CRCs on the way, and decodes
+records on demand. Errors name the file and the absolute byte position.
+
+The end of the file is handled as the broker does: when the last batch is incomplete (fewer
+bytes than its size field promises, or than a header needs), or the file ends in a zero-filled
+preallocated region, the reader raises :class:`~segment_lib.errors.TornTailError`, or, with
+``allow_torn_tail=True``, stops there and records ``torn_tail_position``. A rolled segment is
+never legitimately torn; an active one may be.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from segment_lib.errors import (
+    CorruptBatchError,
+    SegmentError,
+    TornTailError,
+    UnsupportedFormatError,
+)
+from segment_lib.legacy import (
+    decode_records_legacy,
+    legacy_message_size_bounds,
+    parse_legacy_header,
+    verify_crc_legacy,
+)
+from segment_lib.record_batch import (
+    MIN_BATCH_LENGTH,
+    RECORDS_START,
+    decode_records_v2,
+    parse_batch_header_v2,
+    verify_crc_v2,
+)
+from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Record
+
+__all__ = ["LogBuffer", "decode_batch", "iter_batches", "open_log", "verify_batch_crc"]
+
+_OFFSET_SIZE = struct.Struct(">qi")
+
+
+def _all_zero(view: memoryview) -> bool:
+    return not any(view)
+
+
+def verify_batch_crc(buf: bytes | memoryview, header: BatchHeader) -> None:
+    """Check the batch's CRC with the algorithm of its magic (pure; buffer positions)."""
+    if header.magic >= 2:
+        verify_crc_v2(buf, header)
+    else:
+        verify_crc_legacy(buf, header)
+
+
+def decode_batch(buf: bytes | memoryview, header: BatchHeader) -> list[Record]:
+    """Decode a batch's records (pure; the CRC is not re-checked here)."""
+    if header.magic >= 2:
+        return decode_records_v2(buf, header)
+    return decode_records_legacy(buf, header)
+
+
+def iter_batches(
+    buf: bytes | memoryview,
+    start: int = 0,
+    *,
+    verify_crc: bool = True,
+    end: int | None = None,
+) -> Iterator[BatchHeader]:
+    """Yield the batches of ``buf[start:end]`` in order (pure; positions are buffer positions).
+
+    Raises:
+        TornTailError: the final batch is incomplete (its ``position`` is where it starts).
+        CorruptBatchError / CrcMismatchError: a batch is malformed or fails its checksum.
+        UnsupportedFormatError: a magic other than 0, 1 or 2.
+    """
+    view = memoryview(buf)
+    limit = len(view) if end is None else end
+    pos = start
+    while pos < limit:
+        remaining = limit - pos
+        if remaining < MAGIC_OFFSET + 1:
+            if _all_zero(view[pos:limit]):
+                raise TornTailError(
+                    f"{remaining} zero bytes of preallocated space after the last batch",
+                    position=pos, expected="end of log",
+                )
+            raise TornTailError(
+                f"last batch cut short after {remaining} bytes", position=pos,
+                expected="a complete batch header",
+            )
+        _offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+        magic = view[pos + MAGIC_OFFSET]
+        if size == 0 and _all_zero(view[pos:limit]):
+            raise TornTailError(
+                f"{remaining} zero bytes of preallocated space after the last batch",
+                position=pos, expected="end of log",
+            )
+        if magic == 2:
+            min_size = MIN_BATCH_LENGTH
+        elif magic in (0, 1):
+            min_size = legacy_message_size_bounds(magic)
+        else:
+            raise UnsupportedFormatError(
+                f"magic byte {magic} at offset field {_offset}", position=pos + MAGIC_OFFSET,
+                expected="magic 0, 1 or 2",
+            )
+        if size < min_size:
+            raise CorruptBatchError(
+                f"batch size {size} is smaller than a magic {magic} header",
+                position=pos + 8, expected=f"size >= {min_size}",
+            )
+        if LOG_OVERHEAD + size > remaining:
+            raise TornTailError(
+                f"last batch declares {LOG_OVERHEAD + size} bytes but only {remaining} remain",
+                position=pos, expected="a complete batch",
+            )
+        if magic == 2:
+            if remaining < RECORDS_START:  # pragma: no cover - implied by the size check
+                raise TornTailError("batch header cut short", position=pos)
+            header = parse_batch_header_v2(view, pos)
+            if verify_crc:
+                verify_crc_v2(view, header)
+        else:
+            if verify_crc:
+                # check the wrapper before decompressing anything it claims to hold
+                verify_crc_legacy(view, _shallow_probe(view, pos, size, magic))
+            header = parse_legacy_header(view[: pos + LOG_OVERHEAD + size], pos)
+        yield header
+        pos = header.next_position
+
+
+def _shallow_probe(view: memoryview, pos: int, size: int, magic: int) -> BatchHeader:
+    """A minimal header for CRC-checking a legacy message before parsing its payload."""
+    from segment_lib.compression import Codec
+    from segment_lib.records import TimestampType
+
+    crc = struct.unpack_from(">I", view, pos + 12)[0]
+    return BatchHeader(pos, LOG_OVERHEAD + size, magic, 0, 0, 0, 0, Codec.NONE,
+                       TimestampType.NO_TIMESTAMP, -1, -1, crc)
+
+
+class LogBuffer:
+    """The bytes of one ``.log`` segment, with the file name used in every error.
+
+    Args:
+        data: the segment bytes (``bytes``, ``memoryview`` or ``mmap``).
+        path: the file they came from (for error messages only).
+        verify_crc: check every batch's checksum while iterating (default, as the archive and
+            the catalog do).
+    """
+
+    __slots__ = ("_mmap", "data", "path", "torn_tail_position", "verify_crc")
+
+    def __init__(
+        self,
+        data: bytes | memoryview | mmap.mmap,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        verify_crc: bool = True,
+    ) -> None:
+        self._mmap = data if isinstance(data, mmap.mmap) else None
+        self.data = memoryview(data)
+        self.path = None if path is None else os.fspath(path)
+        self.verify_crc = verify_crc
+        #: set when iteration with ``allow_torn_tail=True`` stopped at an incomplete last batch
+        self.torn_tail_position: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def batches(self, start: int = 0, *, allow_torn_tail: bool = False) -> Iterator[BatchHeader]:
+        """Yield every batch from byte ``start`` on (see :func:`iter_batches`)."""
+        try:
+            yield from iter_batches(self.data, start, verify_crc=self.verify_crc)
+        except TornTailError as exc:
+            if allow_torn_tail:
+                self.torn_tail_position = exc.position
+                return
+            raise exc.with_location(self.path) from exc
+        except SegmentError as exc:
+            raise exc.with_location(self.path) from exc
+
+    def records(self, header: BatchHeader) -> list[Record]:
+        """Decode one batch's records."""
+        try:
+            return decode_batch(self.data, header)
+        except SegmentError as exc:
+            raise exc.with_location(self.path) from exc
+
+    def iter_records(
+        self, start: int = 0, *, allow_torn_tail: bool = False, include_control: bool = False
+    ) -> Iterator[tuple[BatchHeader, Record]]:
+        """Yield ``(batch, record)`` for every record from byte ``start``; control batches only
+        when ``include_control``."""
+        for header in self.batches(start, allow_torn_tail=allow_torn_tail):
+            if header.is_control and not include_control:
+                continue
+            for record in self.records(header):
+                yield header, record
+
+    def close(self) -> None:
+        self.data.release()
+        if self._mmap is not None:
+            self._mmap.close()
+
+    def __enter__(self) -> LogBuffer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_log(path: str | os.PathLike[str], *, verify_crc: bool = True) -> LogBuffer:
+    """Map a ``.log`` file read-only (no copy) and return its :class:`LogBuffer`.
+
+    Use as a context manager so the mapping is released.
+    """
+    p = Path(path)
+    with p.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return LogBuffer(b"", p, verify_crc=verify_crc)
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return LogBuffer(mapped, p, verify_crc=verify_crc)

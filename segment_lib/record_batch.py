@@ -1,0 +1,324 @@
+"""Magic 2 record batches (Kafka 0.11+), parsed from bytes.
+
+Schema (big-endian; `KIP-98 <https://cwiki.apache.org/confluence/display/KAFKA/KIP-98>`_)::
+
+    RecordBatch =>
+      baseOffset int64
+      batchLength int32                 # bytes after this field
+      partitionLeaderEpoch int32
+      magic int8                        # 2
+      crc uint32                        # CRC-32C of attributes .. end of batch
+      attributes int16                  # bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+      lastOffsetDelta int32
+      firstTimestamp int64
+      maxTimestamp int64
+      producerId int64
+      producerEpoch int16
+      baseSequence int32
+      recordCount int32
+      records [Record]                  # compressed as a whole when codec != none
+
+    Record =>
+      length varint                     # zig-zag varints throughout
+      attributes int8                   # unused
+      timestampDelta varlong
+      offsetDelta varint
+      keyLength varint, key bytes       # -1 = null
+      valueLength varint, value bytes   # -1 = null
+      headerCount varint
+      Header => keyLength varint, key UTF-8, valueLength varint, value bytes
+
+All functions are pure: they take a buffer and positions relative to it, and raise
+:class:`~segment_lib.errors.SegmentError` subclasses with buffer positions (file readers
+re-anchor them to the file).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from crc32c import crc32c
+
+from segment_lib.compression import Codec, decompress
+from segment_lib.errors import CorruptBatchError, CorruptRecordError, CrcMismatchError
+from segment_lib.records import BatchHeader, Header, Record, TimestampType
+
+__all__ = [
+    "BATCH_HEADER",
+    "CRC_START",
+    "RECORDS_START",
+    "decode_records_v2",
+    "parse_batch_header_v2",
+    "verify_crc_v2",
+]
+
+BATCH_HEADER = struct.Struct(
+    ">q"  # baseOffset
+    "i"  # batchLength
+    "i"  # partitionLeaderEpoch
+    "b"  # magic
+    "I"  # crc
+    "h"  # attributes
+    "i"  # lastOffsetDelta
+    "q"  # firstTimestamp
+    "q"  # maxTimestamp
+    "q"  # producerId
+    "h"  # producerEpoch
+    "i"  # baseSequence
+    "i"  # recordCount
+)
+#: where the CRC-covered bytes start: after baseOffset, batchLength, leaderEpoch, magic, crc
+CRC_START = struct.calcsize(">qiibI")
+#: where the (possibly compressed) records start
+RECORDS_START = BATCH_HEADER.size
+#: smallest legal batchLength: the header minus the 12-byte log overhead
+MIN_BATCH_LENGTH = RECORDS_START - struct.calcsize(">qi")
+
+_CODEC_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+
+def parse_batch_header_v2(buf: bytes | memoryview, position: int) -> BatchHeader:
+    """Parse the magic-2 batch header at ``position`` (the caller checked length and magic).
+
+    Raises:
+        CorruptBatchError: the length field is below the header size, the codec id is unknown,
+            or counts/deltas are inconsistent.
+    """
+    (
+        base_offset,
+        batch_length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        first_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    ) = BATCH_HEADER.unpack_from(buf, position)
+    if batch_length < MIN_BATCH_LENGTH:
+        raise CorruptBatchError(
+            f"batch length {batch_length} is smaller than a v2 batch header",
+            position=position + 8,
+            expected=f"batchLength >= {MIN_BATCH_LENGTH}",
+        )
+    codec_id = attributes & _CODEC_MASK
+    if codec_id > Codec.ZSTD:
+        raise CorruptBatchError(
+            f"unknown compression codec id {codec_id} in attributes {attributes:#06x}",
+            position=position + CRC_START,
+            expected="codec id 0-4",
+        )
+    if record_count < 0 or last_offset_delta < 0:
+        raise CorruptBatchError(
+            f"negative recordCount {record_count} or lastOffsetDelta {last_offset_delta}",
+            position=position + CRC_START + 2,
+            expected="non-negative counts",
+        )
+    return BatchHeader(
+        position=position,
+        size=batch_length + 12,
+        magic=magic,
+        base_offset=base_offset,
+        last_offset=base_offset + last_offset_delta,
+        record_count=record_count,
+        attributes=attributes,
+        codec=Codec(codec_id),
+        timestamp_type=(
+            TimestampType.LOG_APPEND_TIME
+            if attributes & _TIMESTAMP_TYPE_BIT
+            else TimestampType.CREATE_TIME
+        ),
+        first_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+        crc=crc,
+        partition_leader_epoch=leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        is_transactional=bool(attributes & _TRANSACTIONAL_BIT),
+        is_control=bool(attributes & _CONTROL_BIT),
+    )
+
+
+def verify_crc_v2(buf: bytes | memoryview, header: BatchHeader) -> None:
+    """Check the batch's CRC-32C (attributes .. end); raise :class:`CrcMismatchError` if wrong."""
+    view = memoryview(buf)
+    computed = crc32c(view[header.position + CRC_START : header.position + header.size])
+    if computed != header.crc:
+        raise CrcMismatchError(
+            f"CRC-32C of batch at offset {header.base_offset} is {computed:#010x}, "
+            f"stored {header.crc:#010x}",
+            stored=header.crc,
+            computed=computed,
+            position=header.position,
+            expected="stored CRC-32C to match the batch bytes",
+        )
+
+
+def decode_records_v2(buf: bytes | memoryview, header: BatchHeader) -> list[Record]:
+    """Decode every record of a magic-2 batch (decompressing it if needed).
+
+    The CRC is *not* checked here (call :func:`verify_crc_v2` first). Timestamps follow the
+    broker: under LogAppendTime every record takes the batch's ``max_timestamp``.
+
+    Raises:
+        CompressionError: the payload does not decompress.
+        CorruptRecordError: a record is malformed, or the count does not match ``recordCount``.
+    """
+    view = memoryview(buf)
+    payload_start = header.position + RECORDS_START
+    payload = view[payload_start : header.position + header.size]
+    if header.codec is not Codec.NONE:
+        try:
+            data: bytes | memoryview = decompress(header.codec, payload)
+        except CorruptBatchError as exc:
+            raise exc.with_location(None, payload_start) from exc
+        # positions inside decompressed data are not file positions: report the batch start
+        error_base = None
+    else:
+        data = payload
+        error_base = payload_start
+    log_append_ts = (
+        header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+    )
+    try:
+        return _decode(data, header.record_count, header.base_offset,
+                       header.first_timestamp, log_append_ts)
+    except CorruptRecordError as exc:
+        if error_base is None:
+            raise CorruptRecordError(
+                f"in the {header.codec.label} payload of the batch at offset "
+                f"{header.base_offset}, at byte {exc.position} of the decompressed records: "
+                f"{exc.detail}",
+                position=header.position,
+                expected=exc.expected,
+            ) from exc
+        raise exc.with_location(None, error_base) from exc
+
+
+def _decode_records_python(
+    data: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    log_append_ts: int | None,
+) -> list[Record]:
+    """Reference decoder of ``count`` records (positions in errors are relative to ``data``)."""
+    buf = bytes(data)
+    end = len(buf)
+    pos = 0
+    out: list[Record] = []
+    append = out.append
+
+    def varint(p: int, what: str) -> tuple[int, int]:
+        # 1-byte fast path first: most lengths and deltas are small
+        if p < end:
+            b = buf[p]
+            if b < 0x80:
+                return (b >> 1) ^ -(b & 1), p + 1
+        result = 0
+        shift = 0
+        start = p
+        while True:
+            if p >= end:
+                raise CorruptRecordError(
+                    f"varint {what} runs past the end of the records",
+                    position=start, expected="a complete varint",
+                )
+            b = buf[p]
+            p += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return (result >> 1) ^ -(result & 1), p
+            shift += 7
+            if shift > 63:
+                raise CorruptRecordError(
+                    f"varint {what} is longer than 10 bytes", position=start,
+                    expected="a varint of at most 10 bytes",
+                )
+
+    def blob(p: int, what: str) -> tuple[bytes | None, int]:
+        n, p = varint(p, what + " length")
+        if n < 0:
+            if n != -1:
+                raise CorruptRecordError(
+                    f"{what} length {n}", position=p, expected="-1 (null) or a length >= 0"
+                )
+            return None, p
+        if p + n > end:
+            raise CorruptRecordError(
+                f"{what} of {n} bytes runs past the end of the records",
+                position=p, expected=f"at most {end - p} bytes",
+            )
+        return buf[p : p + n], p + n
+
+    for _ in range(count):
+        start = pos
+        length, pos = varint(pos, "record length")
+        body_start = pos
+        if length < 0 or pos + length > end:
+            raise CorruptRecordError(
+                f"record length {length} does not fit in the batch",
+                position=start, expected=f"a length between 0 and {end - pos}",
+            )
+        pos += 1  # attributes (unused)
+        ts_delta, pos = varint(pos, "timestampDelta")
+        offset_delta, pos = varint(pos, "offsetDelta")
+        key, pos = blob(pos, "key")
+        value, pos = blob(pos, "value")
+        n_headers, pos = varint(pos, "header count")
+        if n_headers < 0:
+            raise CorruptRecordError(
+                f"header count {n_headers}", position=pos, expected="a count >= 0"
+            )
+        headers: list[Header] = []
+        for _h in range(n_headers):
+            hkey, pos = blob(pos, "header key")
+            if hkey is None:
+                raise CorruptRecordError(
+                    "null header key", position=pos, expected="a UTF-8 header name"
+                )
+            hvalue, pos = blob(pos, "header value")
+            try:
+                name = hkey.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorruptRecordError(
+                    "header key is not UTF-8", position=pos, expected="a UTF-8 header name"
+                ) from None
+            headers.append(Header(name, hvalue))
+        if pos != body_start + length:
+            raise CorruptRecordError(
+                f"record fields end at byte {pos}, its length says {body_start + length}",
+                position=start, expected="fields to fill exactly the record length",
+            )
+        append(
+            Record(
+                base_offset + offset_delta,
+                first_timestamp + ts_delta if log_append_ts is None else log_append_ts,
+                key,
+                value,
+                tuple(headers),
+            )
+        )
+    if pos != end:
+        raise CorruptRecordError(
+            f"{end - pos} bytes left after the {count} records the header declares",
+            position=pos, expected="recordCount to cover the whole batch",
+        )
+    return out
+
+
+_decode = _decode_records_python
+try:  # the compiled decoder has the same signature and identical results (tests compare them)
+    from segment_lib._speedups import decode_records_v2 as _decode_compiled
+
+    _decode = _decode_compiled
+except ImportError:  # pragma: no cover - depends on the build
+    pass
