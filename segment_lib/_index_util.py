@@ -1,0 +1,56 @@
+"""Helpers shared by the ``.index`` and ``.timeindex`` parsers (private to segment_lib).
+
+Both index kinds are arrays of fixed-size big-endian entries that Kafka memory-maps. An *active*
+segment's index is preallocated (10 MiB by default) and filled with zeros beyond the last entry;
+Kafka trims it to ``entries * entrySize`` when the segment is rolled or the broker shuts down
+cleanly (``AbstractIndex.trimToValidSize``). :func:`valid_length` finds where the written
+entries end in such a file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from segment_lib.errors import CorruptIndexError, InvalidFileNameError
+from segment_lib.names import SegmentSuffix, parse_segment_file_name
+
+Buffer = bytes | bytearray | memoryview
+
+
+def valid_length(data: Buffer, entry_size: int, what: str) -> int:
+    """Byte length of the written entries of an index buffer (excluding the zero-filled tail).
+
+    Rule: trailing entries whose bytes are all zero are the unused preallocated tail. This is
+    sound because Kafka appends entries with strictly increasing keys, so an all-zero entry can
+    only be a real one in slot 0. A file that is zero throughout is read as empty (see the
+    per-index modules for why nothing is lost by that).
+
+    Raises CorruptIndexError (at the start of the partial entry) when the length is not a
+    multiple of ``entry_size``: Kafka's ``sanityCheck`` rejects such a file as well.
+    """
+    size = len(data)
+    whole = size - size % entry_size
+    if whole != size:
+        raise CorruptIndexError(
+            f"{what} is {size} bytes, not a multiple of its {entry_size}-byte entry size",
+            position=whole,
+            expected=f"a whole {entry_size}-byte entry",
+        )
+    # rstrip runs in C; rounding the stripped length up to a whole entry keeps a real last entry
+    # whose final bytes happen to be zero (e.g. position 256 = 00 00 01 00).
+    nonzero = len(bytes(data).rstrip(b"\0"))
+    return -(-nonzero // entry_size) * entry_size
+
+
+def base_offset_from_path(path: str | os.PathLike[str], kind: SegmentSuffix) -> int:
+    """The base offset encoded in an index file's name (transient suffixes allowed)."""
+    try:
+        parsed = parse_segment_file_name(Path(path).name)
+    except InvalidFileNameError as exc:
+        raise exc.with_location(path) from None
+    if parsed.kind != kind:
+        raise InvalidFileNameError(
+            f"{Path(path).name!r} is a {parsed.kind} file, not {kind}", path=path, expected=kind
+        )
+    return parsed.base_offset
