@@ -5,8 +5,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pytest
-
 from segment_lib.errors import InvalidFileNameError
 from segment_lib.log_file import open_log
 from segment_lib.lookup import (

@@ -2,7 +2,276 @@
 
 from __future__ import annotations
 
-import typer
+import string
+from pathlib import Path
+from typing import Annotated, Any
 
-app = typer.Typer(help="Read broker log files: dump batches and records, look up offsets and times.",
-                  no_args_is_help=True)
+import typer
+from rich.markup import escape
+
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
+from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
+from segment_lib.dump import DumpOptions, dump_file
+from segment_lib.errors import SegmentError
+from segment_lib.lookup import find_offset, find_offset_for_timestamp
+from segment_lib.partition import PartitionView
+
+app = typer.Typer(
+    help=(
+        "Read broker log files directly from disk: dump batches and records, check indexes, "
+        "and look up offsets and times exactly as the broker would."
+    ),
+    no_args_is_help=True,
+)
+
+_PRINTABLE = set(string.printable) - set("\x0b\x0c")
+
+
+def _show_bytes(data: str | None) -> str:
+    """Text view of a base64 field: UTF-8 when valid and printable, else escaped bytes."""
+    if data is None:
+        return "null"
+    import base64
+
+    raw = base64.b64decode(data)
+    try:
+        text = raw.decode("utf-8")
+        if all(c in _PRINTABLE or ord(c) > 127 for c in text):
+            return text
+    except UnicodeDecodeError:
+        pass
+    return repr(raw)[2:-1]
+
+
+def _text(event: dict[str, Any]) -> str | None:
+    kind = event["kind"]
+    if kind == "file":
+        return f"Dumping {event['path']}"
+    if kind == "batch":
+        return (
+            f"baseOffset: {event['base_offset']} lastOffset: {event['last_offset']} "
+            f"count: {event['record_count']} baseSequence: {event['base_sequence']} "
+            f"producerId: {event['producer_id']} producerEpoch: {event['producer_epoch']} "
+            f"partitionLeaderEpoch: {event['partition_leader_epoch']} "
+            f"isTransactional: {str(event['transactional']).lower()} "
+            f"isControl: {str(event['control']).lower()} position: {event['position']} "
+            f"{event['timestamp_type']}: {event['max_timestamp']} size: {event['size']} "
+            f"magic: {event['magic']} compresscodec: {event['codec']} crc: {event['crc']} "
+            f"isvalid: {str(event['crc_valid']).lower()}"
+        )
+    if kind == "record":
+        headers = ", ".join(f"{k}={_show_bytes(v)}" for k, v in event["headers"])
+        line = (
+            f"| offset: {event['offset']} timestamp: {event['timestamp']} "
+            f"headers: [{headers}] key: {_show_bytes(event['key'])} "
+            f"payload: {_show_bytes(event['value'])}"
+        )
+        if "control" in event:
+            line += f" controlType: {event['control']['type']}"
+            if event["control"]["coordinator_epoch"] is not None:
+                line += f" coordinatorEpoch: {event['control']['coordinator_epoch']}"
+        if "offsets" in event:
+            line = f"| offset: {event['offset']} timestamp: {event['timestamp']} {event['offsets']}"
+        return line
+    if kind == "index_entry":
+        return f"offset: {event['offset']} position: {event['position']}"
+    if kind == "time_index_entry":
+        return f"timestamp: {event['timestamp']} offset: {event['offset']}"
+    if kind == "txn_entry":
+        return (
+            f"producerId: {event['producer_id']} firstOffset: {event['first_offset']} "
+            f"lastOffset: {event['last_offset']} "
+            f"lastStableOffset: {event['last_stable_offset']}"
+        )
+    if kind == "index_problem":
+        return f"MISMATCH offset {event['offset']}: {event['problem']}"
+    if kind == "torn_tail":
+        return (
+            f"Torn tail at position {event['position']}: the last {event['bytes_after']} "
+            "bytes are an incomplete batch (expected at the end of an active segment)"
+        )
+    if kind == "summary":
+        if "sane" in event:
+            return f"{event['file']}: {event['entries']} entries, index is sane"
+        against = event.get("checked_against")
+        if against is None:
+            return f"{event['entries']} entries (no .log beside it to check against)"
+        return f"{event['entries']} entries checked against {against}: {event['problems']} problems"
+    return None
+
+
+@app.command()
+def dump(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Segment files: .log .index .timeindex .txnindex", exists=True, dir_okay=False
+        ),
+    ],
+    print_data_log: Annotated[
+        bool,
+        typer.Option(
+            "--print-data-log", help="Print every record (key, value, headers), not only batches."
+        ),
+    ] = False,
+    offsets_decoder: Annotated[
+        bool,
+        typer.Option(
+            "--offsets-decoder",
+            help="Decode __consumer_offsets records (offset commits, group metadata).",
+        ),
+    ] = False,
+    index_sanity_check: Annotated[
+        bool,
+        typer.Option("--index-sanity-check", help="Only check that index files are well-formed."),
+    ] = False,
+    verify_index_only: Annotated[
+        bool,
+        typer.Option(
+            "--verify-index-only",
+            help="Check .index/.timeindex entries against the .log; print only problems.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Dump segment files like kafka-dump-log.sh.
+
+    \b
+    Examples:
+      kafka-archive segments dump /var/lib/kafka/orders-0/00000000000000000000.log
+      kafka-archive segments dump --print-data-log --json 00000000000000000000.log
+      kafka-archive segments dump --offsets-decoder __consumer_offsets-7/*.log
+      kafka-archive segments dump --verify-index-only orders-0/*.index orders-0/*.timeindex
+
+    Exit status: 0 when every file is valid; 1 on corrupt bytes, CRC failures or index
+    mismatches (the error names the file and byte position).
+    """
+    opts = DumpOptions(
+        print_data_log=print_data_log,
+        offsets_decoder=offsets_decoder,
+        index_sanity_check=index_sanity_check,
+        verify_index_only=verify_index_only,
+    )
+    bad = 0
+    for path in files:
+        try:
+            for event in dump_file(path, opts):
+                if event["kind"] == "index_problem" or (
+                    event["kind"] == "batch" and not event["crc_valid"]
+                ):
+                    bad += 1
+                if as_json:
+                    emit_json(event)
+                else:
+                    line = _text(event)
+                    if line is not None:
+                        console.print(escape(line))
+        except SegmentError as exc:
+            fail(
+                str(exc),
+                as_json=as_json,
+                details=exc.to_dict(),
+                hint="the bytes before this position were dumped above; a rolled segment "
+                "with bad bytes should be restored from a replica or the archive",
+            )
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def lookup(
+    partition_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A partition directory such as /var/lib/kafka/orders-0",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    timestamp: Annotated[
+        str | None,
+        typer.Option(
+            "--timestamp",
+            "-t",
+            help="Find the earliest offset whose timestamp is >= this time: ISO-8601 "
+            "(naive = UTC), epoch ms, relative (-2h, now-30m), or latest/earliest.",
+        ),
+    ] = None,
+    offset: Annotated[
+        int | None,
+        typer.Option(
+            "--offset", "-o", help="Find the segment and byte position holding this offset."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Answer an offset or time question for one partition directory, as the broker would.
+
+    \b
+    Examples:
+      kafka-archive segments lookup /var/lib/kafka/orders-0 --timestamp -2h
+      kafka-archive segments lookup orders-0 --timestamp 2026-11-21T01:00:00Z --json
+      kafka-archive segments lookup orders-0 --offset 170410
+
+    --json prints {"offset":..,"timestamp":..,"segment":..,"position":..}; offset is -1 when
+    no record has a timestamp at or after the one asked for.
+    """
+    if (timestamp is None) == (offset is None):
+        fail(
+            "give exactly one of --timestamp or --offset",
+            as_json=as_json,
+            hint="e.g. --timestamp -2h or --offset 1000",
+        )
+    try:
+        view = PartitionView.open(partition_dir)
+        if timestamp is not None:
+            special = {"latest": -1, "earliest": -2, "max": -3}
+            try:
+                target = special.get(timestamp.lower())
+                if target is None:
+                    target = parse_time_ms(timestamp)
+            except TimeParseError as exc:
+                fail(str(exc), as_json=as_json)
+            answer = find_offset_for_timestamp(view, target)
+            result = {
+                "offset": answer.offset,
+                "timestamp": answer.timestamp,
+                "segment": answer.segment.name if answer.segment else None,
+                "position": answer.position,
+                "target_timestamp": target,
+            }
+        else:
+            assert offset is not None
+            loc = find_offset(view, offset)
+            record_ts = -1
+            if loc is not None:
+                from segment_lib.log_file import open_log
+
+                with open_log(loc.segment.log) as log:
+                    batch = next(log.batches(loc.position, allow_torn_tail=True))
+                    record_ts = next(
+                        (r.timestamp for r in log.records(batch) if r.offset >= offset), -1
+                    )
+            result = {
+                "offset": -1 if loc is None else max(offset, loc.batch_base_offset),
+                "timestamp": record_ts,
+                "segment": loc.segment.name if loc else None,
+                "position": loc.position if loc else -1,
+                "batch_base_offset": loc.batch_base_offset if loc else -1,
+                "batch_last_offset": loc.batch_last_offset if loc else -1,
+            }
+    except SegmentError as exc:
+        fail(str(exc), as_json=as_json, details=exc.to_dict())
+    if as_json:
+        emit_json(result)
+    elif result["offset"] < 0:
+        console.print(
+            "No record qualifies (offset -1): the partition holds no record at or "
+            "after that time/offset."
+        )
+    else:
+        console.print(
+            f"offset {result['offset']} timestamp {result['timestamp']} "
+            f"({format_ms(result['timestamp'])}) in {result['segment']} at byte "
+            f"{result['position']}"
+        )

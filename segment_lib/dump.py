@@ -1,0 +1,278 @@
+"""What ``kafka-archive segments dump`` shows, as a stream of plain dicts (no printing here).
+
+Each event is a JSON-ready ``dict`` with a ``kind``: ``file``, ``batch``, ``record``,
+``index_entry``, ``time_index_entry``, ``txn_entry``, ``index_problem``, ``summary``,
+``torn_tail``. The ``batch`` and ``record`` shapes are the CLI's ``--json`` contract::
+
+    {"kind":"batch","position":int,"base_offset":int,"last_offset":int,"magic":int,
+     "codec":"none|gzip|snappy|lz4|zstd","timestamp_type":"CreateTime|LogAppendTime|NoTimestamp",
+     "max_timestamp":int,"record_count":int,"crc_valid":bool,"transactional":bool,
+     "control":bool,"producer_id":int, ...}
+    {"kind":"record","offset":int,"timestamp":int,"key":BASE64|null,"value":BASE64|null,
+     "headers":[[NAME,BASE64|null],...], ...}
+
+Index checks follow DumpLogSegments: every ``.index`` entry must point at a batch boundary of
+the ``.log`` at or before the batch holding its offset; every ``.timeindex`` entry's timestamp
+must be the maximum timestamp of the batch holding its offset, and no earlier batch may carry a
+larger one. Structural errors raise :class:`~segment_lib.errors.SegmentError` after the events
+that could be produced.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from segment_lib.control import decode_control_record
+from segment_lib.errors import CrcMismatchError, SegmentError
+from segment_lib.log_file import LogBuffer, open_log, verify_batch_crc
+from segment_lib.names import classify_file, parse_partition_dir_name
+from segment_lib.offset_index import read_offset_index
+from segment_lib.records import BatchHeader, Record
+from segment_lib.time_index import read_time_index
+
+__all__ = ["DumpOptions", "batch_event", "dump_file", "record_event"]
+
+Event = dict[str, Any]
+
+
+class DumpOptions:
+    """Switches of ``segments dump`` (mirroring kafka-dump-log.sh)."""
+
+    __slots__ = ("index_sanity_check", "offsets_decoder", "print_data_log", "verify_index_only")
+
+    def __init__(
+        self,
+        *,
+        print_data_log: bool = False,
+        offsets_decoder: bool = False,
+        index_sanity_check: bool = False,
+        verify_index_only: bool = False,
+    ) -> None:
+        self.print_data_log = print_data_log or offsets_decoder
+        self.offsets_decoder = offsets_decoder
+        self.index_sanity_check = index_sanity_check
+        self.verify_index_only = verify_index_only
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def batch_event(batch: BatchHeader, crc_valid: bool) -> Event:
+    """The ``--json`` object of one batch."""
+    return {
+        "kind": "batch",
+        "position": batch.position,
+        "base_offset": batch.base_offset,
+        "last_offset": batch.last_offset,
+        "magic": batch.magic,
+        "codec": batch.codec.label,
+        "timestamp_type": batch.timestamp_type.label,
+        "max_timestamp": batch.max_timestamp,
+        "first_timestamp": batch.first_timestamp,
+        "record_count": batch.record_count,
+        "crc_valid": crc_valid,
+        "crc": batch.crc,
+        "transactional": batch.is_transactional,
+        "control": batch.is_control,
+        "producer_id": batch.producer_id,
+        "producer_epoch": batch.producer_epoch,
+        "base_sequence": batch.base_sequence,
+        "partition_leader_epoch": batch.partition_leader_epoch,
+        "size": batch.size,
+    }
+
+
+def record_event(record: Record) -> Event:
+    """The ``--json`` object of one record."""
+    return {
+        "kind": "record",
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": _b64(record.key),
+        "value": _b64(record.value),
+        "headers": [[h.key, _b64(h.value)] for h in record.headers],
+    }
+
+
+def _is_consumer_offsets(path: Path) -> bool:
+    try:
+        return parse_partition_dir_name(path.parent.name).topic == "__consumer_offsets"
+    except SegmentError:
+        return False
+
+
+def _decoded_offsets(record: Record) -> dict[str, Any]:
+    from segment_lib.consumer_offsets import decode_offsets_record, describe
+
+    return describe(decode_offsets_record(record.key, record.value))
+
+
+def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
+    decode_offsets = opts.offsets_decoder
+    with open_log(path, verify_crc=False) as log:
+        for batch in log.batches(allow_torn_tail=True):
+            try:
+                verify_batch_crc(log.data, batch)
+                crc_valid = True
+            except CrcMismatchError:
+                crc_valid = False
+            yield batch_event(batch, crc_valid)
+            if not opts.print_data_log:
+                continue
+            for record in log.records(batch):
+                event = record_event(record)
+                if batch.is_control:
+                    control = decode_control_record(record.key, record.value)
+                    event["control"] = {
+                        "type": control.type.name,
+                        "raw_type": control.raw_type,
+                        "coordinator_epoch": control.coordinator_epoch,
+                    }
+                elif decode_offsets:
+                    event["offsets"] = _decoded_offsets(record)
+                yield event
+        if log.torn_tail_position is not None:
+            yield {
+                "kind": "torn_tail",
+                "position": log.torn_tail_position,
+                "bytes_after": len(log) - log.torn_tail_position,
+            }
+
+
+def _log_batches(log_path: Path) -> list[BatchHeader]:
+    with open_log(log_path) as log:
+        return list(log.batches(allow_torn_tail=True))
+
+
+def _check_offset_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
+    index = read_offset_index(path)
+    if opts.index_sanity_check:
+        yield {"kind": "summary", "file": str(path), "entries": len(index), "sane": True}
+        return
+    log_path = path.with_suffix(".log")
+    batches = _log_batches(log_path) if log_path.exists() else None
+    by_position = {b.position: b for b in batches or ()}
+    last_offset = batches[-1].last_offset if batches else -1
+    problems = 0
+    for entry in index:
+        if not opts.verify_index_only:
+            yield {"kind": "index_entry", "offset": entry.offset, "position": entry.position}
+        if batches is None:
+            continue
+        batch = by_position.get(entry.position)
+        problem = None
+        if batch is None:
+            problem = "position is not the start of a batch"
+        elif batch.base_offset > entry.offset:
+            problem = f"batch at this position starts at offset {batch.base_offset}, after it"
+        elif entry.offset > last_offset:
+            problem = f"offset is past the last offset of the log ({last_offset})"
+        if problem:
+            problems += 1
+            yield {
+                "kind": "index_problem",
+                "file": str(path),
+                "offset": entry.offset,
+                "position": entry.position,
+                "problem": problem,
+            }
+    yield {
+        "kind": "summary",
+        "file": str(path),
+        "entries": len(index),
+        "checked_against": str(log_path) if batches is not None else None,
+        "problems": problems,
+    }
+
+
+def _check_time_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
+    index = read_time_index(path)
+    if opts.index_sanity_check:
+        yield {"kind": "summary", "file": str(path), "entries": len(index), "sane": True}
+        return
+    log_path = path.with_suffix(".log")
+    batches = _log_batches(log_path) if log_path.exists() else None
+    problems = 0
+    for entry in index:
+        if not opts.verify_index_only:
+            yield {"kind": "time_index_entry", "timestamp": entry.timestamp, "offset": entry.offset}
+        if batches is None:
+            continue
+        holder = next((b for b in batches if b.last_offset >= entry.offset), None)
+        problem = None
+        if holder is None:
+            problem = "offset is past the end of the log"
+        else:
+            earlier_max = max(
+                (b.max_timestamp for b in batches if b.position < holder.position), default=-1
+            )
+            if holder.max_timestamp != entry.timestamp:
+                problem = (
+                    f"batch holding the offset has max timestamp {holder.max_timestamp}, "
+                    f"index says {entry.timestamp}"
+                )
+            elif earlier_max > entry.timestamp:
+                problem = f"an earlier batch has the larger timestamp {earlier_max}"
+        if problem:
+            problems += 1
+            yield {
+                "kind": "index_problem",
+                "file": str(path),
+                "offset": entry.offset,
+                "timestamp": entry.timestamp,
+                "problem": problem,
+            }
+    yield {
+        "kind": "summary",
+        "file": str(path),
+        "entries": len(index),
+        "checked_against": str(log_path) if batches is not None else None,
+        "problems": problems,
+    }
+
+
+def _dump_txn_index(path: Path) -> Iterator[Event]:
+    from segment_lib.txn_index import read_txn_index
+
+    for e in read_txn_index(path):
+        yield {
+            "kind": "txn_entry",
+            "producer_id": e.producer_id,
+            "first_offset": e.first_offset,
+            "last_offset": e.last_offset,
+            "last_stable_offset": e.last_stable_offset,
+        }
+
+
+def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Event]:
+    """Events describing one file, chosen by its name (``.log``, ``.index``, ``.timeindex``,
+    ``.txnindex``). The first event is ``{"kind": "file", ...}``."""
+    p = Path(path)
+    opts = opts or DumpOptions()
+    cls = classify_file(p.name)
+    kind = cls.segment.kind if cls.segment is not None else cls.kind.value
+    yield {"kind": "file", "path": str(p), "type": kind}
+    if kind == ".log":
+        if opts.offsets_decoder and not _is_consumer_offsets(p):
+            opts = DumpOptions(print_data_log=True)  # the decoder only applies to its topic
+        yield from _dump_log(p, opts)
+    elif kind == ".index":
+        yield from _check_offset_index(p, opts)
+    elif kind == ".timeindex":
+        yield from _check_time_index(p, opts)
+    elif kind == ".txnindex":
+        yield from _dump_txn_index(p)
+    else:
+        raise SegmentError(
+            f"cannot dump a {kind} file",
+            path=p,
+            expected="a .log, .index, .timeindex or .txnindex file",
+        )
+
+
+# LogBuffer is re-exported for callers that dump in-memory buffers.
+_ = LogBuffer
