@@ -88,10 +88,12 @@ def iter_batches(
             if _all_zero(view[pos:limit]):
                 raise TornTailError(
                     f"{remaining} zero bytes of preallocated space after the last batch",
-                    position=pos, expected="end of log",
+                    position=pos,
+                    expected="end of log",
                 )
             raise TornTailError(
-                f"last batch cut short after {remaining} bytes", position=pos,
+                f"last batch cut short after {remaining} bytes",
+                position=pos,
                 expected="a complete batch header",
             )
         _offset, size = _OFFSET_SIZE.unpack_from(view, pos)
@@ -99,7 +101,8 @@ def iter_batches(
         if size == 0 and _all_zero(view[pos:limit]):
             raise TornTailError(
                 f"{remaining} zero bytes of preallocated space after the last batch",
-                position=pos, expected="end of log",
+                position=pos,
+                expected="end of log",
             )
         if magic == 2:
             min_size = MIN_BATCH_LENGTH
@@ -107,18 +110,21 @@ def iter_batches(
             min_size = legacy_message_size_bounds(magic)
         else:
             raise UnsupportedFormatError(
-                f"magic byte {magic} at offset field {_offset}", position=pos + MAGIC_OFFSET,
+                f"magic byte {magic} at offset field {_offset}",
+                position=pos + MAGIC_OFFSET,
                 expected="magic 0, 1 or 2",
             )
         if size < min_size:
             raise CorruptBatchError(
                 f"batch size {size} is smaller than a magic {magic} header",
-                position=pos + 8, expected=f"size >= {min_size}",
+                position=pos + 8,
+                expected=f"size >= {min_size}",
             )
         if LOG_OVERHEAD + size > remaining:
             raise TornTailError(
                 f"last batch declares {LOG_OVERHEAD + size} bytes but only {remaining} remain",
-                position=pos, expected="a complete batch",
+                position=pos,
+                expected="a complete batch",
             )
         if magic == 2:
             if remaining < RECORDS_START:  # pragma: no cover - implied by the size check
@@ -141,8 +147,20 @@ def _shallow_probe(view: memoryview, pos: int, size: int, magic: int) -> BatchHe
     from segment_lib.records import TimestampType
 
     crc = struct.unpack_from(">I", view, pos + 12)[0]
-    return BatchHeader(pos, LOG_OVERHEAD + size, magic, 0, 0, 0, 0, Codec.NONE,
-                       TimestampType.NO_TIMESTAMP, -1, -1, crc)
+    return BatchHeader(
+        pos,
+        LOG_OVERHEAD + size,
+        magic,
+        0,
+        0,
+        0,
+        0,
+        Codec.NONE,
+        TimestampType.NO_TIMESTAMP,
+        -1,
+        -1,
+        crc,
+    )
 
 
 class LogBuffer:
@@ -205,9 +223,14 @@ class LogBuffer:
                 yield header, record
 
     def close(self) -> None:
-        self.data.release()
-        if self._mmap is not None:
-            self._mmap.close()
+        """Release the buffer and unmap the file. Slices still referenced elsewhere (records
+        being decoded, a traceback holding a frame) keep the mapping alive until collected."""
+        try:
+            self.data.release()
+            if self._mmap is not None:
+                self._mmap.close()
+        except BufferError:
+            pass
 
     def __enter__(self) -> LogBuffer:
         return self
