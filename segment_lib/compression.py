@@ -130,7 +130,7 @@ def _lz4_legacy_decompress(data: memoryview) -> bytes:
 
 
 def _zstd_decompress(data: memoryview) -> bytes:
-    return _ZSTD_DECOMPRESSOR.decompressobj().decompress(data)
+    return bytes(_ZSTD_DECOMPRESSOR.decompressobj().decompress(data))
 
 
 def _gzip_decompress(data: memoryview) -> bytes:
@@ -199,8 +199,11 @@ def _xerial_compress(data: bytes, block_size: int = 32 * 1024) -> bytes:
 
 def _lz4_legacy_compress(data: bytes) -> bytes:
     """An LZ4 frame with the HC byte computed Kafka-magic-0 style (over the magic too)."""
-    frame = bytearray(lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                         content_checksum=False, block_linked=False))
+    frame = bytearray(
+        lz4.frame.compress(
+            data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False, block_linked=False
+        )
+    )
     # Re-compute the header checksum the broken way: xxh32 over magic+FLG+BD, second byte.
     frame[6] = (xxhash.xxh32_intdigest(bytes(frame[0:6])) >> 8) & 0xFF
     return bytes(frame)
@@ -229,6 +232,12 @@ def compress(
     if kind is Codec.LZ4:
         if legacy_lz4:
             return _lz4_legacy_compress(data)
-        return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                  content_checksum=False, block_linked=False)
+        return bytes(
+            lz4.frame.compress(
+                data,
+                block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                content_checksum=False,
+                block_linked=False,
+            )
+        )
     return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)

@@ -21,6 +21,7 @@ that could be produced.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,27 @@ def _is_consumer_offsets(path: Path) -> bool:
         return False
 
 
-def _decoded_offsets(record: Record) -> dict[str, Any]:
-    from segment_lib.consumer_offsets import decode_offsets_record, describe
+def _jsonable(value: Any) -> Any:
+    """Dataclasses, enums, UUIDs and bytes made JSON-ready (bytes as base64)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"type": type(value).__name__, **out}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _b64(bytes(value))
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
 
-    return describe(decode_offsets_record(record.key, record.value))
+
+def _decoded_offsets(record: Record) -> dict[str, Any]:
+    from segment_lib.consumer_offsets import decode_offsets_record
+
+    decoded: dict[str, Any] = _jsonable(decode_offsets_record(record.key, record.value))
+    return decoded
 
 
 def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
@@ -238,7 +256,7 @@ def _check_time_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
 def _dump_txn_index(path: Path) -> Iterator[Event]:
     from segment_lib.txn_index import read_txn_index
 
-    for e in read_txn_index(path):
+    for e in read_txn_index(path).entries:
         yield {
             "kind": "txn_entry",
             "producer_id": e.producer_id,

@@ -60,8 +60,17 @@ def legacy_message_size_bounds(magic: int) -> int:
 class _Message:
     """One parsed legacy message (shallow or inner), fields only; no copies of the payload."""
 
-    __slots__ = ("attributes", "crc", "end", "key", "magic", "offset", "position", "timestamp",
-                 "value")
+    __slots__ = (
+        "attributes",
+        "crc",
+        "end",
+        "key",
+        "magic",
+        "offset",
+        "position",
+        "timestamp",
+        "value",
+    )
 
     def __init__(self, buf: memoryview, position: int, end_limit: int) -> None:
         offset, size, crc, magic, attributes = _PREFIX.unpack_from(buf, position)
@@ -96,7 +105,7 @@ class _Message:
 
     @property
     def codec(self) -> int:
-        return self.attributes & _CODEC_MASK
+        return int(self.attributes) & _CODEC_MASK
 
     def check_crc(self, buf: memoryview) -> None:
         computed = zlib.crc32(buf[self.position + _CRC_START : self.end])
@@ -114,7 +123,8 @@ class _Message:
 def _bytes_field(buf: memoryview, p: int, end: int, what: str) -> tuple[memoryview | None, int]:
     if p + 4 > end:
         raise CorruptRecordError(
-            f"{what} length runs past the end of the message", position=p,
+            f"{what} length runs past the end of the message",
+            position=p,
             expected="an int32 length",
         )
     (n,) = _INT32.unpack_from(buf, p)
@@ -123,7 +133,8 @@ def _bytes_field(buf: memoryview, p: int, end: int, what: str) -> tuple[memoryvi
         return None, p
     if n < 0 or p + n > end:
         raise CorruptRecordError(
-            f"{what} length {n} does not fit in the message", position=p - 4,
+            f"{what} length {n} does not fit in the message",
+            position=p - 4,
             expected=f"-1 or a length between 0 and {end - p}",
         )
     return buf[p : p + n], p + n
@@ -138,9 +149,7 @@ def _inner_messages(buf: memoryview, wrapper: _Message) -> list[_Message]:
             expected="a compressed inner message set",
         )
     try:
-        inner = memoryview(
-            decompress(wrapper.codec, wrapper.value, legacy_lz4=wrapper.magic == 0)
-        )
+        inner = memoryview(decompress(wrapper.codec, wrapper.value, legacy_lz4=wrapper.magic == 0))
     except CorruptBatchError as exc:
         raise exc.with_location(None, wrapper.position) from exc
     messages: list[_Message] = []
@@ -149,19 +158,22 @@ def _inner_messages(buf: memoryview, wrapper: _Message) -> list[_Message]:
         while p < len(inner):
             if p + LOG_OVERHEAD + 6 > len(inner):
                 raise CorruptRecordError(
-                    "inner message header cut short", position=p,
+                    "inner message header cut short",
+                    position=p,
                     expected="a complete inner message",
                 )
             m = _Message(inner, p, len(inner))
             if m.codec != Codec.NONE:
                 raise CorruptRecordError(
-                    "inner message is itself compressed", position=p,
+                    "inner message is itself compressed",
+                    position=p,
                     expected="uncompressed inner messages",
                 )
             if m.magic != wrapper.magic:
                 raise CorruptRecordError(
                     f"inner message magic {m.magic} inside a magic {wrapper.magic} wrapper",
-                    position=p, expected=f"magic {wrapper.magic}",
+                    position=p,
+                    expected=f"magic {wrapper.magic}",
                 )
             m.check_crc(inner)
             messages.append(m)
@@ -176,7 +188,8 @@ def _inner_messages(buf: memoryview, wrapper: _Message) -> list[_Message]:
     if not messages:
         raise CorruptBatchError(
             f"compressed wrapper at offset {wrapper.offset} holds no messages",
-            position=wrapper.position, expected="at least one inner message",
+            position=wrapper.position,
+            expected="at least one inner message",
         )
     return messages
 

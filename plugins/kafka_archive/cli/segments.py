@@ -233,7 +233,7 @@ def lookup(
             except TimeParseError as exc:
                 fail(str(exc), as_json=as_json)
             answer = find_offset_for_timestamp(view, target)
-            result = {
+            result: dict[str, Any] = {
                 "offset": answer.offset,
                 "timestamp": answer.timestamp,
                 "segment": answer.segment.name if answer.segment else None,
@@ -264,7 +264,7 @@ def lookup(
         fail(str(exc), as_json=as_json, details=exc.to_dict())
     if as_json:
         emit_json(result)
-    elif result["offset"] < 0:
+    elif int(result["offset"]) < 0:
         console.print(
             "No record qualifies (offset -1): the partition holds no record at or "
             "after that time/offset."
@@ -272,6 +272,6 @@ def lookup(
     else:
         console.print(
             f"offset {result['offset']} timestamp {result['timestamp']} "
-            f"({format_ms(result['timestamp'])}) in {result['segment']} at byte "
+            f"({format_ms(int(result['timestamp']))}) in {result['segment']} at byte "
             f"{result['position']}"
         )
