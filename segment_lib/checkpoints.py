@@ -136,9 +136,12 @@ def _parse(data: bytes, parse_entry: Callable[[int, str], T]) -> list[T]:
     return entries
 
 
-def parse_offset_checkpoint(data: bytes) -> dict[TopicPartition, int]:
-    """Parse an offset checkpoint file's bytes into ``{(topic, partition): offset}``."""
-    result: dict[TopicPartition, int] = {}
+def parse_offset_checkpoint(data: bytes) -> dict[tuple[str, int], int]:
+    """Parse an offset checkpoint file's bytes into ``{(topic, partition): offset}``.
+
+    Keys are :class:`TopicPartition` named tuples (equal to plain ``(topic, partition)``).
+    """
+    result: dict[tuple[str, int], int] = {}
 
     def entry(pos: int, text: str) -> None:
         parts = _fields(text)
@@ -182,7 +185,7 @@ def _read(path: str | os.PathLike[str], parse: Callable[[bytes], T]) -> T:
         raise exc.with_location(path) from None
 
 
-def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[TopicPartition, int]:
+def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
     """Read an offset checkpoint file (errors name ``path``)."""
     return _read(path, parse_offset_checkpoint)
 

@@ -128,8 +128,8 @@ def test_bad_partition_dir_names(name: str) -> None:
 def test_format_partition_dir_name_round_trip() -> None:
     for state in (None, "delete", "future", "stray"):
         uid = None if state is None else "0123456789abcdef0123456789abcdef"
-        name = format_partition_dir_name("a.b-c", 7, state, uid)  # type: ignore[arg-type]
-        assert parse_partition_dir_name(name) == PartitionDirName("a.b-c", 7, state, uid)  # type: ignore[arg-type]
+        name = format_partition_dir_name("a.b-c", 7, state, uid)
+        assert parse_partition_dir_name(name) == PartitionDirName("a.b-c", 7, state, uid)
 
 
 def test_delete_dir_name_caps_length_like_kafka() -> None:

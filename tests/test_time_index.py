@@ -146,7 +146,8 @@ def test_round_trip(base: int, steps: list[tuple[int, int]], spare: int) -> None
 
 
 def _time_index_files(root: Path) -> list[Path]:
-    return files_named(root, "*.timeindex") + files_named(root, "*.timeindex.cleaned")
+    found: list[Path] = files_named(root, "*.timeindex") + files_named(root, "*.timeindex.cleaned")
+    return found
 
 
 def test_real_time_indexes(real_broker_data: Path) -> None:
