@@ -74,6 +74,7 @@ from segment_lib.errors import CorruptRecordError
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES",
+    "DEFAULT_NUM_PARTITIONS",
     "RECORD_TYPE_NAMES",
     "CoordinatorKey",
     "CoordinatorRecord",
