@@ -1,0 +1,140 @@
+"""Batch-header scan with CRC verification vs a raw read of the same file.
+
+For each batch size, one segment of about ``--mib`` MiB (uncompressed batches built by
+kafka-python, see ``_data.py``) is read from the page cache, repeatedly and interleaved, by:
+
+* ``raw``: the baseline -- reading every byte of the file into memory: ``readinto`` a reused
+  1 MiB buffer until EOF (unbuffered file object). This is the cheapest way to bring the bytes
+  into user space, so the ratio against it is the overhead of looking at them;
+* ``scan``: ``segment_lib.log_file.open_log(path)`` (read-only ``mmap``) then every
+  ``BatchHeader`` from ``LogBuffer.batches()``, each batch's CRC-32C verified -- what the
+  archiver and the catalog do for every segment;
+* ``scan_mem`` (context): ``iter_batches(bytes, verify_crc=True)`` over bytes already in memory,
+  i.e. the parsing + CRC cost without any I/O or page mapping.
+
+The reported ratio is ``scan`` throughput / ``raw`` throughput (target: >= 0.5 for batches of
+16 KiB and more). Usage::
+
+    .venv/bin/python benchmarks/bench_scan.py
+    .venv/bin/python benchmarks/bench_scan.py --batch-kib 16,64 --mib 128 --reps 21
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import _data
+
+from segment_lib.log_file import iter_batches, open_log
+
+CHUNK = 1 << 20
+
+
+def run_raw(path: Path, _buf: bytes) -> int:
+    chunk = bytearray(CHUNK)
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while got := f.readinto(chunk):
+            n += got
+    return n
+
+
+def run_scan(path: Path, _buf: bytes) -> int:
+    n = 0
+    with open_log(path) as log:
+        for header in log.batches():
+            n += header.size
+    return n
+
+
+def run_scan_mem(_path: Path, buf: bytes) -> int:
+    n = 0
+    for header in iter_batches(buf, verify_crc=True):
+        n += header.size
+    return n
+
+
+CONTENDERS: dict[str, Callable[[Path, bytes], int]] = {
+    "raw": run_raw,
+    "scan": run_scan,
+    "scan_mem": run_scan_mem,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch-kib", default="1,4,16,64,256", help="comma-separated sizes")
+    parser.add_argument("--mib", type=int, default=64, help="approximate segment size")
+    parser.add_argument("--reps", type=int, default=15, help="repetitions (median reported)")
+    parser.add_argument("--out", help="result JSON (default benchmarks/results/scan-*.json)")
+    args = parser.parse_args()
+
+    results = []
+    for kib in (int(k) for k in args.batch_kib.split(",")):
+        # records average ~600 bytes on the wire; size the segment by record count
+        records = args.mib * (1 << 20) // 600
+        seg = _data.ensure_segment(records=records, batch_bytes=kib * 1024, codec="none")
+        buf = seg.path.read_bytes()
+        times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+        names = list(CONTENDERS)
+        for rep in range(args.reps):
+            for name in names[rep % len(names) :] + names[: rep % len(names)]:
+                gc.collect()
+                t0 = time.perf_counter()
+                n = CONTENDERS[name](seg.path, buf)
+                times[name].append(time.perf_counter() - t0)
+                if n != seg.size:
+                    raise SystemExit(f"{name} covered {n} bytes of {seg.size}")
+        median = {name: statistics.median(ts) for name, ts in times.items()}
+        results.append(
+            {
+                "batch_kib": kib,
+                "batches": seg.batches,
+                "bytes": seg.size,
+                "median_seconds": median,
+                "all_seconds": times,
+                "mb_per_s": {n: seg.size / 1e6 / t for n, t in median.items()},
+                "batches_per_s": {n: seg.batches / t for n, t in median.items()},
+                "scan_over_raw": median["raw"] / median["scan"],
+                "scan_mem_over_raw": median["raw"] / median["scan_mem"],
+            }
+        )
+
+    print(f"batch scan with CRC-32C vs raw read (1 MiB readinto), median of {args.reps}")
+    print(
+        f"{'batch':>7} {'batches':>8} {'MB':>6} | {'raw MB/s':>9} {'scan MB/s':>10} "
+        f"{'scan_mem MB/s':>14} | {'scan/raw':>8} {'scan_mem/raw':>12} | {'us/batch':>8}"
+    )
+    for row in results:
+        mbs = row["mb_per_s"]
+        print(
+            f"{row['batch_kib']:>5}Ki {row['batches']:8d} {row['bytes'] / 1e6:6.1f} | "
+            f"{mbs['raw']:9.0f} {mbs['scan']:10.0f} {mbs['scan_mem']:14.0f} | "
+            f"{row['scan_over_raw']:7.2f}x {row['scan_mem_over_raw']:11.2f}x | "
+            f"{row['median_seconds']['scan'] / row['batches'] * 1e6:8.2f}"
+        )
+    out = args.out or str(
+        _data.RESULTS_DIR / f"scan-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    )
+    _data.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {
+        "benchmark": "scan",
+        "args": vars(args),
+        "machine": _data.machine(),
+        "results": results,
+    }
+    with open(out, "w") as f:
+        json.dump(payload, f, indent=2)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
