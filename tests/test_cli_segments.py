@@ -1,0 +1,188 @@
+"""``kafka-archive segments dump|lookup``: the --json contract, text output and exit codes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka_archive.cli import _register_groups, app
+from typer.testing import CliRunner
+
+_register_groups()
+runner = CliRunner()
+
+BATCH_KEYS = {
+    "kind": str,
+    "position": int,
+    "base_offset": int,
+    "last_offset": int,
+    "magic": int,
+    "codec": str,
+    "timestamp_type": str,
+    "max_timestamp": int,
+    "record_count": int,
+    "crc_valid": bool,
+    "transactional": bool,
+    "control": bool,
+    "producer_id": int,
+}
+RECORD_KEYS = {"kind": str, "offset": int, "timestamp": int, "headers": list}
+
+
+def _lines(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+@pytest.fixture()
+def partition_dir(tmp_path: Path) -> Path:
+    """Two batches written by kafka-python (an independent encoder) in a partition dir."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    data = b""
+    for base, codec in ((0, 0), (3, 3)):
+        b = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+        for i in range(3):
+            b.append(
+                i,
+                1_700_000_000_000 + 1000 * (base + i),
+                b"key%d" % (base + i),
+                b"\xff\xfe" if i == 2 else b"value%d" % (base + i) * 40,
+                [("trace", b"t1")],
+            )
+        raw = bytearray(b.build())
+        raw[0:8] = base.to_bytes(8, "big")
+        data += bytes(raw)
+    (d / "00000000000000000000.log").write_bytes(data)
+    return d
+
+
+def test_dump_json_follows_the_contract(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    result = runner.invoke(app, ["segments", "dump", "--print-data-log", "--json", str(log)])
+    assert result.exit_code == 0, result.output
+    events = _lines(result.output)
+    batches = [e for e in events if e["kind"] == "batch"]
+    records = [e for e in events if e["kind"] == "record"]
+    assert [b["codec"] for b in batches] == ["none", "lz4"]
+    for b in batches:
+        for key, typ in BATCH_KEYS.items():
+            assert isinstance(b[key], typ), key
+        assert b["crc_valid"] is True and b["timestamp_type"] == "CreateTime"
+    assert [r["offset"] for r in records] == list(range(6))
+    for r in records:
+        for key, typ in RECORD_KEYS.items():
+            assert isinstance(r[key], typ), key
+    assert base64.b64decode(records[4]["key"]) == b"key4"
+    assert base64.b64decode(records[4]["value"]) == b"value4" * 40
+    assert base64.b64decode(records[5]["value"]) == b"\xff\xfe"
+    assert records[0]["headers"] == [["trace", base64.b64encode(b"t1").decode()]]
+
+
+def test_dump_text_shows_utf8_and_escapes_binary(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    result = runner.invoke(app, ["segments", "dump", "--print-data-log", str(log)])
+    assert result.exit_code == 0
+    assert "payload: " + "value0" * 40 in result.output
+    assert "payload: \\xff\\xfe" in result.output
+    assert "compresscodec: lz4" in result.output
+
+
+def test_dump_reports_bad_crc_and_exits_nonzero(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[70] ^= 0x55
+    log.write_bytes(data)
+    result = runner.invoke(app, ["segments", "dump", "--json", str(log)])
+    assert result.exit_code == 1
+    assert [b["crc_valid"] for b in _lines(result.output) if b["kind"] == "batch"] == [False, True]
+
+
+def test_dump_corrupt_structure_names_file_and_position(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[16] = 9  # unknown magic in the first batch
+    log.write_bytes(data)
+    result = runner.invoke(app, ["segments", "dump", "--json", str(log)])
+    assert result.exit_code == 1
+    error = _lines(result.output)[-1]
+    assert error["kind"] == "error" and error["position"] == 16 and error["path"] == str(log)
+
+
+def test_lookup_json_by_time_and_offset(partition_dir: Path) -> None:
+    result = runner.invoke(
+        app, ["segments", "lookup", str(partition_dir), "--timestamp", "1700000003500", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    answer = _lines(result.output)[0]
+    assert (answer["offset"], answer["timestamp"]) == (4, 1_700_000_004_000)
+    assert answer["segment"] == "00000000000000000000.log" and answer["position"] > 0
+    result = runner.invoke(
+        app,
+        ["segments", "lookup", str(partition_dir), "--timestamp", "2030-01-01T00:00:00", "--json"],
+    )
+    assert _lines(result.output)[0]["offset"] == -1
+    result = runner.invoke(app, ["segments", "lookup", str(partition_dir), "-o", "1", "--json"])
+    answer = _lines(result.output)[0]
+    assert (answer["offset"], answer["timestamp"], answer["position"]) == (1, 1_700_000_001_000, 0)
+
+
+def test_lookup_rejects_bad_time_with_a_hint(partition_dir: Path) -> None:
+    result = runner.invoke(app, ["segments", "lookup", str(partition_dir), "-t", "yesterday"])
+    assert result.exit_code == 1
+    assert "ISO-8601" in result.output
+
+
+def test_offsets_decoder_and_index_checks_on_real_broker_files(real_broker_data: Path) -> None:
+    part = real_broker_data / "NikhilDighe9975__kafka_setup/kafka-logs/__consumer_offsets-12"
+    result = runner.invoke(
+        app,
+        ["segments", "dump", "--offsets-decoder", "--json", str(part / "00000000000000000000.log")],
+    )
+    assert result.exit_code == 0, result.output
+    decoded = [e["offsets"] for e in _lines(result.output) if e["kind"] == "record"]
+    assert decoded and {d["type"] for d in decoded} <= {
+        "OffsetCommit",
+        "GroupMetadata",
+        "Tombstone",
+        "UnknownRecord",
+    }
+    assert any(d["type"] == "OffsetCommit" and d["offset"] >= 0 for d in decoded)
+    result = runner.invoke(
+        app,
+        [
+            "segments",
+            "dump",
+            "--verify-index-only",
+            "--json",
+            str(part / "00000000000000000000.index"),
+            str(part / "00000000000000000000.timeindex"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summaries = [e for e in _lines(result.output) if e["kind"] == "summary"]
+    assert len(summaries) == 2 and all(s["problems"] == 0 for s in summaries)
+
+
+def test_index_check_finds_an_entry_pointing_inside_a_batch(partition_dir: Path) -> None:
+    from segment_lib.offset_index import format_offset_index
+
+    index = partition_dir / "00000000000000000000.index"
+    index.write_bytes(format_offset_index(0, [(4, 30)]))  # 30 is inside the first batch
+    result = runner.invoke(app, ["segments", "dump", "--verify-index-only", "--json", str(index)])
+    assert result.exit_code == 1
+    problems = [e for e in _lines(result.output) if e["kind"] == "index_problem"]
+    assert problems and problems[0]["offset"] == 4
+
+
+def test_console_script_help_teaches(tmp_path: Path) -> None:
+    exe = shutil.which("kafka-archive") or str(Path(sys.executable).parent / "kafka-archive")
+    out = subprocess.run(
+        [exe, "segments", "dump", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--print-data-log" in out and "Examples" in out
