@@ -34,11 +34,49 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: kafka-python's compression_type ids are Kafka's codec ids
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _BASE_OFFSET = struct.Struct(">q")  # the first field of every batch; not covered by the CRC
-_WORDS = (
-    "user order click view cart checkout payment refund shipment warehouse region eu us apac "
-    "mobile web android ios session token price currency EUR USD quantity sku campaign email "
-    "status ok failed pending retry latency_ms 12 250 3 17 true false null"
-).split()
+_WORDS = [
+    "user",
+    "order",
+    "click",
+    "view",
+    "cart",
+    "checkout",
+    "payment",
+    "refund",
+    "shipment",
+    "warehouse",
+    "region",
+    "eu",
+    "us",
+    "apac",
+    "mobile",
+    "web",
+    "android",
+    "ios",
+    "session",
+    "token",
+    "price",
+    "currency",
+    "EUR",
+    "USD",
+    "quantity",
+    "sku",
+    "campaign",
+    "email",
+    "status",
+    "ok",
+    "failed",
+    "pending",
+    "retry",
+    "latency_ms",
+    "12",
+    "250",
+    "3",
+    "17",
+    "true",
+    "false",
+    "null",
+]
 _FIRST_TIMESTAMP = 1_700_000_000_000
 
 
@@ -64,7 +102,12 @@ def _records(count: int, seed: int) -> Iterator[tuple[int, bytes, bytes, list[tu
             words.append(word)
             length += len(word) + 1
         value = json.dumps(
-            {"id": i, "ts": _FIRST_TIMESTAMP + i, "kind": rng.choice(_WORDS), "body": " ".join(words)}
+            {
+                "id": i,
+                "ts": _FIRST_TIMESTAMP + i,
+                "kind": rng.choice(_WORDS),
+                "body": " ".join(words),
+            }
         ).encode()[:target]
         headers: list[tuple[str, bytes]] = []
         if i % 4 == 0:
