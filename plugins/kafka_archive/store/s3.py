@@ -50,7 +50,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -64,7 +64,8 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from kafka_archive.store._common import check_range, put_if_absent_impl
@@ -180,7 +181,7 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class S3Options:
     """Tunables of :class:`S3Store` (all optional; credentials are deliberately absent).
 
@@ -226,6 +227,13 @@ class S3Options:
     read_timeout: float = 60.0
     require_store_checksum: bool = True
 
+    def __repr__(self) -> str:
+        # An endpoint URL may carry user:password@; never show it.
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["endpoint_url"] = _redact_url(self.endpoint_url)
+        shown = ", ".join(f"{name}={value!r}" for name, value in values.items())
+        return f"S3Options({shown})"
+
     def __post_init__(self) -> None:
         def bad(message: str) -> StoreConfigError:
             return StoreConfigError(f"invalid S3 option: {message}")
@@ -252,11 +260,20 @@ class S3Options:
         for name in ("retry_initial_delay", "retry_max_delay", "connect_timeout", "read_timeout"):
             if getattr(self, name) < 0:
                 raise bad(f"{name} must not be negative")
-        if self.endpoint_url is not None and urlsplit(self.endpoint_url).scheme not in (
-            "http",
-            "https",
-        ):
-            raise bad("endpoint_url must be an http:// or https:// URL")
+        if self.endpoint_url is not None:
+            _check_endpoint(self.endpoint_url, "endpoint_url")
+
+
+def _check_endpoint(url: str, source: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StoreConfigError(f"invalid S3 option: {source} must be an http:// or https:// URL")
+    if parts.username is not None or parts.password is not None:
+        # botocore would log such a URL verbatim at DEBUG level: refuse it outright.
+        raise StoreConfigError(
+            f"{source} must not contain credentials (user:password@)",
+            hint="Put credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile",
+        )
 
 
 def _redact_url(url: str | None) -> str | None:
@@ -322,6 +339,9 @@ class S3Store:
             or os.environ.get("AWS_ENDPOINT_URL_S3")
             or os.environ.get("AWS_ENDPOINT_URL")
         )
+        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+            if os.environ.get(var):
+                _check_endpoint(os.environ[var], var)
         style = opts.addressing_style or ("path" if custom_endpoint else "auto")
         config = botocore.config.Config(
             region_name=region,
@@ -472,11 +492,10 @@ class S3Store:
 
         retryer = Retrying(
             stop=stop_after_attempt(opts.op_attempts),
-            wait=wait_exponential_jitter(
-                initial=opts.retry_initial_delay,
-                max=opts.retry_max_delay,
-                jitter=opts.retry_initial_delay,
-            ),
+            # Exponential backoff plus up to one initial delay of jitter (spreads out writers
+            # that failed together); written with primitives that every tenacity >= 8 has.
+            wait=wait_exponential(multiplier=opts.retry_initial_delay, max=opts.retry_max_delay)
+            + wait_random(0, opts.retry_initial_delay),
             retry=retry_if_exception_type(StoreUnavailable),
             before_sleep=log_retry,
             reraise=True,
@@ -726,11 +745,7 @@ class S3Store:
     def _stored_from_head(self, key: str, head: HeadObjectOutputTypeDef) -> StoredObject:
         meta = dict(head.get("Metadata", {}))
         recorded = meta.pop(META_SHA256, None)
-        checksum = head.get("ChecksumSHA256")
-        whole = None
-        if checksum is not None and "-" not in checksum:
-            with contextlib.suppress(ValueError):
-                whole = _b64_to_hex(checksum)
+        whole = _whole_object_sha256(head)
         if recorded is not None and whole is not None and recorded != whole:
             raise IntegrityError(
                 f"recorded sha256 {recorded} disagrees with the store's checksum {whole}",
@@ -932,3 +947,27 @@ def _b64_to_hex(value: str) -> str:
     if len(raw) != hashlib.sha256().digest_size:
         raise ValueError("not a SHA-256 digest")
     return raw.hex()
+
+
+_MULTIPART_ETAG = re.compile(r'"?[0-9a-fA-F]+-\d+"?')
+
+
+def _whole_object_sha256(head: HeadObjectOutputTypeDef) -> str | None:
+    """The object's SHA-256 (hex) if the store's checksum is a whole-object one, else None.
+
+    A multipart object's checksum is composite - not the content's SHA-256. S3 marks it with a
+    ``-N`` suffix and ``ChecksumType: COMPOSITE``; some S3-compatible stores (and moto) omit
+    both from HeadObject, so a multipart ETag (``<md5>-N``) is taken as a sign of it too.
+    """
+    checksum = head.get("ChecksumSHA256")
+    if checksum is None or "-" in checksum:
+        return None
+    checksum_type = head.get("ChecksumType")
+    if checksum_type == "COMPOSITE":
+        return None
+    if checksum_type is None and _MULTIPART_ETAG.fullmatch(head.get("ETag", "")):
+        return None
+    try:
+        return _b64_to_hex(checksum)
+    except ValueError:
+        return None
