@@ -1,0 +1,220 @@
+"""The catalog's tables (SQLAlchemy 2 typed ORM). The schema itself is created by the Alembic
+migrations in :mod:`kafka_archive.catalog.migrations`; these classes must match them (a test
+compares the two).
+
+Vocabulary:
+
+* a **partition** is ``(cluster, topic, partition)``; every other table hangs off its id.
+* a **segment** is one archived segment *version*: one manifest, one object in the store. The
+  same offsets may be archived several times (replicas rolled at different points, a segment
+  rewritten by log compaction); each copy is its own row.
+* the **chain** (``chain_pieces``) is the partition's *canonical* history: disjoint offset
+  ranges, each served by exactly one segment version (see :mod:`kafka_archive.catalog.chain`).
+* the **time index** (``time_index``) holds, per chain piece, runs of whole batches ("intervals")
+  of at most N bytes with their byte range in the object, their largest timestamp and the
+  partition-wide running maximum of timestamps up to their end, in offset order. Because that
+  running maximum never decreases, "the first offset with timestamp >= T" is in the first
+  interval whose running maximum is >= T: one index seek plus one ranged read.
+* ``histogram``: records and bytes per partition per time bucket (for ``stats``).
+* ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``.
+
+All timestamps are epoch milliseconds (BIGINT); -1 means "none", as in Kafka.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "Base",
+    "BuildRun",
+    "ChainPiece",
+    "HistogramBucket",
+    "OffsetCommitRow",
+    "Partition",
+    "Segment",
+    "TimeIndexEntry",
+    "TxnMarker",
+]
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every catalog table."""
+
+
+class Partition(Base):
+    """One ``cluster/topic/partition`` the archive holds data for."""
+
+    __tablename__ = "partitions"
+    __table_args__ = (UniqueConstraint("cluster", "topic", "partition", name="uq_partitions"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(255))
+    topic: Mapped[str] = mapped_column(String(255))
+    partition: Mapped[int] = mapped_column(Integer)
+
+
+class Segment(Base):
+    """One archived segment version (one manifest) and what a header scan of it found.
+
+    ``status``: ``canonical`` (all its offsets are in the chain), ``partial`` (some are served
+    by a version that takes precedence), ``shadowed`` (none are), ``empty`` (no batch) or
+    ``corrupt`` (extraction failed: ``error`` says where; nothing of it is indexed).
+    ``epoch_runs`` is JSON ``[[leader_epoch, first_offset, last_offset], ...]`` over its batches,
+    used to tell replicas holding the same data from divergent ones.
+    """
+
+    __tablename__ = "segments"
+    __table_args__ = (
+        UniqueConstraint("partition_id", "manifest_key", name="uq_segments_manifest"),
+        Index("ix_segments_partition_base", "partition_id", "base_offset"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"))
+    manifest_key: Mapped[str] = mapped_column(String(1024))
+    object_key: Mapped[str] = mapped_column(String(1024))
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    broker_id: Mapped[int | None] = mapped_column(Integer)
+    log_dir: Mapped[str | None] = mapped_column(String(1024))
+    archived_at_ms: Mapped[int] = mapped_column(BigInteger)
+    base_offset: Mapped[int] = mapped_column(BigInteger)
+    first_offset: Mapped[int] = mapped_column(BigInteger)
+    last_offset: Mapped[int] = mapped_column(BigInteger)
+    first_timestamp: Mapped[int] = mapped_column(BigInteger)
+    max_timestamp: Mapped[int] = mapped_column(BigInteger)
+    offset_of_max_timestamp: Mapped[int] = mapped_column(BigInteger)
+    record_count: Mapped[int] = mapped_column(BigInteger)
+    batch_count: Mapped[int] = mapped_column(BigInteger)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    codecs: Mapped[str] = mapped_column(String(255))
+    magics: Mapped[str] = mapped_column(String(32))
+    transactional_batches: Mapped[int] = mapped_column(BigInteger)
+    control_batches: Mapped[int] = mapped_column(BigInteger)
+    epoch_runs: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    cataloged_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class ChainPiece(Base):
+    """Offsets ``lo..hi`` (inclusive) of the canonical chain, served by ``segment_id``."""
+
+    __tablename__ = "chain_pieces"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
+    lo: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hi: Mapped[int] = mapped_column(BigInteger)
+    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+
+
+class TimeIndexEntry(Base):
+    """One interval of the sparse time index: whole batches ``byte_start..byte_end`` of the
+    segment object, holding offsets ``start_offset..end_offset`` of the chain.
+
+    ``max_ts`` is the largest batch max timestamp in the interval (what the broker's
+    ``.timeindex`` records); ``record_max_ts`` the largest timestamp of an actual record (they
+    differ only when compaction left an empty batch that kept its max timestamp);
+    ``running_max_ts`` the maximum of ``max_ts`` over the partition's chain up to and including
+    this interval.
+    """
+
+    __tablename__ = "time_index"
+    __table_args__ = (
+        Index("ix_time_index_running", "partition_id", "running_max_ts", "start_offset"),
+        {"sqlite_with_rowid": False},
+    )
+
+    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
+    start_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    end_offset: Mapped[int] = mapped_column(BigInteger)
+    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"))
+    byte_start: Mapped[int] = mapped_column(BigInteger)
+    byte_end: Mapped[int] = mapped_column(BigInteger)
+    max_ts: Mapped[int] = mapped_column(BigInteger)
+    record_max_ts: Mapped[int] = mapped_column(BigInteger)
+    running_max_ts: Mapped[int] = mapped_column(BigInteger)
+    record_count: Mapped[int] = mapped_column(BigInteger)
+
+
+class HistogramBucket(Base):
+    """Data records and batch bytes of one segment version whose batch max timestamp falls in
+    ``[bucket_ms, bucket_ms + resolution)`` (only the chain's part of the segment)."""
+
+    __tablename__ = "histogram"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
+    bucket_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    segment_id: Mapped[int] = mapped_column(
+        ForeignKey("segments.id"), primary_key=True, autoincrement=False
+    )
+    records: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+
+
+class OffsetCommitRow(Base):
+    """One offset commit (or offset tombstone, ``kind='delete'``) read from the chain of an
+    archived ``__consumer_offsets`` partition (``source_partition_id``) at ``log_offset``.
+
+    Transactional commits (``producer_id`` >= 0, from ``TxnOffsetCommit``) take effect only at
+    their producer's COMMIT marker: ``txn_state`` is ``pending`` until the marker is cataloged,
+    then ``committed`` or ``aborted``. ``effective_offset``/``visible_ts`` are where and when the
+    commit took effect (the record itself, or its COMMIT marker); NULL while pending.
+    """
+
+    __tablename__ = "offset_commits"
+    __table_args__ = (
+        UniqueConstraint("source_partition_id", "log_offset", name="uq_offset_commits_log"),
+        Index("ix_offset_commits_group", "cluster", "group_id", "visible_ts"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(255))
+    group_id: Mapped[str] = mapped_column(String(1024))
+    topic: Mapped[str] = mapped_column(String(255))
+    partition: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    committed_offset: Mapped[int] = mapped_column(BigInteger)
+    leader_epoch: Mapped[int] = mapped_column(Integer)
+    metadata_text: Mapped[str] = mapped_column(Text)
+    commit_timestamp: Mapped[int] = mapped_column(BigInteger)
+    expire_timestamp: Mapped[int] = mapped_column(BigInteger)
+    source_partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"))
+    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    log_offset: Mapped[int] = mapped_column(BigInteger)
+    record_timestamp: Mapped[int] = mapped_column(BigInteger)
+    producer_id: Mapped[int] = mapped_column(BigInteger)
+    txn_state: Mapped[str] = mapped_column(String(16))
+    effective_offset: Mapped[int | None] = mapped_column(BigInteger)
+    visible_ts: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class TxnMarker(Base):
+    """A COMMIT/ABORT marker read from an archived ``__consumer_offsets`` partition."""
+
+    __tablename__ = "txn_markers"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    source_partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
+    log_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    producer_id: Mapped[int] = mapped_column(BigInteger)
+    committed: Mapped[int] = mapped_column(Integer)
+    timestamp: Mapped[int] = mapped_column(BigInteger)
+    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+
+
+class BuildRun(Base):
+    """One catalog build: when, where from, and what it added (``summary`` is JSON)."""
+
+    __tablename__ = "build_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str | None] = mapped_column(String(255))
+    store_uri: Mapped[str] = mapped_column(String(1024))
+    started_at_ms: Mapped[int] = mapped_column(BigInteger)
+    finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    summary: Mapped[str] = mapped_column(Text)
