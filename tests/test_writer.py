@@ -76,7 +76,12 @@ def appended_records(pw: PartitionWriter) -> list[Record]:
 
 
 def index_model(
-    chunks: Sequence[Sequence[BatchHeader]], base: int, interval: int, *, final: bool = True
+    chunks: Sequence[Sequence[BatchHeader]],
+    base: int,
+    interval: int,
+    *,
+    final: bool = True,
+    records: dict[int, list[Record]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Expected (.index, .timeindex) entries of a segment built by appending ``chunks``.
 
@@ -84,6 +89,8 @@ def index_model(
     bytes came since the last entry, index (last offset of the append, its start position) and
     offer (max timestamp so far, last offset of the earliest batch holding it) to the time
     index, which takes it only when the timestamp grew; ``final`` adds the roll/close entry.
+    With ``records`` (batch position -> records), uncompressed CreateTime batches contribute the
+    offset of their first record with the max timestamp instead (Kafka before 3.8).
     """
     offsets: list[tuple[int, int]] = []
     times: list[tuple[int, int]] = []
@@ -96,8 +103,13 @@ def index_model(
 
     for chunk in chunks:
         for h in chunk:
-            if h.max_timestamp > max_ts:
-                max_ts, max_off = h.max_timestamp, h.last_offset
+            ts, off = h.max_timestamp, h.last_offset
+            recs = records.get(h.position) if records is not None else None
+            if recs and h.codec is Codec.NONE and h.timestamp_type is TimestampType.CREATE_TIME:
+                ts = max(r.timestamp for r in recs)
+                off = next(r.offset for r in recs if r.timestamp == ts)
+            if ts > max_ts:
+                max_ts, max_off = ts, off
         if since > interval:
             offsets.append((chunk[-1].last_offset, chunk[0].position))
             offer(max_ts, max_off)
@@ -145,6 +157,34 @@ def test_index_model_reproduces_real_broker_indexes(real_broker_data: Path, relp
     expected = index_model([[h] for h in headers], 0, 4096)
     assert written_indexes(base.parent, 0) == expected
     assert len(expected[0]) > 5
+
+
+def test_pre_3_8_time_index_rule_reproduces_a_kafka_3_6_leader(real_broker_data: Path) -> None:
+    # Confluent 7.6 (Kafka 3.6): uncompressed CreateTime leader appends indexed the first record
+    # holding the batch's max timestamp, not the batch's last offset
+    base = real_broker_data / "rjmfernandes__flink-on-prem/data/orders-0/00000000000000000000"
+    parsed = read_log(base.with_suffix(".log"))
+    record_level = index_model(
+        [[h] for h, _ in parsed], 0, 4096, records=dict((h.position, recs) for h, recs in parsed)
+    )
+    shallow = index_model([[h] for h, _ in parsed], 0, 4096)
+    assert written_indexes(base.parent, 0) == record_level
+    assert record_level[1] != shallow[1]
+
+
+def test_writer_pre_3_8_time_index_rule(tmp_path: Path) -> None:
+    for record_offsets, expected in ((False, [(900, 3)]), (True, [(900, 1)])):
+        pw = PartitionWriter(
+            tmp_path / str(record_offsets),
+            "t",
+            0,
+            index_interval_bytes=0,
+            time_index_record_offsets=record_offsets,
+        )
+        pw.append([(b"a", b"1")], timestamp=100)
+        pw.append([(b"a", b"1"), (b"b", b"2"), (b"c", b"3")], timestamp=900)  # offsets 1-3
+        pw.close()
+        assert written_indexes(pw.dir, 0)[1] == expected
 
 
 # ---------------------------------------------------------------------------------------------

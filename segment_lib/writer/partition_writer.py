@@ -23,7 +23,10 @@ ends up on disk:
 * **time index**: alongside each offset index entry, ``maybeAppend(maxTimestampSoFar,
   offsetOfMaxTimestampSoFar)`` (only when the timestamp grew); once more when the segment is
   rolled (``onBecomeInactiveSegment``) or closed. ``offsetOfMaxTimestampSoFar`` is the last offset
-  of the earliest batch holding the largest timestamp (Kafka's *shallow* offset).
+  of the earliest batch holding the largest timestamp (Kafka's *shallow* offset, since 3.8:
+  KAFKA-16310/16341). Brokers before 3.8 used, for uncompressed CreateTime appends on the
+  leader, the offset of the first *record* holding the batch's largest timestamp; set
+  ``time_index_record_offsets=True`` to write that (real 3.6 time indexes match it).
 * **producer state**: idempotent/transactional producers tracked like ``ProducerStateManager``; a
   ``<offset>.snapshot`` is written at every roll (offset = new segment's base) and at a clean
   close (offset = log end offset), each only if beyond the previous snapshot.
@@ -523,6 +526,8 @@ class PartitionWriter:
         leader_epoch: the epoch this replica leads with (``None``: it is a follower).
         topic_id: for ``partition.metadata`` (``None``: derived from the topic name).
         log_preallocate: ``log.preallocate``; an active ``.log`` left open is zero-padded.
+        time_index_record_offsets: the pre-3.8 leader rule for time index offsets (see the
+            module docstring).
     """
 
     def __init__(
@@ -543,6 +548,7 @@ class PartitionWriter:
         topic_id: str | None = None,
         log_preallocate: bool = False,
         xerial_snappy: bool = True,
+        time_index_record_offsets: bool = False,
     ) -> None:
         if message_format not in (0, 1, 2):
             raise ValueError(f"message format must be 0, 1 or 2, not {message_format}")
@@ -563,6 +569,7 @@ class PartitionWriter:
         self.topic_id = topic_id if topic_id is not None else new_topic_id(topic)
         self.log_preallocate = log_preallocate
         self.xerial_snappy = xerial_snappy
+        self.time_index_record_offsets = time_index_record_offsets
         self.segments: list[SegmentState] = []
         self.producer_state = _ProducerState()
         self.snapshots: dict[int, bytes] = {}
@@ -723,7 +730,18 @@ class PartitionWriter:
                 log_append_time=lat,
                 xerial_snappy=self.xerial_snappy,
             )
-        return self._append_chunk(batches, now=now, append_time=now, leader=True)
+        offset_of_max: int | None = None
+        if (
+            self.time_index_record_offsets
+            and codec is Codec.NONE
+            and self.message_format == 2
+            and lat is None
+        ):
+            # Kafka < 3.8 (LogValidator.assignOffsetsNonCompressed): the first record holding
+            # the batch's largest timestamp
+            stamps = [r.timestamp for r in recs if r.timestamp is not None]
+            offset_of_max = self._leo + stamps.index(max(stamps))
+        return self._append_chunk(batches, now=now, append_time=now, offset_of_max=offset_of_max)
 
     def write_marker(
         self,
@@ -751,7 +769,7 @@ class PartitionWriter:
             log_append_time=lat,
             partition_leader_epoch=self.leader_epoch,
         )
-        return self._append_chunk([batch], now=now, append_time=now, leader=True)
+        return self._append_chunk([batch], now=now, append_time=now)
 
     def begin_transaction(self, producer_id: int, producer_epoch: int = 0) -> Transaction:
         """A handle whose ``append`` writes transactional batches and ``commit``/``abort`` the
@@ -777,15 +795,22 @@ class PartitionWriter:
             if b.magic >= 2 and b.partition_leader_epoch >= 0:
                 self._assign_epoch(b.partition_leader_epoch, b.base_offset)
         now = self.clock()
-        return self._append_chunk(batches, now=now, append_time=NO_TIMESTAMP, leader=False)
+        return self._append_chunk(batches, now=now, append_time=NO_TIMESTAMP)
 
     def _append_chunk(
-        self, batches: Sequence[EncodedBatch], *, now: int, append_time: int, leader: bool
+        self,
+        batches: Sequence[EncodedBatch],
+        *,
+        now: int,
+        append_time: int,
+        offset_of_max: int | None = None,
     ) -> AppendResult:
         size = sum(b.size for b in batches)
         if size > self.segment_bytes:
             raise ValueError(f"append of {size} bytes exceeds segment.bytes {self.segment_bytes}")
         max_ts, shallow = chunk_max_timestamp(batches)
+        if offset_of_max is not None:
+            shallow = offset_of_max
         first = batches[0]
         last_offset = batches[-1].last_offset
         rolled = False
