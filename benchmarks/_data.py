@@ -180,7 +180,7 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for dist in ("aiokafka", "kafka-python", "crc32c", "lz4", "zstandard", "cramjam"):
         try:
             versions[dist] = metadata.version(dist)

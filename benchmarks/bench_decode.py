@@ -79,7 +79,7 @@ def cross_check(buf: bytes) -> None:
         for r in decode_batch(buf, h)
     ]
     for cls in (AioMemoryRecords, KpMemoryRecords):
-        theirs = []
+        theirs: list[tuple[Any, ...]] = []
         mr = cls(buf)
         while (batch := mr.next_batch()) is not None:
             theirs.extend(

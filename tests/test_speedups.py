@@ -375,7 +375,12 @@ def test_agrees_on_odd_arguments(args: tuple[Any, ...]) -> None:
 
 def test_keywords_match_the_reference() -> None:
     data = _valid()
-    kwargs = {"count": 2, "base_offset": 0, "first_timestamp": 1000, "log_append_ts": None}
+    kwargs: dict[str, Any] = {
+        "count": 2,
+        "base_offset": 0,
+        "first_timestamp": 1000,
+        "log_append_ts": None,
+    }
     assert compiled(data=data, **kwargs) == _decode_records_python(data=data, **kwargs)
 
 
