@@ -6,10 +6,13 @@ What a round does, as the broker does it:
 1. The cleanable range is ``[firstDirtyOffset, firstUncleanableOffset)``: from the cleaner
    checkpoint (or the log start) up to the smaller of the active segment's base offset and the
    last stable offset (open transactions are never cleaned past).
-2. An *offset map* key -> latest offset is built over that range, skipping control batches and
-   the data of aborted transactions (known from the ``.txnindex`` entries).
-3. Every segment with a base offset below ``endOffset`` (= last offset put in the map + 1, so
-   already-clean segments too) is rewritten, in groups: consecutive segments are merged while
+2. An *offset map* key -> latest offset is built from the segments of that range (whole
+   segments, records from ``firstDirtyOffset`` on), skipping control batches and the data of
+   aborted transactions (known from the ``.txnindex`` entries). Its latest offset ends at
+   ``firstUncleanableOffset - 1`` (Kafka fast-forwards it over gaps), so ``endOffset`` is the
+   first uncleanable offset whenever there was a dirty segment.
+3. Every segment with a base offset below ``endOffset`` (already-clean segments too) is
+   rewritten, in groups: consecutive segments are merged while
    their log bytes fit ``segment.bytes`` and their index bytes ``segment.index.bytes``; each group
    becomes one segment named after the group's first base offset.
 4. Batches are filtered (``MemoryRecords.filterTo`` with the cleaner's ``RecordFilter``):
@@ -218,27 +221,31 @@ def compact(
     current_time = writer.clock() if now is None else now
     first_dirty = max(writer.log_start_offset, writer.cleaner_checkpoint or 0)
     first_uncleanable = min(writer.active.base_offset, writer.last_stable_offset)
-    # --- offset map (buildOffsetMap) ---
+    # --- offset map (buildOffsetMap): whole dirty segments, records from firstDirty on ---
     offset_map: dict[bytes, int] = {}
     latest_offset = -1
     meta = _TxnMetadata()
     meta.add_aborted(_collect_aborted(writer, first_dirty, first_uncleanable))
     records_read = 0
-    for seg in _segments_below(writer, first_uncleanable):
+    dirty = [
+        s
+        for s in _segments_below(writer, first_uncleanable)
+        if s.next_offset > first_dirty or s.base_offset >= first_dirty
+    ]
+    for i, seg in enumerate(dirty):
+        next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else first_uncleanable
         for b in seg.batches:
             if b.last_offset < first_dirty:
                 continue
-            if b.base_offset >= first_uncleanable:
-                break
             if b.is_control:
                 meta.on_control_batch(b, _decode(b))
-                continue
-            if meta.on_batch(b):
-                continue
-            for r in _decode(b):
-                if r.key is not None and first_dirty <= r.offset < first_uncleanable:
-                    offset_map[r.key] = r.offset
-                    latest_offset = r.offset
+            elif not meta.on_batch(b):
+                for r in _decode(b):
+                    if r.key is not None and r.offset >= first_dirty:
+                        offset_map[r.key] = r.offset
+            latest_offset = b.last_offset
+        # "in the case of offset gaps, fast forward to the latest expected offset"
+        latest_offset = next_start - 1
     end_offset = latest_offset + 1
     # --- producers whose last batches must survive (lastRecordsOfActiveProducers) ---
     last_records = {
