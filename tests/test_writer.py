@@ -791,3 +791,25 @@ def test_demo_cluster_is_deterministic_and_readable(tmp_path: Path) -> None:
         if topic != "users":  # compaction may differ per replica
             recs = [all_records(d, allow_torn=True) for d in dirs]
             assert all(r == recs[0] for r in recs)
+
+
+def test_compaction_keeps_an_active_producers_last_batch_empty(tmp_path: Path) -> None:
+    clock = ManualClock(0)
+    pw = PartitionWriter(tmp_path, "c", 0, segment_bytes=300, clock=clock)
+    pw.append([(b"a", b"1"), (b"b", b"2")], producer_id=9, producer_epoch=4)  # 0-1, P9's last
+    pw.append([(b"a", b"3")])  # 2
+    pw.append([(b"b", b"4")])  # 3
+    for _ in range(4):
+        pw.append([(b"z", b"x" * 60)])  # 4-7, rolls
+    compact(pw, now=clock())
+    pw.close()
+    first = read_log(pw.dir / "00000000000000000000.log")
+    h, recs = first[0]
+    # every record of P9's batch is superseded, but the batch is its last: kept header-only
+    assert (h.base_offset, h.last_offset, h.record_count, recs) == (0, 1, 0, [])
+    assert (h.producer_id, h.producer_epoch, h.base_sequence) == (9, 4, 0)
+    assert h.first_timestamp == -1 and h.max_timestamp == 0
+    from kafka.record import MemoryRecords
+
+    batch = MemoryRecords((pw.dir / "00000000000000000000.log").read_bytes()).next_batch()
+    assert batch.validate_crc() and list(batch) == [] and batch.producer_id == 9

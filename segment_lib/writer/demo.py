@@ -10,7 +10,8 @@ two log dirs each, from a seed (same seed, same bytes):
 * ``clicks``: 2 partitions, LogAppendTime, lz4, time-based rolls (``segment.ms`` 10 minutes).
 * ``legacy-v1`` / ``legacy-v0``: message format 1 (plain and gzip/snappy wrappers) and 0 (lz4
   with Kafka 0.8's header checksum, gzip).
-* ``users``: a compacted topic with updates and tombstones, cleaned once on every replica.
+* ``users``: a compacted topic with updates and tombstones (an idempotent loader's
+  multi-record batches, then single updates), cleaned once on every replica.
 * ``__consumer_offsets`` (``offsets_partitions`` partitions, replication factor up to 3):
   consumer groups committing their positions over time.
 
@@ -223,9 +224,20 @@ def write_demo_cluster(
                 codec=rng.choice((Codec.NONE, Codec.LZ4, Codec.GZIP)),
             )
         elif action < 0.92:
-            uid = rng.choice(user_ids)
-            value = None if rng.random() < 0.15 else f'{{"name":"{uid}","v":{step}}}'.encode()
-            leaders[("users", 0)].append([(uid.encode(), value)])
+            # an idempotent loader writes multi-record batches early on, then single updates
+            # follow: compaction leaves gaps inside batches and may empty the loader's last
+            # batch (kept header-only for its producer state)
+            loader = step < steps // 2
+            n = rng.randint(1, 3) if loader else 1
+            updates = []
+            for _ in range(n):
+                uid = rng.choice(user_ids)
+                value = None if rng.random() < 0.15 else f'{{"name":"{uid}","v":{step}}}'.encode()
+                updates.append((uid.encode(), value))
+            if loader:
+                leaders[("users", 0)].append(updates, producer_id=500, producer_epoch=0)
+            else:
+                leaders[("users", 0)].append(updates)
         else:
             group = rng.choice(list(_GROUPS))
             offsets = {}
