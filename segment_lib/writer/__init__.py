@@ -10,7 +10,7 @@
 
 from segment_lib.writer.broker_writer import CONSUMER_OFFSETS, BrokerWriter
 from segment_lib.writer.compaction import CleanResult, compact
-from segment_lib.writer.demo import DemoCluster, write_demo_cluster
+from segment_lib.writer.demo import DemoCluster, TopicSpec, write_demo_cluster
 from segment_lib.writer.encode import (
     NO_SEQUENCE,
     EncodedBatch,
@@ -44,6 +44,7 @@ __all__ = [
     "ManualClock",
     "PartitionWriter",
     "SegmentState",
+    "TopicSpec",
     "Transaction",
     "WriteRecord",
     "chunk_max_timestamp",

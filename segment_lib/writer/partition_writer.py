@@ -528,6 +528,8 @@ class PartitionWriter:
         log_preallocate: ``log.preallocate``; an active ``.log`` left open is zero-padded.
         time_index_record_offsets: the pre-3.8 leader rule for time index offsets (see the
             module docstring).
+        partition_metadata: write ``partition.metadata`` (brokers before 2.8, which had no
+            topic ids, did not).
     """
 
     def __init__(
@@ -549,6 +551,7 @@ class PartitionWriter:
         log_preallocate: bool = False,
         xerial_snappy: bool = True,
         time_index_record_offsets: bool = False,
+        partition_metadata: bool = True,
     ) -> None:
         if message_format not in (0, 1, 2):
             raise ValueError(f"message format must be 0, 1 or 2, not {message_format}")
@@ -585,7 +588,8 @@ class PartitionWriter:
         self._written_segments: set[int] = set()
         self.dir.mkdir(parents=True, exist_ok=True)
         # UnifiedLog.append flushes partition.metadata before any data (maybeFlushMetadataFile)
-        _files.write_partition_metadata(self.dir, self.topic_id)
+        if partition_metadata:
+            _files.write_partition_metadata(self.dir, self.topic_id)
         self._new_segment(0)
         if leader_epoch is not None:
             self.become_leader(leader_epoch)
