@@ -25,6 +25,9 @@ def _register_groups() -> None:
     from kafka_archive.cli import segments
 
     app.add_typer(segments.app, name="segments")
+    from kafka_archive.cli.demo import demo
+
+    app.command(name="demo")(demo)
 
 
 def main() -> None:
