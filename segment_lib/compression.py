@@ -201,7 +201,13 @@ def _lz4_legacy_compress(data: bytes) -> bytes:
     """An LZ4 frame with the HC byte computed Kafka-magic-0 style (over the magic too)."""
     frame = bytearray(
         lz4.frame.compress(
-            data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False, block_linked=False
+            data,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            content_checksum=False,
+            block_linked=False,
+            # Kafka's frames never carry the content size (FLG 0x60), and the legacy header
+            # checksum patch below relies on the checksum being byte 6
+            store_size=False,
         )
     )
     # Re-compute the header checksum the broken way: xxh32 over magic+FLG+BD, second byte.
@@ -238,6 +244,7 @@ def compress(
                 block_size=lz4.frame.BLOCKSIZE_MAX64KB,
                 content_checksum=False,
                 block_linked=False,
+                store_size=False,
             )
         )
     return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
