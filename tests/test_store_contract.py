@@ -248,7 +248,7 @@ def test_invalid_keys_rejected(store: ObjectStore, key: str) -> None:
 
 
 def test_unusual_but_valid_keys(store: ObjectStore) -> None:
-    keys = ["ümlaut/ключ", "spaces in name", ".hidden-topic-0/0.log", "a+b=c&d"]
+    keys = ["ümlaut/ключ", "spaces in name", ".hidden-topic-0/0.log", "a+b=c&d", "q?x#y%20z"]
     for key in keys:
         store.put_bytes(key, key.encode())
     for key in keys:

@@ -29,7 +29,7 @@ def test_layout_and_no_temp_files_left(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     store.put_bytes("t/p-0/0.log", b"abc", metadata={"topic": "t"})
     files = all_files(tmp_path)
-    assert files == [".ka-meta/t/p-0/0.log.json", "t/p-0/0.log"]
+    assert files == ["t/p-0/.ka-meta-0.log.json", "t/p-0/0.log"]
     assert (tmp_path / "t/p-0/0.log").read_bytes() == b"abc"
     assert (tmp_path / "t/p-0/0.log").stat().st_mode & 0o777 == 0o644
 
@@ -42,7 +42,7 @@ def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     assert store.get_bytes("k") == b"old"  # previous object untouched
     head = store.head("k")
     assert head is not None and head.sha256 == sha(b"old")
-    assert all_files(tmp_path) == [".ka-meta/k.json", "k"]  # no temp file left behind
+    assert all_files(tmp_path) == [".ka-meta-k.json", "k"]  # no temp file left behind
 
 
 def test_keys_cannot_escape_root(tmp_path: Path) -> None:
@@ -85,6 +85,26 @@ def test_bit_rot_is_detected_on_read(tmp_path: Path) -> None:
     corrupted = bytearray(data)
     corrupted[5000] ^= 0xFF
     assert store.get_range("seg", 4999, 5002) == bytes(corrupted[4999:5002])
+
+
+def test_keys_that_look_like_sidecar_names(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    # "a" and "a.json/x" coexist (a file and a directory with different names), and neither
+    # may clash with a's bookkeeping.
+    store.put_bytes("a", b"1")
+    store.put_bytes("a.json/x", b"2")
+    store.put_bytes("meta-a.json", b"3")
+    assert [o.key for o in store.list()] == ["a", "a.json/x", "meta-a.json"]
+    for key, data in (("a", b"1"), ("a.json/x", b"2"), ("meta-a.json", b"3")):
+        head = store.head(key)
+        assert head is not None and head.sha256 == sha(data)
+    store.delete("a")
+    assert all_files(tmp_path) == [
+        ".ka-meta-meta-a.json.json",
+        "a.json/.ka-meta-x.json",
+        "a.json/x",
+        "meta-a.json",
+    ]
 
 
 def test_file_changed_behind_the_store_has_unknown_sha(tmp_path: Path) -> None:
@@ -165,4 +185,4 @@ def test_without_fsync_still_atomic(tmp_path: Path) -> None:
     store = LocalStore(tmp_path, fsync=False)
     store.put_bytes("k", b"v")
     assert store.get_bytes("k") == b"v"
-    assert all_files(tmp_path) == [".ka-meta/k.json", "k"]
+    assert all_files(tmp_path) == [".ka-meta-k.json", "k"]

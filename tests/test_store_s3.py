@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import kafka_archive.store.s3 as s3_module
 import pytest
 from kafka_archive.store import (
     IntegrityError,
@@ -27,6 +28,7 @@ from kafka_archive.store import (
     StoreUnavailable,
     open_store,
 )
+from kafka_archive.store._digest import SourceDigest
 from support.s3common import (
     FAKE_ACCESS_KEY,
     FAKE_SECRET_KEY,
@@ -131,6 +133,40 @@ def test_single_put_sends_our_sha256(
         Bucket=moto_s3.bucket, Key=f"{store.prefix}/s", ChecksumMode="ENABLED"
     )
     assert raw["ChecksumSHA256"] == b64sha(data)
+
+
+@pytest.mark.parametrize(("size", "change"), [(12 * MiB, "overwrite"), (4096, "append")])
+def test_source_changing_during_upload_is_detected(
+    make_s3_store: Callable[..., S3Store],
+    moto_s3: MotoS3,
+    big: tuple[Path, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    size: int,
+    change: str,
+) -> None:
+    """A writer touches the file after it was hashed but before it was uploaded."""
+    store = make_s3_store()
+    path, data = big
+    path.write_bytes(data[:size])
+    real_digest_file = s3_module.digest_file  # type: ignore[attr-defined]
+
+    def digest_then_modify(p: str, part_size: int | None = None) -> SourceDigest:
+        digest = real_digest_file(p, part_size)
+        with open(p, "r+b") as f:
+            if change == "overwrite":  # same size, one byte different, in the second part
+                f.seek(7 * MiB)
+                f.write(b"X")
+            else:
+                f.seek(0, 2)
+                f.write(b"appended")
+        return digest
+
+    monkeypatch.setattr(s3_module, "digest_file", digest_then_modify)
+    with pytest.raises(IntegrityError, match="does not match the source"):
+        store.put_file("seg", path)
+    assert store.head("seg") is None
+    uploads = moto_s3.client().list_multipart_uploads(Bucket=moto_s3.bucket, Prefix=store.prefix)
+    assert uploads.get("Uploads", []) == []
 
 
 @pytest.mark.parametrize(
@@ -249,10 +285,10 @@ def test_region_precedence(moto_s3: MotoS3, aws_env: None, monkeypatch: pytest.M
 def test_path_style_by_default_with_custom_endpoint(moto_s3: MotoS3, aws_env: None) -> None:
     store = open_store(f"s3://{moto_s3.bucket}/x", endpoint_url=moto_s3.endpoint_url)
     assert isinstance(store, S3Store)
-    assert store.client.meta.config.s3 == {"addressing_style": "path"}
+    assert getattr(store.client.meta.config, "s3") == {"addressing_style": "path"}  # noqa: B009
     store = open_store(f"s3://{moto_s3.bucket}/x")  # AWS itself
     assert isinstance(store, S3Store)
-    assert store.client.meta.config.s3 == {"addressing_style": "auto"}
+    assert getattr(store.client.meta.config, "s3") == {"addressing_style": "auto"}  # noqa: B009
 
 
 def test_secrets_never_in_repr_errors_or_logs(
@@ -266,6 +302,7 @@ def test_secrets_never_in_repr_errors_or_logs(
     dead = open_store(
         f"s3://{moto_s3.bucket}/x", endpoint_url=f"http://127.0.0.1:{free_port()}", **options
     )
+    assert isinstance(store, S3Store)
     store.put_bytes("k", b"v")
     errors: list[StoreError] = []
     for action in (

@@ -2,9 +2,12 @@
 
 Layout under the root directory::
 
-    <root>/<key>                      the object, key segments as directories
-    <root>/.ka-meta/<key>.json        sidecar: sha256, user metadata and a stat fingerprint
-    <root>/<dir>/.ka-tmp-*            in-flight writes (invisible to list/head/get)
+    <root>/<dir>/<name>                  the object (key "<dir>/<name>")
+    <root>/<dir>/.ka-meta-<name>.json    its sidecar: sha256, user metadata, stat fingerprint
+    <root>/<dir>/.ka-tmp-*               in-flight writes (invisible to list/head/get)
+
+Names starting with ``.ka-`` are reserved (rejected in keys), so bookkeeping files can never
+collide with objects.
 
 Writes are atomic and durable: the bytes go to a temp file in the destination directory, are
 fsynced, re-read and re-hashed (so a bad copy is never published), then ``os.replace``-d over
@@ -68,7 +71,7 @@ from kafka_archive.store.errors import (
 
 __all__ = ["LocalStore", "local_root_from_uri"]
 
-_META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
+_SIDECAR_PREFIX = RESERVED_SEGMENT_PREFIX + "meta-"
 _TMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
 _SIDECAR_VERSION = 1
 _FILE_MODE = 0o644
@@ -162,7 +165,7 @@ class LocalStore:
 
     def _sidecar_path(self, key: str) -> Path:
         segments = key.split("/")
-        return self._root.joinpath(_META_DIR, *segments[:-1], segments[-1] + ".json")
+        return self._root.joinpath(*segments[:-1], f"{_SIDECAR_PREFIX}{segments[-1]}.json")
 
     def _os_error(self, exc: OSError, op: str, key: str | None) -> StoreError:
         reason = exc.strerror or str(exc)
@@ -232,7 +235,6 @@ class LocalStore:
         }
         payload = json.dumps(doc, sort_keys=True).encode("utf-8")
         target = self._sidecar_path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=target.parent)
         try:
             _write_all(fd, payload)

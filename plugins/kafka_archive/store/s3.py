@@ -28,6 +28,11 @@ Writes (``put_file`` / ``put_bytes``) go through boto3's transfer manager: a sin
        part digests, reported as ``<base64>-<parts>``). A mismatch deletes the object and
        raises :class:`IntegrityError`.
 
+Reads: ``get_bytes`` and ``open_stream`` check the content against the recorded ``sha256``.
+botocore also validates a GET's whole-object flexible checksum by default; for an
+S3-compatible store that misreports checksums, set ``AWS_RESPONSE_CHECKSUM_VALIDATION=
+when_required`` (a standard botocore setting) - the ``sha256`` check still applies.
+
 Failures: botocore retries each request (``retry_mode`` standard/adaptive, ``max_attempts``
 per request, covering 5xx, throttling and connection errors). Whole operations are retried on
 top of that with tenacity (``op_attempts``), which covers what botocore cannot: a transfer that
@@ -770,7 +775,9 @@ class S3Store:
         return None if raw is None else self._stored_from_head(key, raw)
 
     def exists(self, key: str) -> bool:
-        return self.head(key) is not None
+        key = validate_key(key)
+        full_key = self._full(key)
+        return self._retrying("head", key, lambda: self._head_raw(full_key, key)) is not None
 
     def get_bytes(self, key: str) -> bytes:
         key = validate_key(key)
