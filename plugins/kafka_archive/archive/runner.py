@@ -1,0 +1,125 @@
+"""One archive run end to end: discover -> plan -> upload -> report.
+
+The CLI calls :func:`run_archive` for one broker; the Airflow DAG runs the same three steps as
+separate tasks (:mod:`kafka_archive.archive.dag_tasks`) and assembles the same report with
+:func:`assemble_report`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from kafka_archive.archive.digests import DigestCache
+from kafka_archive.archive.discovery import LogDirDiscovery, discover_log_dir
+from kafka_archive.archive.manifest_cache import ManifestCache
+from kafka_archive.archive.planner import ArchivePlan, plan_cluster
+from kafka_archive.archive.report import (
+    ArchiveReport,
+    LogDirFailure,
+    SegmentOutcome,
+)
+from kafka_archive.archive.uploader import archive_log_dir
+from kafka_archive.store import ObjectStore
+
+__all__ = ["Progress", "assemble_report", "run_archive"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Progress:
+    """Optional callbacks for a progress display (all may be ``None``)."""
+
+    on_discover: Callable[[str], None] | None = None
+    on_planned: Callable[[int, int], None] | None = None  # (segments, bytes) to upload
+    on_outcome: Callable[[SegmentOutcome], None] | None = None
+
+
+def assemble_report(
+    *,
+    store_uri: str,
+    dry_run: bool,
+    started_at: datetime,
+    discoveries: Sequence[LogDirDiscovery],
+    plans: Sequence[ArchivePlan],
+    outcomes: Sequence[SegmentOutcome],
+    extra_failures: Sequence[LogDirFailure] = (),
+) -> ArchiveReport:
+    """The report of a run from its discoveries, plans and segment outcomes."""
+    failures = [
+        LogDirFailure(cluster=d.cluster, broker_id=d.broker_id, log_dir=d.log_dir, error=e)
+        for d in discoveries
+        for e in d.errors
+    ]
+    failures.extend(extra_failures)
+    warnings = [f"{d.log_dir}: {w}" for d in discoveries for w in d.warnings]
+    warnings += [w for p in plans for w in p.warnings]
+    return ArchiveReport.build(
+        clusters=sorted({d.cluster for d in discoveries} | {p.cluster for p in plans}),
+        store_uri=store_uri,
+        dry_run=dry_run,
+        started_at=started_at,
+        log_dirs=len(discoveries),
+        outcomes=outcomes,
+        skipped=[s for d in discoveries for s in d.skipped] + [s for p in plans for s in p.skipped],
+        log_dir_failures=failures,
+        brokers={(d.cluster, d.broker_id) for d in discoveries},
+        warnings=warnings,
+    )
+
+
+def run_archive(
+    *,
+    cluster: str,
+    broker_id: int,
+    log_dirs: Sequence[str],
+    store: ObjectStore,
+    dry_run: bool = False,
+    concurrency: int = 4,
+    state_dir: str | None = None,
+    progress: Progress | None = None,
+) -> ArchiveReport:
+    """Archive the rolled segments of one broker's log dirs into ``store``.
+
+    Manifests already in the store are consulted, so ranges archived from another broker are
+    skipped (``other_replica``) and segments archived before are not touched.
+    """
+    from kafka_archive.archive.manifest import utc_now
+
+    started = utc_now()
+    progress = progress or Progress()
+    with DigestCache(state_dir) as digests:
+        discoveries = [
+            discover_log_dir(
+                cluster, broker_id, d, digests=digests, on_segment=progress.on_discover
+            )
+            for d in log_dirs
+        ]
+    cache = ManifestCache(state_dir)
+    try:
+        plan = plan_cluster(cluster, discoveries, store, cache=cache)
+    finally:
+        cache.close()
+    if progress.on_planned is not None:
+        tasks = [t for p in plan.log_dirs for t in p.tasks]
+        progress.on_planned(len(tasks), sum(t.candidate.log.size for t in tasks))
+    outcomes: list[SegmentOutcome] = []
+    for lp in plan.log_dirs:
+        outcomes.extend(
+            archive_log_dir(
+                store, lp, dry_run=dry_run, concurrency=concurrency, on_outcome=progress.on_outcome
+            )
+        )
+    report = assemble_report(
+        store_uri=store.uri,
+        dry_run=dry_run,
+        started_at=started,
+        discoveries=discoveries,
+        plans=[plan],
+        outcomes=outcomes,
+    )
+    report.log_summary(log)
+    return report
