@@ -197,21 +197,22 @@ def _xerial_compress(data: bytes, block_size: int = 32 * 1024) -> bytes:
     return bytes(out)
 
 
-def _lz4_legacy_compress(data: bytes) -> bytes:
-    """An LZ4 frame with the HC byte computed Kafka-magic-0 style (over the magic too)."""
+def _kafka_lz4_frame(data: bytes, *, legacy_checksum: bool) -> bytes:
+    """An LZ4 frame as Kafka's ``KafkaLZ4BlockOutputStream`` writes it: 64 KiB independent
+    blocks, no content size, no checksums (FLG 0x60, BD 0x40); for magic 0 the header checksum
+    is computed over the magic number too (KAFKA-3160)."""
     frame = bytearray(
         lz4.frame.compress(
             data,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             content_checksum=False,
             block_linked=False,
-            # Kafka's frames never carry the content size (FLG 0x60), and the legacy header
-            # checksum patch below relies on the checksum being byte 6
             store_size=False,
         )
     )
-    # Re-compute the header checksum the broken way: xxh32 over magic+FLG+BD, second byte.
-    frame[6] = (xxhash.xxh32_intdigest(bytes(frame[0:6])) >> 8) & 0xFF
+    if legacy_checksum:
+        # frame: magic(4) FLG(1) BD(1) HC(1); broken HC = second byte of xxh32(magic..BD)
+        frame[6] = (xxhash.xxh32_intdigest(bytes(frame[0:6])) >> 8) & 0xFF
     return bytes(frame)
 
 
@@ -236,15 +237,5 @@ def compress(
     if kind is Codec.SNAPPY:
         return _xerial_compress(data) if xerial else bytes(cramjam.snappy.compress_raw(data))
     if kind is Codec.LZ4:
-        if legacy_lz4:
-            return _lz4_legacy_compress(data)
-        return bytes(
-            lz4.frame.compress(
-                data,
-                block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                content_checksum=False,
-                block_linked=False,
-                store_size=False,
-            )
-        )
+        return _kafka_lz4_frame(data, legacy_checksum=legacy_lz4)
     return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)

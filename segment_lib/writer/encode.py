@@ -33,8 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-import lz4.frame
-import xxhash
 from crc32c import crc32c
 
 from segment_lib.compression import Codec, compress
@@ -278,7 +276,7 @@ def encode_batch_v2(
         for d, ts, r in zip(deltas, timestamps, records, strict=True)
     )
     if codec is not Codec.NONE:
-        payload = _compress(codec, payload, xerial=xerial_snappy)
+        payload = compress(codec, payload, xerial=xerial_snappy)
     log_append = log_append_time is not None
     # MemoryRecordsBuilder starts maxTimestamp at NO_TIMESTAMP and keeps the largest record's
     max_ts = log_append_time if log_append_time is not None else max(NO_TIMESTAMP, *timestamps)
@@ -428,32 +426,6 @@ def encode_empty_batch_v2(
     )
 
 
-def _compress(codec: Codec, data: bytes, *, xerial: bool, legacy_lz4: bool = False) -> bytes:
-    """The payload compression of the Java client/broker.
-
-    lz4 is framed here as Kafka's ``KafkaLZ4BlockOutputStream`` writes it: 64 KiB independent
-    blocks, no content size, no checksums (FLG 0x60, BD 0x40), and for magic 0 the header checksum
-    computed over the magic number too (KAFKA-3160). ``segment_lib.compression.compress`` stores
-    the content size in its lz4 frames, and its legacy patch then lands on the content-size
-    field instead of the header checksum, so it is not used for lz4 (reported upstream).
-    """
-    if codec is not Codec.LZ4:
-        return compress(codec, data, xerial=xerial)
-    frame = bytearray(
-        lz4.frame.compress(
-            data,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-            block_linked=False,
-            content_checksum=False,
-            store_size=False,
-        )
-    )
-    if legacy_lz4:
-        # frame: magic(4) FLG(1) BD(1) HC(1); broken HC = second byte of xxh32(magic..BD)
-        frame[6] = (xxhash.xxh32_intdigest(bytes(frame[0:6])) >> 8) & 0xFF
-    return bytes(frame)
-
-
 def _require_ts(record: WriteRecord) -> int:
     if record.timestamp is None:
         raise ValueError("record timestamp is not set (the writer stamps records first)")
@@ -570,7 +542,7 @@ def encode_legacy_batches(
         )
         for off, r, ts in zip(offs, records, timestamps, strict=True)
     )
-    compressed = _compress(codec, inner, xerial=xerial_snappy, legacy_lz4=magic == 0)
+    compressed = compress(codec, inner, xerial=xerial_snappy, legacy_lz4=magic == 0)
     last = offs[-1]
     if magic == 0:
         wrapper_ts = NO_TIMESTAMP
