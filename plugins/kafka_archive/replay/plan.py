@@ -1,0 +1,503 @@
+"""Replay requests and plans: what to replay, resolved against the catalog into byte ranges.
+
+A :class:`ReplaySpec` is what an operator asks for (cluster, topic, partitions, ``from``/``to``,
+target, mapping, filters, limits). :func:`build_plan` resolves it through a :class:`PlanSource`
+(the catalog) into a :class:`ReplayPlan`: per source partition the offset range
+``[start_offset, end_offset)`` (start inclusive, end **exclusive**), an upper bound of the records
+in it, the bytes to read, and the archived objects with the byte range to read from each. A dry
+run prints exactly this plan.
+
+Range semantics (those of a consumer that seeks by time, i.e. Kafka's ListOffsets):
+
+* ``from`` as a time T: the partition's earliest offset whose record timestamp is >= T;
+* ``to`` as a time T: the same lookup, used as the *exclusive* end (so ``--from A --to B`` and
+  ``--from B --to C`` split a history without overlap or gap);
+* ``offset:N`` (or ``offset:P=N,P=N`` per partition): that offset, inclusive for ``from`` and
+  exclusive for ``to``; ``earliest`` / ``latest``: the archive's first offset / its end.
+* no ``to``: the end of the archive (one past the last archived offset).
+
+The replay id is derived from the *resolved* plan (ranges, target, mapping, filters), so running
+the same request again (same absolute times or offsets) finds the same replay and does nothing
+once it is complete; ``force`` derives a fresh id and replays again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from kafka_archive.replay.errors import (
+    EmptyRangeError,
+    ReplayConfigError,
+    UnknownTopicError,
+)
+from kafka_archive.timeparse import TimeParseError, parse_time_ms
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "DEFAULT_PROGRESS_TOPIC",
+    "MAX_TAIL_OBJECTS",
+    "ObjectRange",
+    "PartitionMapping",
+    "PartitionPlan",
+    "PlanSource",
+    "Position",
+    "ReplayPlan",
+    "ReplaySpec",
+    "SegmentRef",
+    "TargetSpec",
+    "build_plan",
+    "parse_position",
+]
+
+#: compacted topic on the target holding each replay's committed progress
+DEFAULT_PROGRESS_TOPIC = "__kafka_archive_replay_progress"
+#: segments after a range's end that a plan lists so the reader can find the COMMIT/ABORT
+#: markers of transactions still open at the end (transactions are short-lived: one or two
+#: segments are normally enough)
+MAX_TAIL_OBJECTS = 32
+
+PartitionMapping = Literal["same", "murmur2", "round-robin"]
+
+_OFFSET_RE = re.compile(r"^offset:(.+)$", re.IGNORECASE)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Position(_Frozen):
+    """One end of a range: a time, an offset (for all or per partition), earliest or latest."""
+
+    kind: Literal["time", "offset", "earliest", "latest"]
+    #: epoch ms for ``time``; the offset for ``offset`` when it applies to every partition
+    value: int | None = None
+    #: per-partition offsets for ``offset:P=N,...``
+    per_partition: dict[int, int] | None = None
+
+    def describe(self) -> str:
+        if self.kind == "time":
+            from kafka_archive.timeparse import format_ms
+
+            return f"time {format_ms(self.value or 0)}"
+        if self.kind == "offset":
+            if self.per_partition is not None:
+                return "offsets " + ",".join(f"{p}={o}" for p, o in self.per_partition.items())
+            return f"offset {self.value}"
+        return self.kind
+
+
+def parse_position(text: str, *, now_ms: int | None = None) -> Position:
+    """Parse ``--from``/``--to``: a time (ISO-8601, epoch ms, ``-2h``), ``offset:N``,
+    ``offset:P=N,P=N``, ``earliest`` or ``latest``.
+
+    Raises:
+        ReplayConfigError: the text is none of these.
+    """
+    value = text.strip()
+    lowered = value.lower()
+    if lowered in ("earliest", "latest"):
+        return Position(kind=lowered)  # type: ignore[arg-type]
+    m = _OFFSET_RE.match(value)
+    if m:
+        body = m.group(1).strip()
+        try:
+            if "=" in body:
+                per: dict[int, int] = {}
+                for part in body.split(","):
+                    p, o = part.split("=", 1)
+                    per[int(p)] = int(o)
+                if any(o < 0 for o in per.values()) or any(p < 0 for p in per):
+                    raise ValueError
+                return Position(kind="offset", per_partition=per)
+            offset = int(body)
+            if offset < 0:
+                raise ValueError
+            return Position(kind="offset", value=offset)
+        except ValueError:
+            raise ReplayConfigError(
+                f"cannot read {text!r} as an offset",
+                hint="Use offset:N or offset:P=N,P=N with non-negative integers.",
+            ) from None
+    try:
+        return Position(kind="time", value=parse_time_ms(value, now_ms=now_ms))
+    except TimeParseError as exc:
+        raise ReplayConfigError(
+            str(exc), hint="Or give an offset as offset:N, or earliest/latest."
+        ) from None
+
+
+class TargetSpec(_Frozen):
+    """The target cluster: bootstrap servers plus librdkafka settings passed through (TLS,
+    SASL, ...). ``name`` is a label for reports (e.g. the Airflow connection id)."""
+
+    bootstrap_servers: str
+    config: dict[str, str] = Field(default_factory=dict)
+    name: str | None = None
+
+    def client_config(self) -> dict[str, str]:
+        """The librdkafka configuration shared by every client talking to the target."""
+        return {**self.config, "bootstrap.servers": self.bootstrap_servers}
+
+    def identity(self) -> str:
+        """What identifies the target in a replay id (never credentials)."""
+        return self.name or self.bootstrap_servers
+
+
+class ReplaySpec(_Frozen):
+    """What an operator asks to replay (see the module docstring for range semantics)."""
+
+    cluster: str
+    topic: str
+    partitions: list[int] | None = None
+    from_: Position = Field(alias="from")
+    to: Position | None = None
+    target: TargetSpec
+    target_topic: str | None = None
+    partition_mapping: PartitionMapping = "same"
+    preserve_timestamps: bool = True
+    provenance_headers: bool = False
+    key_filter: str | None = None
+    rate_limit_mb: float | None = None
+    rate_limit_records: float | None = None
+    allow_same_topic: bool = False
+    create_topic: bool = False
+    force: bool = False
+    dry_run: bool = False
+    progress_topic: str = DEFAULT_PROGRESS_TOPIC
+    #: a transaction is committed after this many records, bytes or milliseconds
+    txn_max_records: int = 20_000
+    txn_max_bytes: int = 16 * 1024 * 1024
+    txn_max_ms: int = 2_000
+    #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
+    replay_id: str | None = None
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("rate_limit_mb", "rate_limit_records")
+    @classmethod
+    def _positive(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError("rate limits must be positive")
+        return v
+
+    @field_validator("txn_max_records", "txn_max_bytes", "txn_max_ms")
+    @classmethod
+    def _txn_positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("transaction limits must be positive")
+        return v
+
+    @property
+    def effective_target_topic(self) -> str:
+        return self.target_topic or self.topic
+
+
+class ObjectRange(_Frozen):
+    """Bytes ``[start, end)`` of one archived segment object holding offsets
+    ``base_offset..last_offset`` (``start`` is a batch boundary)."""
+
+    key: str
+    start: int
+    end: int
+    base_offset: int
+    last_offset: int
+    txn_index_key: str | None = None
+
+
+class PartitionPlan(_Frozen):
+    """One source partition's share of a replay."""
+
+    partition: int
+    start_offset: int
+    end_offset: int
+    #: upper bound of the records in ``[start_offset, end_offset)`` (the offset span the archived
+    #: segments cover; compaction, control records and aborted data make the real count lower)
+    records: int
+    bytes: int
+    objects: list[ObjectRange]
+    #: segments after ``end_offset``, read only to find markers of transactions open at the end
+    tail_objects: list[ObjectRange] = Field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.start_offset >= self.end_offset
+
+
+class ReplayPlan(_Frozen):
+    """A resolved replay: the spec, its id and every partition's offsets and byte ranges."""
+
+    replay_id: str
+    spec: ReplaySpec
+    partitions: list[PartitionPlan]
+    source_partition_count: int
+    source_cluster_id: str | None = None
+    created_at_ms: int
+
+    @property
+    def target_topic(self) -> str:
+        return self.spec.effective_target_topic
+
+    @property
+    def total_records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.bytes for p in self.partitions)
+
+    def partition(self, partition: int) -> PartitionPlan:
+        for p in self.partitions:
+            if p.partition == partition:
+                return p
+        raise KeyError(partition)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ReplayPlan:
+        return cls.model_validate_json(text)
+
+
+class SegmentRef(_Frozen):
+    """What the catalog knows about one archived segment object (for planning).
+
+    ``index`` holds sparse ``(offset, position)`` pairs: a batch containing or following
+    ``offset`` starts at or after byte ``position`` - the catalog's sparse time index gives
+    them; an empty index means "read from byte 0".
+    """
+
+    key: str
+    base_offset: int
+    last_offset: int
+    size: int
+    record_count: int | None = None
+    first_timestamp: int | None = None
+    max_timestamp: int | None = None
+    txn_index_key: str | None = None
+    index: list[tuple[int, int]] = Field(default_factory=list)
+
+    def position_for(self, offset: int) -> int:
+        """Byte position to start reading at to find ``offset`` (floor lookup in ``index``)."""
+        best = 0
+        for off, pos in self.index:
+            if off <= offset and pos >= best:
+                best = pos
+            elif off > offset:
+                break
+        return best
+
+
+@runtime_checkable
+class PlanSource(Protocol):
+    """What planning needs from the catalog (the catalog implements it; see
+    :mod:`kafka_archive.replay.sources` for one built from archived objects)."""
+
+    def partitions(self, cluster: str, topic: str) -> list[int]:
+        """Archived partitions of the topic, ascending; raises UnknownTopicError if none."""
+        ...
+
+    def partition_count(self, cluster: str, topic: str) -> int:
+        """The source topic's partition count (for --create-topic and mapping checks)."""
+        ...
+
+    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[SegmentRef]:
+        """The partition's archived segments in offset order, without overlaps."""
+        ...
+
+    def offset_for_time(self, cluster: str, topic: str, partition: int, timestamp_ms: int) -> int:
+        """ListOffsets semantics: the earliest offset with timestamp >= T, -1 when none."""
+        ...
+
+    def cluster_id(self, cluster: str) -> str | None:
+        """The Kafka cluster id of the archived cluster (meta.properties), if known."""
+        ...
+
+
+def _resolve(
+    pos: Position,
+    *,
+    partition: int,
+    log_start: int,
+    log_end: int,
+    source: PlanSource,
+    cluster: str,
+    topic: str,
+) -> int:
+    if pos.kind == "earliest":
+        return log_start
+    if pos.kind == "latest":
+        return log_end
+    if pos.kind == "offset":
+        if pos.per_partition is not None:
+            off = pos.per_partition.get(partition)
+            if off is None:
+                raise ReplayConfigError(
+                    f"no offset given for partition {partition} in offset:P=N,...",
+                    hint="Give an offset for every selected partition, or select partitions "
+                    "with --partitions.",
+                )
+        else:
+            assert pos.value is not None
+            off = pos.value
+        return min(max(off, log_start), log_end)
+    assert pos.value is not None
+    found = source.offset_for_time(cluster, topic, partition, pos.value)
+    return log_end if found < 0 else max(found, log_start)
+
+
+def _ranges(
+    segments: Sequence[SegmentRef], start: int, end: int
+) -> tuple[list[ObjectRange], list[ObjectRange], int]:
+    objects: list[ObjectRange] = []
+    tail: list[ObjectRange] = []
+    nbytes = 0
+    for seg in segments:
+        if seg.last_offset < start:
+            continue
+        if seg.base_offset >= end:
+            if len(tail) < MAX_TAIL_OBJECTS:
+                tail.append(
+                    ObjectRange(
+                        key=seg.key,
+                        start=0,
+                        end=seg.size,
+                        base_offset=seg.base_offset,
+                        last_offset=seg.last_offset,
+                        txn_index_key=seg.txn_index_key,
+                    )
+                )
+            continue
+        first = seg.position_for(start) if seg.base_offset < start else 0
+        # the end of the range is found while reading (the next index entry past ``end``
+        # would bound it, but the reader must also see markers right after ``end``)
+        objects.append(
+            ObjectRange(
+                key=seg.key,
+                start=first,
+                end=seg.size,
+                base_offset=seg.base_offset,
+                last_offset=seg.last_offset,
+                txn_index_key=seg.txn_index_key,
+            )
+        )
+        nbytes += seg.size - first
+    return objects, tail, nbytes
+
+
+def _spans(segments: Sequence[SegmentRef], start: int, end: int) -> int:
+    total = 0
+    for seg in segments:
+        lo = max(seg.base_offset, start)
+        hi = min(seg.last_offset + 1, end)
+        if hi > lo:
+            total += hi - lo
+    return total
+
+
+def plan_id(spec: ReplaySpec, partitions: Iterable[PartitionPlan], *, nonce: str = "") -> str:
+    """The replay id: a digest of the resolved ranges and every option that changes what
+    lands on the target (never credentials: only the target's bootstrap list or name)."""
+    ident = {
+        "cluster": spec.cluster,
+        "topic": spec.topic,
+        "ranges": [[p.partition, p.start_offset, p.end_offset] for p in partitions],
+        "target": spec.target.identity(),
+        "target_topic": spec.effective_target_topic,
+        "mapping": spec.partition_mapping,
+        "timestamps": spec.preserve_timestamps,
+        "provenance": spec.provenance_headers,
+        "key_filter": spec.key_filter,
+        "nonce": nonce,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+    return f"r-{digest[:16]}"
+
+
+def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
+    """Resolve ``spec`` against the catalog into a :class:`ReplayPlan`.
+
+    Raises:
+        UnknownTopicError: the cluster/topic (or a requested partition) is not archived.
+        EmptyRangeError: ``from`` is after ``to``, or no partition has anything to replay.
+        ReplayConfigError: other invalid requests (bad key filter, per-partition offsets...).
+    """
+    from kafka_archive.replay.filters import KeyFilter
+
+    if spec.key_filter is not None:
+        KeyFilter.parse(spec.key_filter)  # validate early, with a clear message
+    archived = source.partitions(spec.cluster, spec.topic)
+    if not archived:
+        raise UnknownTopicError(f"the archive holds no topic {spec.topic!r} of {spec.cluster!r}")
+    wanted = sorted(set(spec.partitions)) if spec.partitions else archived
+    missing = [p for p in wanted if p not in archived]
+    if missing:
+        raise UnknownTopicError(
+            f"partitions {missing} of {spec.cluster}/{spec.topic} are not in the archive "
+            f"(archived: {archived})"
+        )
+    if (
+        spec.to is not None
+        and spec.from_.kind == spec.to.kind
+        and spec.from_.value is not None
+        and spec.to.value is not None
+        and spec.from_.value > spec.to.value
+    ):
+        raise EmptyRangeError(
+            f"the range is inverted: from {spec.from_.describe()} is after to {spec.to.describe()}"
+        )
+    plans: list[PartitionPlan] = []
+    for p in wanted:
+        segments = list(source.segments(spec.cluster, spec.topic, p))
+        if not segments:
+            raise UnknownTopicError(f"partition {p} of {spec.cluster}/{spec.topic} has no segments")
+        log_start = segments[0].base_offset
+        log_end = segments[-1].last_offset + 1
+        kw = {
+            "partition": p,
+            "log_start": log_start,
+            "log_end": log_end,
+            "source": source,
+            "cluster": spec.cluster,
+            "topic": spec.topic,
+        }
+        start = _resolve(spec.from_, **kw)  # type: ignore[arg-type]
+        end = log_end if spec.to is None else _resolve(spec.to, **kw)  # type: ignore[arg-type]
+        if start > end:
+            raise EmptyRangeError(
+                f"the range is inverted on partition {p}: from resolves to offset {start}, "
+                f"after the end offset {end}"
+            )
+        objects, tail, nbytes = _ranges(segments, start, end)
+        plans.append(
+            PartitionPlan(
+                partition=p,
+                start_offset=start,
+                end_offset=end,
+                records=_spans(segments, start, end),
+                bytes=nbytes if end > start else 0,
+                objects=objects if end > start else [],
+                tail_objects=tail if end > start else [],
+            )
+        )
+    if all(pp.empty for pp in plans):
+        to_text = "the end of the archive" if spec.to is None else spec.to.describe()
+        raise EmptyRangeError(
+            f"nothing to replay: from {spec.from_.describe()} to {to_text} selects no records "
+            f"in {spec.cluster}/{spec.topic} partitions {wanted}"
+        )
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    replay_id = spec.replay_id or plan_id(spec, plans, nonce=str(now) if spec.force else "")
+    return ReplayPlan(
+        replay_id=replay_id,
+        spec=spec,
+        partitions=plans,
+        source_partition_count=source.partition_count(spec.cluster, spec.topic),
+        source_cluster_id=source.cluster_id(spec.cluster),
+        created_at_ms=now,
+    )

@@ -1,0 +1,299 @@
+"""Reading one source partition's archived records for a replay, as a read_committed consumer.
+
+:class:`PartitionReader` walks the plan's objects of one partition in offset order (ranged
+reads, chunk by chunk, every batch CRC-checked) and yields the records of
+``[start_offset, end_offset)`` (start inclusive, end exclusive) that a ``read_committed``
+consumer would have received, in offset order, grouped per source batch:
+
+* control batches (COMMIT/ABORT markers and other control records) are never yielded;
+* a transactional batch's records are held until its producer's COMMIT marker is read, then
+  yielded; an ABORT marker drops them. The archived ``.txnindex`` objects are read first: a
+  batch inside an aborted range they list is dropped at once (no buffering), and a COMMIT
+  marker for such a transaction is reported as :class:`ReplayDataError`;
+* order is offset order: records after the first offset of a still-open transaction are held
+  until it resolves, as the broker's last stable offset holds a consumer back;
+* markers may lie after ``end_offset``: the reader then reads on (the plan's ``tail_objects``)
+  looking only for markers, never yielding records at or past ``end_offset``;
+* a transaction still open where the archive ends is not replayed: its records are counted in
+  :attr:`ReaderStats.open_txn_records` and it is listed in :attr:`ReaderStats.open_txns`; the
+  other records held behind it are yielded;
+* the key filter (if any) applies to committed and non-transactional records; dropped ones are
+  counted in ``filtered_records``.
+
+After each yielded group, :attr:`PartitionReader.position` is a safe resume offset: every
+record below it has been yielded or deliberately dropped. When iteration ends it equals
+``end_offset``.
+
+Errors: bad bytes raise :class:`~segment_lib.errors.SegmentError` subclasses whose ``path`` is
+the object key and ``position`` the byte position inside that object.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from kafka_archive.replay.errors import ReplayDataError
+from kafka_archive.replay.filters import KeyFilter
+from kafka_archive.replay.plan import ObjectRange, PartitionPlan
+from kafka_archive.store.base import ObjectStore
+
+from segment_lib.control import ControlType, decode_control_record
+from segment_lib.errors import SegmentError, TornTailError
+from segment_lib.log_file import decode_batch, iter_batches
+from segment_lib.records import BatchHeader, Record
+from segment_lib.txn_index import parse_txn_index
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "PartitionReader", "ReaderStats"]
+
+#: bytes fetched per ranged read (a batch larger than this is fetched whole)
+DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+
+_OPEN, _COMMITTED, _ABORTED = 0, 1, 2
+
+
+@dataclass(slots=True)
+class ReaderStats:
+    """What the reader saw and skipped (counts of records unless named otherwise)."""
+
+    batches: int = 0
+    bytes_read: int = 0
+    records_yielded: int = 0
+    control_batches: int = 0
+    aborted_records: int = 0
+    filtered_records: int = 0
+    open_txn_records: int = 0
+    #: ``(producer_id, first_offset)`` of transactions still open at the end of the archive
+    open_txns: list[tuple[int, int]] = field(default_factory=list)
+    #: transactions found aborted through the archived .txnindex (dropped without buffering)
+    aborted_by_index: int = 0
+
+
+@dataclass(slots=True)
+class _Txn:
+    producer_id: int
+    first_offset: int
+    state: int = _OPEN
+    known_aborted: bool = False
+
+
+class PartitionReader:
+    """Iterate the committed records of one partition plan (see the module docstring).
+
+    Args:
+        store: where the plan's objects live.
+        plan: the partition's plan.
+        start_offset: resume point (defaults to ``plan.start_offset``); must lie in the range.
+        key_filter: records whose key does not match are dropped (counted as filtered).
+        chunk_bytes: bytes per ranged read.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        plan: PartitionPlan,
+        *,
+        start_offset: int | None = None,
+        key_filter: KeyFilter | None = None,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    ) -> None:
+        self.store = store
+        self.plan = plan
+        self.start = plan.start_offset if start_offset is None else start_offset
+        if not plan.start_offset <= self.start <= plan.end_offset:
+            raise ValueError(
+                f"resume offset {self.start} outside the plan's range "
+                f"[{plan.start_offset}, {plan.end_offset})"
+            )
+        self.end = plan.end_offset
+        self.key_filter = key_filter
+        self.chunk_bytes = chunk_bytes
+        self.stats = ReaderStats()
+        self.position = self.start
+        self._aborted = self._load_aborted(list(plan.objects) + list(plan.tail_objects))
+
+    # -- .txnindex -------------------------------------------------------------------------------
+
+    def _load_aborted(self, objects: Sequence[ObjectRange]) -> dict[int, list[tuple[int, int]]]:
+        """``producer id -> [(first_offset, marker_offset)]`` from the archived .txnindex files."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for obj in objects:
+            if obj.txn_index_key is None:
+                continue
+            data = self.store.get_bytes(obj.txn_index_key)
+            try:
+                index = parse_txn_index(data, obj.base_offset)
+            except SegmentError as exc:
+                raise exc.with_location(obj.txn_index_key) from exc
+            for entry in index.entries:
+                out.setdefault(entry.producer_id, []).append(
+                    (entry.first_offset, entry.last_offset)
+                )
+        return out
+
+    def _index_says_aborted(self, header: BatchHeader) -> bool:
+        ranges = self._aborted.get(header.producer_id)
+        if not ranges:
+            return False
+        off = header.base_offset
+        return any(first <= off <= last for first, last in ranges)
+
+    # -- bytes -----------------------------------------------------------------------------------
+
+    def _batches(self, obj: ObjectRange) -> Iterator[tuple[memoryview, BatchHeader]]:
+        """Every batch of one object from ``obj.start``, CRC-checked, fetched in chunks."""
+        pos = obj.start
+        chunk = self.chunk_bytes
+        while pos < obj.end:
+            stop = min(pos + chunk, obj.end)
+            data = self.store.get_range(obj.key, pos, stop)
+            self.stats.bytes_read += len(data)
+            view = memoryview(data)
+            consumed = 0
+            try:
+                for header in iter_batches(view):
+                    consumed = header.next_position
+                    yield view, header
+            except TornTailError as exc:
+                if stop >= obj.end:
+                    # a rolled, archived segment is never legitimately torn
+                    raise exc.with_location(obj.key, pos) from exc
+                consumed = exc.position or 0
+                if consumed == 0:
+                    chunk *= 2  # one batch larger than the chunk: fetch it whole
+                    continue
+            except SegmentError as exc:
+                raise exc.with_location(obj.key, pos) from exc
+            if consumed == 0 and stop >= obj.end:
+                break
+            pos += consumed
+            chunk = self.chunk_bytes
+
+    def _decode(self, view: memoryview, header: BatchHeader, obj: ObjectRange) -> list[Record]:
+        try:
+            return decode_batch(view, header)
+        except SegmentError as exc:
+            raise exc.with_location(obj.key, 0) from exc
+
+    # -- records ---------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[list[Record]]:
+        """Yield the committed records, one list per source batch, in offset order."""
+        stats = self.stats
+        start, end = self.start, self.end
+        if start >= end:
+            self.position = end
+            return
+        kf = self.key_filter
+        pending: deque[tuple[list[Record], _Txn | None]] = deque()
+        txns: dict[int, _Txn] = {}
+        next_needed = start
+
+        def release() -> Iterator[list[Record]]:
+            # yield held groups from the head while they are resolved (LSO order)
+            while pending and (pending[0][1] is None or pending[0][1].state != _OPEN):
+                records, txn = pending.popleft()
+                if txn is not None and txn.state == _ABORTED:
+                    stats.aborted_records += len(records)
+                    continue
+                out = self._filter(records, kf)
+                if out:
+                    stats.records_yielded += len(out)
+                    self.position = out[-1].offset + 1
+                    yield out
+
+        objects = list(self.plan.objects) + list(self.plan.tail_objects)
+        for obj in objects:
+            if obj.base_offset >= end and not any(t.state == _OPEN for t in txns.values()):
+                break
+            for view, header in self._batches(obj):
+                if header.last_offset < next_needed:
+                    continue  # before the resume point (or a replica overlap already read)
+                stats.batches += 1
+                past_end = header.base_offset >= end
+                if header.is_control:
+                    stats.control_batches += 1
+                    self._apply_marker(view, header, obj, txns)
+                    yield from release()
+                elif header.is_transactional:
+                    if past_end:
+                        pass  # data past the range is never replayed; only markers matter
+                    else:
+                        pid = header.producer_id
+                        txn = txns.get(pid)
+                        if txn is None:
+                            txn = _Txn(pid, header.base_offset)
+                            if self._index_says_aborted(header):
+                                txn.known_aborted = True
+                                txn.state = _ABORTED
+                                stats.aborted_by_index += 1
+                            txns[pid] = txn
+                        records = self._in_range(self._decode(view, header, obj), start, end)
+                        if records:
+                            if txn.state == _ABORTED:
+                                stats.aborted_records += len(records)
+                            else:
+                                pending.append((records, txn))
+                else:
+                    if not past_end:
+                        records = self._in_range(self._decode(view, header, obj), start, end)
+                        if records:
+                            pending.append((records, None))
+                            yield from release()
+                next_needed = header.next_offset
+                if past_end and not any(t.state == _OPEN for t in txns.values()):
+                    break
+            else:
+                continue
+            break
+        # the archive ends (or the range is done): whatever is still open is not replayed
+        still_open = [t for t in txns.values() if t.state == _OPEN]
+        for records, txn in pending:
+            if txn is not None and txn.state == _OPEN:
+                stats.open_txn_records += len(records)
+                records.clear()
+        stats.open_txns = sorted({(t.producer_id, t.first_offset) for t in still_open})
+        for t in still_open:
+            t.state = _ABORTED  # released below as empty groups: counted as open, not aborted
+        yield from release()
+        self.position = end
+
+    @staticmethod
+    def _in_range(records: list[Record], start: int, end: int) -> list[Record]:
+        if records and (records[0].offset < start or records[-1].offset >= end):
+            return [r for r in records if start <= r.offset < end]
+        return records
+
+    def _filter(self, records: list[Record], kf: KeyFilter | None) -> list[Record]:
+        if kf is None:
+            return records
+        out = [r for r in records if kf.matches(r.key)]
+        self.stats.filtered_records += len(records) - len(out)
+        return out
+
+    def _apply_marker(
+        self, view: memoryview, header: BatchHeader, obj: ObjectRange, txns: dict[int, _Txn]
+    ) -> None:
+        for rec in self._decode(view, header, obj):
+            try:
+                control = decode_control_record(rec.key, rec.value)
+            except SegmentError as exc:
+                raise exc.with_location(obj.key, header.position) from exc
+            if control.type not in (ControlType.COMMIT, ControlType.ABORT):
+                continue
+            txn = txns.pop(header.producer_id, None)
+            if txn is None:
+                continue  # a transaction whose data lay before the range (or had none)
+            if control.type is ControlType.COMMIT:
+                if txn.known_aborted:
+                    raise ReplayDataError(
+                        f"producer {header.producer_id}'s transaction from offset "
+                        f"{txn.first_offset} is listed as aborted in the .txnindex but its "
+                        f"marker at offset {header.base_offset} says COMMIT",
+                        key=obj.key,
+                        position=header.position,
+                    )
+                txn.state = _COMMITTED
+            else:
+                txn.state = _ABORTED

@@ -1,0 +1,187 @@
+"""Source partitions for replay tests, written by segment_lib's broker-faithful writer, with the
+records a read_committed consumer must see computed from the *write events* (not the bytes).
+
+:func:`write_source_topic` writes a topic whose partitions mix, deterministically from a seed:
+plain and idempotent appends with every codec, record headers (including null values), null
+keys and values, transactions that commit, abort, interleave with other producers, span segment
+rolls, and (optionally) one still open at the end; an optional LogAppendTime partition.
+
+The expectation model is deliberately simple and independent of the reader under test: records
+of non-transactional appends are visible at once; a transaction's records are kept aside per
+producer id and become visible when the test calls commit, vanish on abort, and stay invisible
+when never resolved. Visible records are then ordered by offset.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from segment_lib.compression import Codec
+from segment_lib.records import Header, TimestampType
+from segment_lib.writer.encode import WriteRecord
+from segment_lib.writer.partition_writer import ManualClock, PartitionWriter
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """One record a read_committed consumer sees."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass
+class SourcePartition:
+    topic: str
+    partition: int
+    dir: Path
+    expected: list[Expected] = field(default_factory=list)
+    aborted_records: int = 0
+    open_records: int = 0
+    log_end_offset: int = 0
+
+
+_CODECS = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD)
+
+
+def _records(rng: random.Random, tag: str, n: int, ts: int) -> list[WriteRecord]:
+    out = []
+    for i in range(n):
+        key: bytes | None = f"{tag}-k{rng.randrange(40)}".encode() if rng.random() > 0.1 else None
+        value: bytes | None = rng.randbytes(rng.randrange(0, 300)) if rng.random() > 0.05 else None
+        headers: tuple[Header, ...] = ()
+        if rng.random() < 0.5:
+            headers = (Header("h1", f"{tag}-{i}".encode()), Header("empty", b""))
+            if rng.random() < 0.3:
+                headers += (Header("null", None),)
+        out.append(WriteRecord(key, value, headers, ts + i))
+    return out
+
+
+def _expect(
+    pw: PartitionWriter, first: int, recs: list[WriteRecord], lat: int | None
+) -> list[Expected]:
+    return [
+        Expected(
+            first + i,
+            lat if lat is not None else (r.timestamp or 0),
+            r.key,
+            r.value,
+            tuple((h.key, h.value) for h in r.headers),
+        )
+        for i, r in enumerate(recs)
+    ]
+
+
+def write_partition(
+    log_dir: Path,
+    topic: str,
+    partition: int,
+    *,
+    seed: int = 0,
+    rounds: int = 40,
+    leave_open: bool = True,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    segment_bytes: int = 16 * 1024,
+    start_ms: int = 1_700_000_000_000,
+) -> SourcePartition:
+    """Write one partition (see the module docstring) and return its expected records."""
+    rng = random.Random(seed * 1000 + partition)
+    clock = ManualClock(start_ms)
+    pw = PartitionWriter(
+        log_dir,
+        topic,
+        partition,
+        segment_bytes=segment_bytes,
+        index_interval_bytes=1024,
+        timestamp_type=timestamp_type,
+        clock=clock,
+    )
+    lat_mode = timestamp_type is TimestampType.LOG_APPEND_TIME
+    sp = SourcePartition(topic, partition, pw.dir)
+    visible: list[Expected] = []
+    held: dict[int, list[Expected]] = {}
+    pids = [1000 + partition * 10 + i for i in range(3)]
+    for r in range(rounds):
+        clock.advance(rng.randrange(1, 2000))
+        kind = rng.random()
+        codec = _CODECS[r % len(_CODECS)]
+        recs = _records(rng, f"p{partition}r{r}", rng.randrange(1, 12), clock() - 50)
+        if kind < 0.4:
+            res = pw.append(recs, codec=codec)
+            visible += _expect(pw, res.first_offset, recs, res.append_time if lat_mode else None)
+        elif kind < 0.5:
+            res = pw.append(recs, codec=codec, producer_id=900 + partition, producer_epoch=0)
+            visible += _expect(pw, res.first_offset, recs, res.append_time if lat_mode else None)
+        else:
+            pid = rng.choice(pids)
+            res = pw.append(recs, codec=codec, producer_id=pid, transactional=True)
+            held.setdefault(pid, []).extend(
+                _expect(pw, res.first_offset, recs, res.append_time if lat_mode else None)
+            )
+            if rng.random() < 0.45:
+                clock.advance(5)
+                if rng.random() < 0.65:
+                    pw.commit(pid)
+                    visible += held.pop(pid)
+                else:
+                    pw.abort(pid)
+                    sp.aborted_records += len(held.pop(pid))
+    # resolve all but (optionally) one open transaction
+    for i, pid in enumerate(sorted(held)):
+        if leave_open and i == 0:
+            continue
+        clock.advance(3)
+        if pid % 2:
+            pw.abort(pid)
+            sp.aborted_records += len(held.pop(pid))
+        else:
+            pw.commit(pid)
+            visible += held.pop(pid)
+    # a few plain records after the open transaction (they are visible: the reader yields
+    # records held behind a transaction that never resolves)
+    clock.advance(10)
+    tail = _records(rng, f"p{partition}tail", 3, clock())
+    res = pw.append(tail)
+    visible += _expect(pw, res.first_offset, tail, res.append_time if lat_mode else None)
+    sp.open_records = sum(len(v) for v in held.values())
+    pw.close()
+    sp.expected = sorted(visible, key=lambda e: e.offset)
+    sp.log_end_offset = pw.log_end_offset
+    return sp
+
+
+def write_source_topic(
+    root: Path,
+    topic: str = "orders",
+    partitions: int = 3,
+    *,
+    seed: int = 0,
+    rounds: int = 40,
+    leave_open: bool = True,
+    log_append_time_partition: int | None = None,
+) -> dict[int, SourcePartition]:
+    """Write ``partitions`` partitions of ``topic`` under ``root/kafka-logs``."""
+    log_dir = root / "kafka-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return {
+        p: write_partition(
+            log_dir,
+            topic,
+            p,
+            seed=seed,
+            rounds=rounds,
+            leave_open=leave_open,
+            timestamp_type=(
+                TimestampType.LOG_APPEND_TIME
+                if p == log_append_time_partition
+                else TimestampType.CREATE_TIME
+            ),
+        )
+        for p in range(partitions)
+    }

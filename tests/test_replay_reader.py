@@ -1,0 +1,309 @@
+"""The replay reader and planner against writer-made partitions uploaded to a local store.
+
+Expected records come from the write events (tests/support/replay_data.py), not from the bytes.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from kafka_archive.replay.errors import (
+    EmptyRangeError,
+    ReplayConfigError,
+    ReplayDataError,
+    UnknownTopicError,
+)
+from kafka_archive.replay.filters import KeyFilter
+from kafka_archive.replay.plan import (
+    ObjectRange,
+    PartitionPlan,
+    ReplaySpec,
+    TargetSpec,
+    build_plan,
+    parse_position,
+)
+from kafka_archive.replay.reader import PartitionReader
+from kafka_archive.replay.sources import SegmentsPlanSource
+from kafka_archive.store import LocalStore
+
+from segment_lib.errors import CrcMismatchError
+from segment_lib.txn_index import AbortedTxn, format_txn_index
+from tests.support.replay_data import Expected, SourcePartition, write_source_topic
+
+CLUSTER = "east"
+
+
+@pytest.fixture(scope="module")
+def archive(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[LocalStore, SegmentsPlanSource, dict[int, SourcePartition]]:
+    root = tmp_path_factory.mktemp("replay-src")
+    parts = write_source_topic(root, "orders", 3, seed=7, log_append_time_partition=2)
+    store = LocalStore(root / "store", fsync=False)
+    source = SegmentsPlanSource.upload_log_dirs(store, CLUSTER, [p.dir for p in parts.values()])
+    return store, source, parts
+
+
+def spec(**kw: object) -> ReplaySpec:
+    base: dict[str, object] = {
+        "cluster": CLUSTER,
+        "topic": "orders",
+        "from": parse_position("earliest"),
+        "target": TargetSpec(bootstrap_servers="127.0.0.1:1"),
+    }
+    base.update(kw)
+    return ReplaySpec.model_validate(base)
+
+
+def as_tuples(groups: object) -> list[tuple[object, ...]]:
+    return [
+        (r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
+        for g in groups  # type: ignore[attr-defined]
+        for r in g
+    ]
+
+
+def exp_tuples(records: list[Expected]) -> list[tuple[object, ...]]:
+    return [(e.offset, e.timestamp, e.key, e.value, e.headers) for e in records]
+
+
+@pytest.mark.parametrize("chunk", [512, 4096, 1 << 20])
+def test_full_range_equals_committed_view(archive, chunk: int) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    plan = build_plan(spec(), source)
+    assert [p.partition for p in plan.partitions] == [0, 1, 2]
+    for pp in plan.partitions:
+        sp = parts[pp.partition]
+        assert pp.start_offset == 0 and pp.end_offset == sp.log_end_offset
+        reader = PartitionReader(store, pp, chunk_bytes=chunk)
+        assert as_tuples(reader) == exp_tuples(sp.expected)
+        assert reader.position == pp.end_offset
+        assert reader.stats.aborted_records == sp.aborted_records
+        assert reader.stats.open_txn_records == sp.open_records
+        assert len(reader.stats.open_txns) == (1 if sp.open_records else 0)
+        assert reader.stats.control_batches > 0
+
+
+def test_sub_ranges_and_resume_points(archive) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    rng = random.Random(3)
+    for p, sp in parts.items():
+        for _ in range(6):
+            a = rng.randrange(0, sp.log_end_offset)
+            b = rng.randrange(a, sp.log_end_offset + 1)
+            plan = (
+                build_plan(
+                    spec(
+                        partitions=[p],
+                        to=parse_position(f"offset:{b}"),
+                        **{"from": parse_position(f"offset:{a}")},
+                    ),
+                    source,
+                )
+                if b > a
+                else None
+            )
+            if plan is None:
+                continue
+            pp = plan.partitions[0]
+            want = [e for e in sp.expected if a <= e.offset < b]
+            reader = PartitionReader(store, pp, chunk_bytes=2048)
+            groups = list(reader)
+            assert as_tuples(groups) == exp_tuples(want)
+            # resume after any group: the rest equals the remainder
+            if groups:
+                k = rng.randrange(len(groups))
+                first = PartitionReader(store, pp)
+                it = iter(first)
+                head = [next(it) for _ in range(k + 1)]
+                rest = PartitionReader(store, pp, start_offset=first.position)
+                assert as_tuples(head) + as_tuples(rest) == exp_tuples(want)
+
+
+def test_key_filter(archive) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    plan = build_plan(spec(key_filter="regex:^p1r[0-9]+-k1[0-9]$"), source)
+    kf = KeyFilter.parse("regex:^p1r[0-9]+-k1[0-9]$")
+    pp = plan.partition(1)
+    reader = PartitionReader(store, pp, key_filter=kf)
+    want = [e for e in parts[1].expected if e.key is not None and kf.matches(e.key)]
+    assert want, "the seed should produce matching keys"
+    assert as_tuples(reader) == exp_tuples(want)
+    assert reader.stats.filtered_records == len(parts[1].expected) - len(want)
+
+
+def test_markers_alone_suffice_without_txnindex(archive) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    pp = build_plan(spec(), source).partition(0)
+    bare = pp.model_copy(
+        update={
+            "objects": [o.model_copy(update={"txn_index_key": None}) for o in pp.objects],
+            "tail_objects": [],
+        }
+    )
+    reader = PartitionReader(store, bare)
+    assert as_tuples(reader) == exp_tuples(parts[0].expected)
+    assert reader.stats.aborted_by_index == 0
+    assert reader.stats.aborted_records == parts[0].aborted_records
+
+
+def test_txnindex_contradicting_a_commit_marker(archive, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    pp = build_plan(spec(), source).partition(0)
+    # find a committed transactional record: claim in a fake index that it was aborted
+    reader = PartitionReader(store, pp)
+    list(reader)
+    from segment_lib.log_file import iter_batches
+
+    txn_batch = None
+    for obj in pp.objects:
+        data = store.get_bytes(obj.key)
+        for h in iter_batches(data):
+            if (
+                h.is_transactional
+                and not h.is_control
+                and any(e.offset == h.base_offset for e in parts[0].expected)
+            ):
+                txn_batch = (obj, h)
+                break
+        if txn_batch:
+            break
+    assert txn_batch is not None
+    obj, h = txn_batch
+    store.put_bytes(
+        "fake/liar.txnindex",
+        format_txn_index(
+            [AbortedTxn(h.producer_id, h.base_offset, h.last_offset + 1, h.last_offset + 2)]
+        ),
+    )
+    lying = pp.model_copy(
+        update={
+            "objects": [
+                o.model_copy(
+                    update={"txn_index_key": "fake/liar.txnindex" if o.key == obj.key else None}
+                )
+                for o in pp.objects
+            ]
+        }
+    )
+    with pytest.raises(ReplayDataError, match="says COMMIT"):
+        list(PartitionReader(store, lying))
+
+
+def test_corrupt_object_names_key_and_position(archive, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, source, _parts = archive
+    pp = build_plan(spec(), source).partition(1)
+    obj = pp.objects[0]
+    data = bytearray(store.get_bytes(obj.key))
+    from segment_lib.log_file import iter_batches
+
+    headers = list(iter_batches(bytes(data)))
+    victim = headers[len(headers) // 2]
+    data[victim.position + victim.size - 1] ^= 0xFF
+    store.put_bytes("corrupt/seg.log", bytes(data))
+    bad = PartitionPlan(
+        partition=1,
+        start_offset=pp.start_offset,
+        end_offset=obj.last_offset + 1,
+        records=1,
+        bytes=len(data),
+        objects=[
+            ObjectRange(
+                key="corrupt/seg.log",
+                start=0,
+                end=len(data),
+                base_offset=obj.base_offset,
+                last_offset=obj.last_offset,
+            )
+        ],
+    )
+    for chunk in (700, 1 << 20):
+        with pytest.raises(CrcMismatchError) as info:
+            list(PartitionReader(store, bad, chunk_bytes=chunk))
+        assert info.value.path == "corrupt/seg.log"
+        assert info.value.position == victim.position
+
+
+def test_plan_time_semantics_match_brute_force(archive) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    sp = parts[0]
+    times = sorted(e.timestamp for e in sp.expected)
+    sp_all = _all_record_times(store, build_plan(spec(partitions=[0]), source).partitions[0])
+
+    # brute force ListOffsets over every data record (committed or not): the first offset with
+    # timestamp >= T, or the log end when there is none
+    def lookup(ts: int) -> int:
+        cands = [o for o, x in sp_all if x >= ts]
+        return min(cands) if cands else sp.log_end_offset
+
+    for t in (times[0] - 1, times[len(times) // 3], times[2 * len(times) // 3], times[-1] + 1):
+        for t2 in (t + 1, t + 5_000, times[-1] + 10):
+            request = spec(
+                partitions=[0], to=parse_position(str(t2)), **{"from": parse_position(str(t))}
+            )
+            if lookup(t) >= lookup(t2):
+                with pytest.raises(EmptyRangeError):
+                    build_plan(request, source)
+                continue
+            pp = build_plan(request, source).partitions[0]
+            assert (pp.start_offset, pp.end_offset) == (lookup(t), lookup(t2))
+
+
+def _all_record_times(store: LocalStore, pp: PartitionPlan) -> list[tuple[int, int]]:
+    from segment_lib.log_file import decode_batch, iter_batches
+
+    out = []
+    for obj in pp.objects + pp.tail_objects:
+        data = store.get_bytes(obj.key)
+        for h in iter_batches(data):
+            if not h.is_control:
+                out += [(r.offset, r.timestamp) for r in decode_batch(data, h)]
+    return out
+
+
+def test_plan_guard_rails(archive) -> None:  # type: ignore[no-untyped-def]
+    _store, source, parts = archive
+    with pytest.raises(UnknownTopicError):
+        build_plan(spec(topic="nope"), source)
+    with pytest.raises(UnknownTopicError, match=r"\[7\]"):
+        build_plan(spec(partitions=[0, 7]), source)
+    with pytest.raises(EmptyRangeError, match="inverted"):
+        build_plan(
+            spec(to=parse_position("1700000000000"), **{"from": parse_position("1700000500000")}),
+            source,
+        )
+    with pytest.raises(EmptyRangeError, match="inverted"):
+        build_plan(
+            spec(to=parse_position("offset:5"), **{"from": parse_position("offset:9")}), source
+        )
+    with pytest.raises(EmptyRangeError, match="nothing to replay"):
+        build_plan(spec(**{"from": parse_position("latest")}), source)
+    with pytest.raises(EmptyRangeError):
+        build_plan(spec(**{"from": parse_position("2100-01-01T00:00:00Z")}), source)
+    with pytest.raises(ReplayConfigError):
+        parse_position("offset:-3")
+    with pytest.raises(ReplayConfigError):
+        parse_position("yesterday-ish")
+    with pytest.raises(ReplayConfigError, match="regex"):
+        build_plan(spec(key_filter="regex:(unclosed"), source)
+    with pytest.raises(ReplayConfigError, match="partition 1"):
+        build_plan(spec(**{"from": parse_position("offset:0=3")}), source)
+    # the same request plans the same replay id; force makes a new one
+    a = build_plan(spec(), source)
+    b = build_plan(spec(), source)
+    c = build_plan(spec(force=True), source, now_ms=123)
+    assert a.replay_id == b.replay_id != c.replay_id
+    assert a.total_records >= sum(len(p.expected) for p in parts.values())
+    assert ReplaySpec.model_validate_json(a.spec.model_dump_json(by_alias=True)) == a.spec
+
+
+def test_per_partition_offsets(archive) -> None:  # type: ignore[no-untyped-def]
+    store, source, parts = archive
+    plan = build_plan(
+        spec(partitions=[0, 2], **{"from": parse_position("offset:0=10,2=20")}), source
+    )
+    assert [(p.partition, p.start_offset) for p in plan.partitions] == [(0, 10), (2, 20)]
+    got = as_tuples(PartitionReader(store, plan.partition(2)))
+    assert got == exp_tuples([e for e in parts[2].expected if e.offset >= 20])

@@ -1,0 +1,118 @@
+"""Small pure pieces of the replay engine: murmur2, partition mapping, key filters, rate limits."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from kafka_archive.replay.errors import ReplayConfigError
+from kafka_archive.replay.filters import KeyFilter
+from kafka_archive.replay.murmur2 import murmur2, murmur2_partition, to_positive
+from kafka_archive.replay.ratelimit import RateLimiter, TokenBucket
+
+# Kafka's own vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java,
+# testMurmur2): expected signed Java ints of Utils.murmur2
+KAFKA_VECTORS = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize(("data", "want"), list(KAFKA_VECTORS.items()))
+def test_murmur2_kafka_vectors(data: bytes, want: int) -> None:
+    assert murmur2(data) == want
+
+
+def test_murmur2_matches_kafka_python_independently() -> None:
+    # kafka-python's pure-Python port of Utils.murmur2 (returns the unsigned 32-bit value)
+    from kafka.partitioner.default import murmur2 as kp_murmur2
+
+    rng = random.Random(11)
+    for n in [*range(40), 255, 1024, 4099]:
+        data = rng.randbytes(n)
+        assert murmur2(data) & 0xFFFFFFFF == kp_murmur2(data) & 0xFFFFFFFF
+    for _ in range(500):
+        data = os.urandom(rng.randrange(0, 64))
+        assert murmur2(data) & 0xFFFFFFFF == kp_murmur2(data) & 0xFFFFFFFF
+
+
+def test_to_positive_and_partition() -> None:
+    assert to_positive(-1) == 0x7FFFFFFF
+    assert to_positive(-(1 << 31)) == 0  # abs() would stay negative in Java
+    assert to_positive(5) == 5
+    # DefaultPartitioner: toPositive(murmur2(key)) % n
+    assert murmur2_partition(b"21", 7) == (-973932308 & 0x7FFFFFFF) % 7
+    with pytest.raises(ValueError):
+        murmur2_partition(b"x", 0)
+
+
+def test_key_filters() -> None:
+    exact = KeyFilter.parse("exact:user-1")
+    assert exact.matches(b"user-1") and not exact.matches(b"user-10") and not exact.matches(None)
+    assert KeyFilter.parse("user-1").kind == "exact"
+    assert KeyFilter.parse("odd:value").kind == "exact"  # unknown kind: the whole text is exact
+    prefix = KeyFilter.parse("prefix:user-")
+    assert prefix.matches(b"user-77") and not prefix.matches(b"usr-1")
+    # exact/prefix work on non-UTF-8 keys by bytes; regex never matches them
+    assert KeyFilter.parse("prefix:é").matches("é!".encode())
+    regex = KeyFilter.parse("regex:^order-[0-9]+$")
+    assert (
+        regex.matches(b"order-12")
+        and not regex.matches(b"order-x")
+        and not regex.matches(b"\xff\xfe")
+    )
+    assert KeyFilter.parse("regex:[0-9]{3}").matches(b"ab123")  # search, not fullmatch
+    with pytest.raises(ReplayConfigError):
+        KeyFilter.parse("regex:(")
+    with pytest.raises(ReplayConfigError):
+        KeyFilter.parse("prefix:")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def test_token_bucket_rates() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(records_per_s=1000, bytes_per_s=10_000, clock=clock, sleep=clock.sleep)
+    sent_records = sent_bytes = 0
+    start = clock.now
+    for _ in range(200):
+        limiter.acquire(50, 400)
+        sent_records += 50
+        sent_bytes += 400
+    elapsed = clock.now - start
+    # 10,000 records at 1,000/s with a 1 s burst: at least 9 s; bytes 80,000 at 10 kB/s: 7 s
+    assert elapsed == pytest.approx((sent_records - 1000) / 1000, rel=1e-6)
+    assert limiter.waited == pytest.approx(elapsed)
+    # the byte limit dominates when it is the tighter one
+    clock2 = FakeClock()
+    lim2 = RateLimiter(records_per_s=1e9, bytes_per_s=1000, clock=clock2, sleep=clock2.sleep)
+    for _ in range(10):
+        lim2.acquire(1, 500)
+    assert clock2.now - 100.0 == pytest.approx((5000 - 1000) / 1000)
+
+
+def test_token_bucket_refills_but_caps_burst() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(100, clock=clock)
+    assert bucket.take(100) == 0
+    clock.now += 60  # a long pause refills to the one-second capacity only
+    assert bucket.take(100) == 0
+    assert bucket.take(50) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        TokenBucket(0)
