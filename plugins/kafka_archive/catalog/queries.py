@@ -1,0 +1,677 @@
+"""Questions on-call engineers and replay planning ask the catalog (the Python API of
+``kafka-archive catalog``).
+
+* :func:`offsets_for_time` - ListOffsets for a moment of history: per partition the earliest
+  offset whose timestamp is >= T (control records count, as on the broker), or -1. One indexed
+  SQL query for all partitions (the first time-index interval whose running maximum timestamp
+  is >= T), then at most **one ranged read of one interval** per partition to find the record.
+  The broker answers from the first *segment* whose largest timestamp is >= T and gives -1 when
+  no record of that segment qualifies (possible only when compaction left an emptied batch that
+  kept its max timestamp); the catalog reproduces that too, still with at most one read.
+* :func:`locate` - where an offset lives: object key, byte range of its batch, its timestamp.
+* :func:`stats` - records and bytes per time bucket.
+* :func:`gaps` - offsets missing from the archive, overlapping and divergent versions, corrupt
+  segments.
+* :func:`group_offsets` - a consumer group's committed offsets at a moment, from the archived
+  ``__consumer_offsets`` history.
+* :func:`topics` - what the archive holds per topic and partition.
+
+Every answer type has ``to_json()`` giving the object the CLI prints with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, func, select, tuple_
+from sqlalchemy.orm import Session
+
+from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.extract import DEFAULT_HISTOGRAM_MS
+from kafka_archive.catalog.models import (
+    ChainPiece,
+    HistogramBucket,
+    OffsetCommitRow,
+    Partition,
+    Segment,
+    TimeIndexEntry,
+)
+from kafka_archive.store import ObjectStore
+from segment_lib.errors import SegmentError
+from segment_lib.log_file import decode_batch, iter_batches
+
+__all__ = [
+    "CatalogQueryError",
+    "GapEntry",
+    "GroupOffset",
+    "Location",
+    "OffsetAnswer",
+    "PartitionHoldings",
+    "StatsBucket",
+    "gaps",
+    "group_offsets",
+    "locate",
+    "offsets_for_time",
+    "stats",
+    "topics",
+]
+
+
+class CatalogQueryError(LookupError):
+    """The catalog cannot answer (unknown topic/partition, offset outside the archive...).
+
+    ``hint`` says what to try instead."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAnswer:
+    """ListOffsets answer for one partition (``offset``/``timestamp`` -1: no such record)."""
+
+    partition: int
+    offset: int
+    timestamp: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": self.partition, "offset": self.offset, "timestamp": self.timestamp}
+
+
+def _partitions(
+    s: Session, cluster: str, topic: str, partitions: Sequence[int] | None
+) -> list[tuple[int, int]]:
+    q = select(Partition.id, Partition.partition).where(
+        Partition.cluster == cluster, Partition.topic == topic
+    )
+    if partitions:
+        q = q.where(Partition.partition.in_(list(partitions)))
+    rows = [(int(a), int(b)) for a, b in s.execute(q.order_by(Partition.partition))]
+    if not rows:
+        raise CatalogQueryError(
+            f"the catalog has no data for topic {topic!r} of cluster {cluster!r}"
+            + (f" partitions {sorted(partitions)}" if partitions else ""),
+            hint="run `kafka-archive catalog topics --cluster C` to see what it holds, or "
+            "`kafka-archive catalog build` if the archive is newer than the catalog",
+        )
+    if partitions:
+        missing = sorted(set(partitions) - {p for _, p in rows})
+        if missing:
+            raise CatalogQueryError(
+                f"topic {topic!r} has no archived partitions {missing}",
+                hint="run `kafka-archive catalog topics --cluster C` to list partitions",
+            )
+    return rows
+
+
+def _first_record_at_or_after(
+    data: bytes, ts: int, lo: int, hi: int, path: str
+) -> tuple[int, int] | None:
+    """First record of ``data`` (whole batches) with offset in lo..hi and timestamp >= ts."""
+    try:
+        for b in iter_batches(data, 0, verify_crc=True):
+            if b.max_timestamp < ts or b.last_offset < lo:
+                continue
+            if b.base_offset > hi:
+                break
+            for r in decode_batch(data, b):
+                if lo <= r.offset <= hi and r.timestamp >= ts:
+                    return r.offset, r.timestamp
+    except SegmentError as exc:
+        raise exc.with_location(path) from None
+    return None
+
+
+def offsets_for_time(
+    catalog: Catalog,
+    store: ObjectStore,
+    cluster: str,
+    topic: str,
+    timestamp: int,
+    partitions: Sequence[int] | None = None,
+) -> list[OffsetAnswer]:
+    """ListOffsets at ``timestamp`` (epoch ms) for each archived partition of ``topic``."""
+    if timestamp < 0:
+        raise ValueError("timestamp must be epoch milliseconds >= 0")
+    ti = TimeIndexEntry
+    with catalog.session() as s:
+        parts = _partitions(s, cluster, topic, partitions)
+        pids = [pid for pid, _ in parts]
+        first = (
+            select(ti.start_offset)
+            .where(ti.partition_id == Partition.id, ti.running_max_ts >= timestamp)
+            .order_by(ti.running_max_ts, ti.start_offset)
+            .limit(1)
+            .correlate(Partition)
+            .scalar_subquery()
+        )
+        starts = {
+            int(pid): so
+            for pid, so in s.execute(select(Partition.id, first).where(Partition.id.in_(pids)))
+            if so is not None
+        }
+        rows: dict[int, Any] = {}
+        if starts:
+            for hit_row in s.execute(
+                select(
+                    ti.partition_id,
+                    ti.start_offset,
+                    ti.end_offset,
+                    ti.byte_start,
+                    ti.byte_end,
+                    ti.record_max_ts,
+                    ti.segment_id,
+                    Segment.object_key,
+                )
+                .join(Segment, Segment.id == ti.segment_id)
+                .where(tuple_(ti.partition_id, ti.start_offset).in_(list(starts.items())))
+            ):
+                rows[int(hit_row.partition_id)] = hit_row
+        answers = []
+        for pid, part in parts:
+            row: Any = rows.get(pid)
+            if row is not None and row.record_max_ts < timestamp:
+                # the broker's segment has no qualifying record in this interval (an emptied
+                # batch kept the max timestamp): the answer is later in the same segment or -1
+                row = _next_in_segment(s, pid, row, timestamp)
+            if row is None:
+                answers.append(OffsetAnswer(part, -1, -1))
+                continue
+            data = store.get_range(row.object_key, row.byte_start, row.byte_end)
+            hit = _first_record_at_or_after(
+                data,
+                timestamp,
+                row.start_offset,
+                row.end_offset,
+                f"{store.uri.rstrip('/')}/{row.object_key}[{row.byte_start}:{row.byte_end}]",
+            )
+            if hit is None:
+                raise CatalogQueryError(
+                    f"partition {part}: the interval at offset {row.start_offset} holds no record "
+                    f"at or after {timestamp} although the catalog says it does",
+                    hint="the catalog and the archive disagree: rebuild the catalog",
+                )
+            answers.append(OffsetAnswer(part, hit[0], hit[1]))
+    return answers
+
+
+def _next_in_segment(s: Session, pid: int, row: Any, timestamp: int) -> Any:
+    ti = TimeIndexEntry
+    piece_hi = s.execute(
+        select(ChainPiece.hi)
+        .where(ChainPiece.partition_id == pid, ChainPiece.lo <= row.start_offset)
+        .order_by(ChainPiece.lo.desc())
+        .limit(1)
+    ).scalar_one()
+    return s.execute(
+        select(
+            ti.partition_id,
+            ti.start_offset,
+            ti.end_offset,
+            ti.byte_start,
+            ti.byte_end,
+            ti.record_max_ts,
+            ti.segment_id,
+            Segment.object_key,
+        )
+        .join(Segment, Segment.id == ti.segment_id)
+        .where(
+            ti.partition_id == pid,
+            ti.start_offset > row.start_offset,
+            ti.start_offset <= piece_hi,
+            ti.segment_id == row.segment_id,
+            ti.record_max_ts >= timestamp,
+        )
+        .order_by(ti.start_offset)
+        .limit(1)
+    ).first()
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where offset ``offset`` is archived. ``exact`` is False when that offset holds no record
+    (compaction removed it): the location is then that of the next record, ``found_offset``."""
+
+    partition: int
+    offset: int
+    found_offset: int
+    exact: bool
+    object_key: str
+    byte_start: int
+    byte_end: int
+    batch_base_offset: int
+    batch_last_offset: int
+    timestamp: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "found_offset": self.found_offset,
+            "exact": self.exact,
+            "object_key": self.object_key,
+            "byte_start": self.byte_start,
+            "byte_end": self.byte_end,
+            "batch_base_offset": self.batch_base_offset,
+            "batch_last_offset": self.batch_last_offset,
+            "timestamp": self.timestamp,
+        }
+
+
+def locate(
+    catalog: Catalog, store: ObjectStore, cluster: str, topic: str, partition: int, offset: int
+) -> Location:
+    """The batch holding ``offset`` (or the next record, see :class:`Location`)."""
+    ti = TimeIndexEntry
+    cols = (ti.start_offset, ti.end_offset, ti.byte_start, ti.byte_end, Segment.object_key)
+    with catalog.session() as s:
+        ((pid, _),) = _partitions(s, cluster, topic, [partition])
+        row = s.execute(
+            select(*cols)
+            .join(Segment, Segment.id == ti.segment_id)
+            .where(ti.partition_id == pid, ti.start_offset <= offset)
+            .order_by(ti.start_offset.desc())
+            .limit(1)
+        ).first()
+        if row is None or row.end_offset < offset:
+            row = s.execute(
+                select(*cols)
+                .join(Segment, Segment.id == ti.segment_id)
+                .where(ti.partition_id == pid, ti.start_offset > offset)
+                .order_by(ti.start_offset)
+                .limit(1)
+            ).first()
+        if row is None:
+            raise CatalogQueryError(
+                f"offset {offset} of {topic}-{partition} is past the end of the archive",
+                hint="`kafka-archive catalog topics` shows the archived offset ranges",
+            )
+    data = store.get_range(row.object_key, row.byte_start, row.byte_end)
+    path = f"{store.uri.rstrip('/')}/{row.object_key}"
+    try:
+        for b in iter_batches(data, 0, verify_crc=True):
+            if b.last_offset < max(offset, row.start_offset):
+                continue
+            for r in decode_batch(data, b):
+                if r.offset >= max(offset, row.start_offset) and r.offset <= row.end_offset:
+                    return Location(
+                        partition,
+                        offset,
+                        r.offset,
+                        r.offset == offset,
+                        row.object_key,
+                        row.byte_start + b.position,
+                        row.byte_start + b.next_position,
+                        b.base_offset,
+                        b.last_offset,
+                        r.timestamp,
+                    )
+    except SegmentError as exc:
+        raise exc.with_location(path, row.byte_start) from None
+    raise CatalogQueryError(
+        f"offset {offset} of {topic}-{partition}: no record found in the interval the catalog "
+        "points at",
+        hint="the catalog and the archive disagree: rebuild the catalog",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StatsBucket:
+    """Data records and bytes archived with batch timestamps in ``[start_ms, start_ms+width)``."""
+
+    start_ms: int
+    width_ms: int
+    records: int
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start_ms,
+            "width_ms": self.width_ms,
+            "records": self.records,
+            "bytes": self.bytes,
+        }
+
+
+def stats(
+    catalog: Catalog,
+    cluster: str,
+    topic: str,
+    start_ms: int,
+    end_ms: int,
+    bucket_ms: int,
+    partitions: Sequence[int] | None = None,
+) -> list[StatsBucket]:
+    """Buckets of ``bucket_ms`` covering ``[start_ms, end_ms)`` (empty buckets included).
+
+    Batches are counted at their max timestamp with a resolution of one minute, so
+    ``bucket_ms`` must be a whole number of minutes.
+    """
+    if bucket_ms <= 0 or bucket_ms % DEFAULT_HISTOGRAM_MS:
+        raise CatalogQueryError(
+            f"bucket of {bucket_ms} ms: the catalog counts per minute",
+            hint="use a whole number of minutes, e.g. 1m, 5m, 1h",
+        )
+    if end_ms <= start_ms:
+        raise CatalogQueryError(
+            "the end of the range must be after its start", hint="e.g. --from -2h --to now"
+        )
+    first = start_ms - start_ms % bucket_ms
+    n = (end_ms - first + bucket_ms - 1) // bucket_ms
+    if n > 100_000:
+        raise CatalogQueryError(f"{n} buckets is too many", hint="use a larger --bucket")
+    h = HistogramBucket
+    with catalog.session() as s:
+        pids = [pid for pid, _ in _partitions(s, cluster, topic, partitions)]
+        rows = s.execute(
+            select(h.bucket_ms, func.sum(h.records), func.sum(h.bytes))
+            .where(h.partition_id.in_(pids), h.bucket_ms >= first, h.bucket_ms < end_ms)
+            .group_by(h.bucket_ms)
+        ).all()
+    recs = [0] * n
+    byts = [0] * n
+    for b, r, by in rows:
+        i = (int(b) - first) // bucket_ms
+        recs[i] += int(r)
+        byts[i] += int(by)
+    return [StatsBucket(first + i * bucket_ms, bucket_ms, recs[i], byts[i]) for i in range(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class GapEntry:
+    """One problem of the archive's coverage.
+
+    ``kind``: ``missing`` (offsets no archived segment holds, e.g. retention deleted them before
+    they were archived), ``overlap`` (two versions hold the same offsets with the same leader
+    epochs: replicas rolled differently or a compaction rewrite; harmless), ``divergent`` (the
+    same offsets under different leader epochs: an unclean leader election), ``corrupt`` (a
+    segment whose bytes failed verification; its offsets are missing unless another version
+    holds them).
+    """
+
+    kind: str
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "topic": self.topic,
+            "partition": self.partition,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            **self.detail,
+        }
+
+
+def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEntry]:
+    """Coverage problems of ``cluster`` (one topic or all), in topic/partition/offset order."""
+    out: list[GapEntry] = []
+    with catalog.session() as s:
+        q = select(Partition).where(Partition.cluster == cluster)
+        if topic is not None:
+            q = q.where(Partition.topic == topic)
+        parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
+        if not parts:
+            raise CatalogQueryError(
+                f"the catalog holds nothing for cluster {cluster!r}"
+                + (f" topic {topic!r}" if topic else ""),
+                hint="run `kafka-archive catalog build` first",
+            )
+        for p in parts:
+            segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
+            by_id = {x.id: x for x in segs}
+            versions = [
+                Version(
+                    x.id,
+                    x.first_offset,
+                    x.last_offset,
+                    x.archived_at_ms,
+                    x.broker_id if x.broker_id is not None else -1,
+                    x.manifest_key,
+                    x.base_offset,
+                    tuple(tuple(r) for r in json.loads(x.epoch_runs)),
+                )  # type: ignore[misc]
+                for x in segs
+                if x.status != "corrupt"
+            ]
+            found: list[GapEntry] = []
+            for hole in find_holes(versions):
+                found.append(
+                    GapEntry(
+                        "missing",
+                        p.topic,
+                        p.partition,
+                        hole.lo,
+                        hole.hi,
+                        {
+                            "after_object": by_id[hole.after].object_key
+                            if hole.after in by_id
+                            else None,
+                            "before_object": by_id[hole.before].object_key
+                            if hole.before in by_id
+                            else None,
+                        },
+                    )
+                )
+            for ov in find_overlaps(versions):
+                a, b = by_id[ov.a], by_id[ov.b]
+                detail: dict[str, Any] = {
+                    "objects": [a.object_key, b.object_key],
+                    "brokers": [a.broker_id, b.broker_id],
+                    "serving": [
+                        x.object_key for x in (a, b) if x.status in ("canonical", "partial")
+                    ],
+                }
+                if ov.divergent:
+                    detail.update(
+                        first_divergent_offset=ov.first_divergent_offset,
+                        leader_epochs=[ov.epoch_a, ov.epoch_b],
+                    )
+                found.append(
+                    GapEntry(
+                        "divergent" if ov.divergent else "overlap",
+                        p.topic,
+                        p.partition,
+                        ov.lo,
+                        ov.hi,
+                        detail,
+                    )
+                )
+            for x in segs:
+                if x.status == "corrupt":
+                    found.append(
+                        GapEntry(
+                            "corrupt",
+                            p.topic,
+                            p.partition,
+                            x.base_offset,
+                            x.base_offset,
+                            {"object": x.object_key, "error": json.loads(x.error or "{}")},
+                        )
+                    )
+            found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
+            out.extend(found)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffset:
+    """A group's committed offset for one partition at the asked moment."""
+
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "commit_timestamp": self.commit_timestamp,
+        }
+
+
+def group_offsets(
+    catalog: Catalog, cluster: str, group: str, at_ms: int | None = None
+) -> list[GroupOffset]:
+    """The offsets ``group`` had committed at ``at_ms`` (now when ``None``): per partition the
+    last commit that had taken effect by then (a transactional commit takes effect at its
+    COMMIT marker; aborted ones never), unless an offset tombstone removed it since."""
+    oc = OffsetCommitRow
+    conds = [
+        oc.cluster == cluster,
+        oc.group_id == group,
+        oc.txn_state.in_(("none", "committed")),
+        oc.effective_offset.is_not(None),
+    ]
+    if at_ms is not None:
+        conds.append(oc.visible_ts <= at_ms)
+    with catalog.session() as s:
+        latest = (
+            select(oc.topic, oc.partition, func.max(oc.effective_offset).label("eo"))
+            .where(*conds)
+            .group_by(oc.topic, oc.partition)
+            .subquery()
+        )
+        rows = s.execute(
+            select(
+                oc.topic,
+                oc.partition,
+                oc.kind,
+                oc.committed_offset,
+                oc.commit_timestamp,
+                oc.log_offset,
+            )
+            .join(
+                latest,
+                and_(
+                    oc.topic == latest.c.topic,
+                    oc.partition == latest.c.partition,
+                    oc.effective_offset == latest.c.eo,
+                ),
+            )
+            .where(*conds)
+        ).all()
+        if not rows:
+            exists = s.execute(
+                select(oc.id).where(oc.cluster == cluster, oc.group_id == group).limit(1)
+            ).first()
+            if exists is None:
+                raise CatalogQueryError(
+                    f"no archived offset commits of group {group!r} in cluster {cluster!r}",
+                    hint="check the group name; its __consumer_offsets partition must be "
+                    "archived and cataloged",
+                )
+    best: dict[tuple[str, int], Any] = {}
+    for r in rows:
+        k = (r.topic, r.partition)
+        if k not in best or r.log_offset > best[k].log_offset:
+            best[k] = r
+    return [
+        GroupOffset(t, p, r.committed_offset, r.commit_timestamp)
+        for (t, p), r in sorted(best.items())
+        if r.kind == "commit"
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHoldings:
+    """What the archive holds for one partition (canonical chain only)."""
+
+    topic: str
+    partition: int
+    segments: int
+    first_offset: int
+    last_offset: int
+    first_timestamp: int
+    max_timestamp: int
+    records: int
+    bytes: int
+    problems: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "segments": self.segments,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "first_timestamp": self.first_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "records": self.records,
+            "bytes": self.bytes,
+            "problems": self.problems,
+        }
+
+
+def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
+    """Per topic and partition: archived offsets, time range, records and bytes.
+
+    ``first_timestamp`` is that of the first archived batch, ``max_timestamp`` the largest
+    anywhere (CreateTime timestamps need not be ordered). ``problems`` counts corrupt segments;
+    ``catalog gaps`` tells more.
+    """
+    sg = Segment
+    serving = sg.status.in_(("canonical", "partial"))
+    with catalog.session() as s:
+        rows = s.execute(
+            select(
+                Partition.id,
+                Partition.topic,
+                Partition.partition,
+                func.count(sg.id).filter(serving),
+                func.min(sg.first_offset).filter(serving),
+                func.max(sg.last_offset).filter(serving),
+                func.max(sg.max_timestamp).filter(serving),
+                func.sum(sg.record_count).filter(sg.status == "canonical"),
+                func.sum(sg.size_bytes).filter(sg.status == "canonical"),
+                func.count(sg.id).filter(sg.status == "corrupt"),
+            )
+            .join(sg, sg.partition_id == Partition.id)
+            .where(Partition.cluster == cluster)
+            .group_by(Partition.id, Partition.topic, Partition.partition)
+            .order_by(Partition.topic, Partition.partition)
+        ).all()
+        if not rows:
+            raise CatalogQueryError(
+                f"the catalog holds nothing for cluster {cluster!r}",
+                hint="run `kafka-archive catalog build` first",
+            )
+        firsts: dict[int, int] = defaultdict(lambda: -1)
+        for pid, fts in s.execute(
+            select(sg.partition_id, sg.first_timestamp)
+            .join(ChainPiece, ChainPiece.segment_id == sg.id)
+            .where(ChainPiece.partition_id.in_([r[0] for r in rows]))
+            .order_by(sg.partition_id, ChainPiece.lo.desc())
+        ):
+            firsts[int(pid)] = int(fts)  # the last one written per partition is the lowest lo
+    return [
+        PartitionHoldings(
+            t,
+            p,
+            int(n or 0),
+            _i(fo),
+            _i(lo),
+            firsts[pid],
+            _i(mx),
+            int(rc or 0),
+            int(by or 0),
+            int(bad or 0),
+        )
+        for pid, t, p, n, fo, lo, mx, rc, by, bad in rows
+    ]
+
+
+def _i(v: Any) -> int:
+    return -1 if v is None else int(v)
