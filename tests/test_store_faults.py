@@ -113,6 +113,24 @@ def test_500_on_complete_multipart_is_retried(
     assert lingering_uploads(moto_s3, store) == []
 
 
+@pytest.mark.parametrize("failure", ["response lost", "NoSuchUpload"])
+def test_lost_complete_multipart_response(
+    store: S3Store, proxy: FaultProxy, moto_s3: MotoS3, big: tuple[Path, bytes], failure: str
+) -> None:
+    """CompleteMultipartUpload succeeds on the server but its response is cut off; or the
+    retried Complete finds the upload gone (what many S3-compatible stores answer then)."""
+    if failure == "response lost":
+        fault = proxy.reset_response("CompleteMultipartUpload", times=1)
+    else:
+        fault = proxy.fail("CompleteMultipartUpload", 404, "NoSuchUpload", times=1)
+    path, data = big
+    obj = store.put_file("seg.log", path)
+    assert fault.fired == 1
+    assert obj.sha256 == hashlib.sha256(data).hexdigest()
+    assert stored_bytes(moto_s3, store, "seg.log") == data
+    assert lingering_uploads(moto_s3, store) == []
+
+
 def test_whole_operation_retry_after_botocore_gives_up(
     store: S3Store, proxy: FaultProxy, moto_s3: MotoS3, caplog: pytest.LogCaptureFixture
 ) -> None:

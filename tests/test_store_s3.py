@@ -261,6 +261,23 @@ def test_profile_from_aws_profile(
     store.close()
 
 
+def test_endpoint_from_profile_config_gets_path_style(
+    moto_s3: MotoS3, aws_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "config"
+    config.write_text(f"[profile archive]\nendpoint_url = {moto_s3.endpoint_url}\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "archive")
+    options = {k: v for k, v in FAST_TEST_OPTIONS.items() if k != "endpoint_url"}
+    store = open_store(f"s3://{moto_s3.bucket}/{unique_prefix()}", **options)
+    assert isinstance(store, S3Store)
+    assert store.client.meta.endpoint_url == moto_s3.endpoint_url
+    assert getattr(store.client.meta.config, "s3") == {"addressing_style": "path"}  # noqa: B009
+    store.put_bytes("k", b"v")
+    assert store.get_bytes("k") == b"v"
+    store.close()
+
+
 def test_missing_profile_is_a_config_error(
     moto_s3: MotoS3, aws_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -347,17 +347,32 @@ class S3Store:
         for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
             if os.environ.get(var):
                 _check_endpoint(os.environ[var], var)
-        style = opts.addressing_style or ("path" if custom_endpoint else "auto")
-        config = botocore.config.Config(
-            region_name=region,
-            retries={"mode": opts.retry_mode, "total_max_attempts": opts.max_attempts},
-            s3={"addressing_style": style},
-            connect_timeout=opts.connect_timeout,
-            read_timeout=opts.read_timeout,
-            max_pool_connections=max(10, opts.max_concurrency + 2),
-            user_agent_extra="kafka-archive",
+        style: Literal["auto", "path", "virtual"] = opts.addressing_style or (
+            "path" if custom_endpoint else "auto"
         )
-        client: S3Client = session.client("s3", endpoint_url=opts.endpoint_url, config=config)
+
+        def build(addressing_style: Literal["auto", "path", "virtual"]) -> S3Client:
+            config = botocore.config.Config(
+                region_name=region,
+                retries={"mode": opts.retry_mode, "total_max_attempts": opts.max_attempts},
+                s3={"addressing_style": addressing_style},
+                connect_timeout=opts.connect_timeout,
+                read_timeout=opts.read_timeout,
+                max_pool_connections=max(10, opts.max_concurrency + 2),
+                user_agent_extra="kafka-archive",
+            )
+            client: S3Client = session.client("s3", endpoint_url=opts.endpoint_url, config=config)
+            return client
+
+        client = build(style)
+        if opts.addressing_style is None and style == "auto":
+            # An endpoint may also come from the profile's config file (endpoint_url); only the
+            # built client knows. S3-compatible stores want path-style addressing.
+            host = urlsplit(client.meta.endpoint_url).hostname or ""
+            if not host.endswith((".amazonaws.com", ".amazonaws.com.cn")):
+                _check_endpoint(client.meta.endpoint_url, "the configured endpoint_url")
+                client.close()
+                client = build("path")
         return client
 
     def __repr__(self) -> str:
@@ -425,11 +440,19 @@ class S3Store:
                 detail += f" ({error['Message']})"
             if meta.get("RequestId"):
                 detail += f" [request id {meta['RequestId']}]"
+            if code == "NoSuchUpload":
+                # A multipart upload vanished under us: typically a CompleteMultipartUpload that
+                # succeeded but whose response was lost, then retried. Redo the whole upload.
+                return StoreUnavailable(
+                    f"{detail}; the multipart upload was completed or aborted by an earlier "
+                    "attempt",
+                    **where,
+                )
             if code == "NoSuchBucket":
                 return StoreConfigError(
                     detail, hint=f"Create bucket {self._bucket!r} or fix the store URI", **where
                 )
-            if code in _NOT_FOUND_CODES or (status == 404 and code != "NoSuchUpload"):
+            if code in _NOT_FOUND_CODES or status == 404:
                 return ObjectNotFound(detail, **where)
             if code in _ACCESS_CODES or status == 403:
                 return AccessDenied(detail, **where)
