@@ -45,6 +45,25 @@ def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     assert all_files(tmp_path) == [".ka-meta-k.json", "k"]  # no temp file left behind
 
 
+def test_write_that_reads_back_differently_is_not_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file is re-read before the rename; a mismatch must not reach the key."""
+    import kafka_archive.store.local as local_module
+    from kafka_archive.store._digest import SourceDigest
+
+    store = LocalStore(tmp_path)
+    store.put_bytes("k", b"old")
+    monkeypatch.setattr(
+        local_module, "digest_file", lambda path: SourceDigest(size=3, sha256=bytes(32))
+    )
+    with pytest.raises(IntegrityError, match="reads back"):
+        store.put_bytes("k", b"new")
+    monkeypatch.undo()
+    assert store.get_bytes("k") == b"old"
+    assert all_files(tmp_path) == [".ka-meta-k.json", "k"]
+
+
 def test_keys_cannot_escape_root(tmp_path: Path) -> None:
     root = tmp_path / "root"
     store = LocalStore(root)
