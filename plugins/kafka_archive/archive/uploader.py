@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from kafka_archive.archive.digests import FileDigest, digest_buffer
 from kafka_archive.archive.discovery import LocalFile, ProblemInfo, SegmentCandidate, SkipReason
@@ -178,8 +178,9 @@ class _SourceChanged(Exception):
         super().__init__(detail)
 
 
-def _outcome(task: SegmentTask, status: SegmentStatus, **kw: object) -> SegmentOutcome:
+def _outcome(task: SegmentTask, status: SegmentStatus, **kw: Any) -> SegmentOutcome:
     c = task.candidate
+    kw.setdefault("manifest_key", task.manifest_key)
     return SegmentOutcome(
         cluster=c.cluster,
         broker_id=c.broker_id,
@@ -189,9 +190,8 @@ def _outcome(task: SegmentTask, status: SegmentStatus, **kw: object) -> SegmentO
         base_offset=c.base_offset,
         end_offset=c.end_offset,
         status=status,
-        manifest_key=task.manifest_key,
         log_mtime_ms=c.mtime_ms,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

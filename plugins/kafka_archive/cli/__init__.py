@@ -28,6 +28,9 @@ def _register_groups() -> None:
     from kafka_archive.cli.demo import demo
 
     app.command(name="demo")(demo)
+    from kafka_archive.cli import archive
+
+    archive.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,322 @@
+"""``kafka-archive archive``: archive one broker's rolled segments to object storage.
+
+Does exactly what one broker's tasks of the ``kafka_archive_segments`` DAG do (discover, plan,
+upload, report), consulting the manifests already in the store so that offset ranges archived
+from other brokers are skipped. Exit status: 0 when every planned segment was archived (or
+skipped), 1 when any segment failed or was quarantined or a log dir could not be read, 2 for
+usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from kafka_archive.archive.report import ArchiveReport, SegmentOutcome, SegmentStatus
+from kafka_archive.archive.runner import Progress as RunProgress
+from kafka_archive.archive.runner import run_archive
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.store import StoreError, open_store
+
+__all__ = ["archive", "register"]
+
+# Typer keeps single line breaks inside paragraphs, so each paragraph is one long line.
+HELP = "\n\n".join(
+    [
+        "Archive the rolled segments of one broker's log dirs to object storage.",
+        "Copies every rolled segment (with its .index/.timeindex/.txnindex, producer snapshot, "
+        "leader epochs and topic id) whose whole offset range is below both the recovery point "
+        "and the high watermark, CRC-checking every batch on the way. Files go under "
+        "content-addressed keys and each segment's manifest is written last, so the command is "
+        "idempotent and resumable: run it again after any failure and nothing is uploaded "
+        "twice. Ranges already archived from another broker (replicas) are skipped. Corrupt "
+        "segments go to <cluster>/_quarantine/ and make the command exit 1.",
+        "\b\nExamples:\n"
+        "  kafka-archive archive --cluster prod --broker-id 1 \\\n"
+        "      --log-dir /var/lib/kafka/data --store s3://my-bucket/kafka\n"
+        "  kafka-archive archive --cluster prod --broker-id 1 \\\n"
+        "      --log-dir /d1 --log-dir /d2 --store file:///srv/archive --dry-run\n"
+        "  kafka-archive archive --cluster prod --broker-id 2 \\\n"
+        "      --log-dir /data --store s3://my-bucket/kafka --json",
+        "S3 credentials and endpoint come from the standard AWS environment "
+        "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, instance roles); never pass them on "
+        "the command line. Exit status: 0 all archived or skipped, 1 a segment or log dir "
+        "failed, 2 usage error.",
+    ]
+)
+
+
+def _parse_option(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="--store-option")
+    lowered = value.lower()
+    parsed: Any = value
+    if lowered in ("true", "false"):
+        parsed = lowered == "true"
+    else:
+        for conv in (int, float):
+            try:
+                parsed = conv(value)
+                break
+            except ValueError:
+                continue
+    return name.replace("-", "_"), parsed
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+class _Bar:
+    """A rich progress display on stderr: discovery, then uploads."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self.discover: TaskID | None = None
+        self.upload: TaskID | None = None
+
+    def __enter__(self) -> _Bar:
+        self.progress.__enter__()
+        self.discover = self.progress.add_task("discovering segments", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def on_discover(self, path: str) -> None:
+        if self.discover is not None:
+            self.progress.update(
+                self.discover, advance=1, description=f"hashing {escape(Path(path).name)}"
+            )
+
+    def on_planned(self, segments: int, size: int) -> None:
+        if self.discover is not None:
+            self.progress.update(self.discover, visible=False)
+        self.upload = self.progress.add_task(f"archiving ({_size(size)})", total=segments)
+
+    def on_outcome(self, outcome: SegmentOutcome) -> None:
+        if self.upload is not None:
+            self.progress.update(
+                self.upload,
+                advance=1,
+                description=f"{outcome.topic}-{outcome.partition}@{outcome.base_offset} "
+                f"{outcome.status.value}",
+            )
+
+
+def _print_report(report: ArchiveReport) -> None:
+    verb = "Would archive" if report.dry_run else "Archived"
+    count = report.segments_planned if report.dry_run else report.segments_archived
+    table = Table(title=f"kafka-archive: {report.store_uri}", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_column("detail")
+    table.add_row(
+        f"{verb.lower()}",
+        str(count),
+        f"{_size(report.bytes_archived)} in segments, {_size(report.bytes_uploaded)} "
+        f"uploaded, {report.files_reused} file(s) already there",
+    )
+    for reason, n in report.skipped.items():
+        table.add_row("skipped", str(n), reason)
+    table.add_row(
+        "failed", str(report.segments_failed), f"{report.segments_quarantined} quarantined"
+    )
+    if report.log_dir_failures:
+        table.add_row("log dirs failed", str(len(report.log_dir_failures)), "")
+    for lag in report.lag:
+        oldest = lag.oldest_pending
+        detail = (
+            f"oldest pending: {oldest.topic}-{oldest.partition}@{oldest.base_offset} "
+            f"({oldest.reason})"
+            if oldest
+            else "nothing pending"
+        )
+        table.add_row(
+            f"lag broker {lag.broker_id}",
+            f"{lag.lag_seconds:.0f}s",
+            f"{lag.pending_segments} pending; {detail}",
+        )
+    console.print(table)
+    for f in report.failures:
+        where = f" -> {f.quarantine_prefix}" if f.quarantine_prefix else ""
+        console.print(
+            f"[bold red]{f.status.value}[/] {escape(f.topic)}-{f.partition} segment "
+            f"{f.base_offset} ({escape(f.log_dir)}): {escape(f.detail)}{escape(where)}"
+        )
+    for d in report.log_dir_failures:
+        console.print(
+            f"[bold red]log dir failed[/] {escape(d.log_dir)}: {d.error.error}: "
+            f"{escape(d.error.message)}"
+        )
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    if report.ok:
+        console.print(f"[green]{verb} {count} segment(s).[/]")
+
+
+def _next_steps(report: ArchiveReport) -> str:
+    steps = []
+    if any(f.status is SegmentStatus.QUARANTINED for f in report.failures):
+        steps.append(
+            "corrupt segments were copied to the quarantine prefix shown with an error.json "
+            "naming file and byte; inspect them with `kafka-archive segments dump FILE`; the "
+            "next run archives another replica's copy if one exists"
+        )
+    if any(f.status is SegmentStatus.FAILED for f in report.failures):
+        steps.append(
+            "store failures: check the endpoint and credentials, then run the same command "
+            "again (it resumes; nothing is uploaded twice)"
+        )
+    if report.log_dir_failures:
+        steps.append("fix the log dir problems listed (path, mount, --broker-id) and re-run")
+    return "; ".join(steps)
+
+
+def archive(
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (first key segment).")],
+    broker_id: Annotated[
+        int, typer.Option("--broker-id", help="The broker's node.id / broker.id.", min=0)
+    ],
+    log_dir: Annotated[
+        list[Path],
+        typer.Option(
+            "--log-dir",
+            help="A log.dirs entry of the broker (repeatable).",
+            exists=False,
+            file_okay=False,
+        ),
+    ],
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            envvar="KAFKA_ARCHIVE_STORE",
+            help="Store URI: s3://bucket/prefix or file:///dir (env KAFKA_ARCHIVE_STORE).",
+        ),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Discover and plan only; upload nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=64, help="Parallel segment uploads.")
+    ] = 4,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            envvar="KAFKA_ARCHIVE_STATE_DIR",
+            help="Cache digests and manifests here between runs (recommended for "
+            "large brokers; env KAFKA_ARCHIVE_STATE_DIR).",
+        ),
+    ] = None,
+    store_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store-option",
+            help="Store option NAME=VALUE, e.g. sse=aws:kms or "
+            "multipart_chunksize=67108864 (repeatable).",
+        ),
+    ] = None,
+) -> None:
+    options = dict(_parse_option(o) for o in (store_option or []))
+    try:
+        object_store = open_store(store, **options)
+    except StoreError as exc:
+        fail(
+            str(exc.message),
+            hint=exc.hint,
+            code=2,
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
+    dirs = [str(d.absolute()) for d in log_dir]
+    show_bar = not as_json and sys.stderr.isatty()
+    try:
+        if show_bar:
+            with _Bar() as bar:
+                report = run_archive(
+                    cluster=cluster,
+                    broker_id=broker_id,
+                    log_dirs=dirs,
+                    store=object_store,
+                    dry_run=dry_run,
+                    concurrency=concurrency,
+                    state_dir=os.fspath(state_dir) if state_dir else None,
+                    progress=RunProgress(bar.on_discover, bar.on_planned, bar.on_outcome),
+                )
+        else:
+            report = run_archive(
+                cluster=cluster,
+                broker_id=broker_id,
+                log_dirs=dirs,
+                store=object_store,
+                dry_run=dry_run,
+                concurrency=concurrency,
+                state_dir=os.fspath(state_dir) if state_dir else None,
+            )
+    except ValueError as exc:  # a bad cluster name or similar input
+        fail(str(exc), code=2, as_json=as_json)
+    except StoreError as exc:
+        fail(
+            str(exc.message),
+            hint=exc.hint + " (the run is resumable: re-run it)",
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
+    finally:
+        object_store.close()
+    if as_json:
+        emit_json({"kind": "archive_report", **report.to_json_dict()})
+    else:
+        _print_report(report)
+    if not report.ok:
+        steps = _next_steps(report)
+        if as_json:
+            sys.stderr.write(json.dumps({"kind": "next_steps", "hint": steps}) + "\n")
+        else:
+            err_console.print(
+                f"[bold red]error:[/] {report.segments_failed} segment(s) failed, "
+                f"{len(report.log_dir_failures)} log dir(s) failed"
+            )
+            err_console.print(f"[yellow]next:[/] {steps}")
+        raise typer.Exit(1)
+
+
+archive.__doc__ = HELP
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``archive`` to the ``kafka-archive`` command line."""
+    app.command(name="archive", help=HELP)(archive)
