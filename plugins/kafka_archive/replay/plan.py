@@ -30,13 +30,14 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from kafka_archive.replay.errors import (
     EmptyRangeError,
     ReplayConfigError,
     UnknownTopicError,
 )
 from kafka_archive.timeparse import TimeParseError, parse_time_ms
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "DEFAULT_PROGRESS_TOPIC",

@@ -38,7 +38,6 @@ from kafka_archive.replay.errors import ReplayDataError
 from kafka_archive.replay.filters import KeyFilter
 from kafka_archive.replay.plan import ObjectRange, PartitionPlan
 from kafka_archive.store.base import ObjectStore
-
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import SegmentError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches

@@ -17,7 +17,6 @@ from pathlib import Path
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.plan import SegmentRef
 from kafka_archive.store.base import ObjectStore
-
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.names import parse_partition_dir_name

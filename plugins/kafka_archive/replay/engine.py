@@ -1,0 +1,694 @@
+"""Replaying one source partition into the target, exactly once and resumable.
+
+:class:`PartitionReplay` reads its partition's committed records (:mod:`.reader`) and produces
+them with a **transactional** confluent-kafka producer whose ``transactional.id`` is
+``kafka-archive-replay.<replay_id>.<source partition>``. Per transaction (at most
+``txn_max_records`` records, ``txn_max_bytes`` payload bytes or ``txn_max_ms``):
+
+1. ``begin_transaction``; produce records (key, value, headers, CreateTime timestamp as given,
+   target partition from the mapping); per-partition order is the producer's (idempotent,
+   ordered) order;
+2. ``flush``: every record delivered, the target offsets of run boundaries known;
+3. produce the progress record (:mod:`.progress`) - next source offset, cumulative counters and
+   this transaction's source->target offset ranges - to the progress topic, and ``flush``;
+4. ``commit_transaction``: data and progress become visible together, or neither does;
+5. mirror the progress record into the catalog (:mod:`.ledger`).
+
+Crash anywhere: before 4 the transaction never commits (the restarted producer's
+``init_transactions`` fences the zombie and the broker aborts it); after 4 the progress topic
+holds the new position even if 5 did not happen, and the resume mirrors it then. Resume order
+matters: ``init_transactions`` first, *then* read the committed progress.
+
+Errors: an abortable transaction error (a delivery failure, a broker-side abort) aborts the
+transaction and redoes it from the last committed position (bounded retries with backoff);
+a retriable commit error retries the commit; a fatal error (fenced by a newer run) raises
+:class:`~kafka_archive.replay.errors.ReplayFencedError`.
+
+Offset ranges cost no per-message callback: delivery callbacks are attached only to the first
+and last record of each *run* (records of one source batch going to one target partition with
+consecutive source offsets - in ``same`` mapping, source gaps split runs; in hashed mappings a
+run is a batch's records for one partition and only its bounds are exact).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
+from kafka_archive.replay.filters import KeyFilter
+from kafka_archive.replay.ledger import ReplayLedger
+from kafka_archive.replay.murmur2 import murmur2_partition
+from kafka_archive.replay.plan import PartitionPlan, ReplayPlan
+from kafka_archive.replay.progress import (
+    CommittedLogReader,
+    KafkaCommittedReader,
+    OffsetRange,
+    ProgressRecord,
+    load_progress,
+    progress_key,
+    progress_partition,
+)
+from kafka_archive.replay.ratelimit import RateLimiter
+from kafka_archive.replay.reader import PartitionReader
+from kafka_archive.store.base import ObjectStore
+from segment_lib.records import Record
+
+__all__ = [
+    "PROVENANCE_HEADER",
+    "Hook",
+    "PartitionReplay",
+    "PartitionResult",
+    "transactional_id",
+]
+
+#: header added with --provenance-headers: ``<cluster>/<topic>/<partition>/<offset>``
+PROVENANCE_HEADER = "kafka-archive.source"
+
+#: ``hook(point, info)`` is called at named points (tests kill the process there):
+#: ``txn_begin``, ``produced`` (after each source batch), ``before_progress``, ``before_commit``,
+#: ``after_commit``, ``after_catalog``
+Hook = Callable[[str, dict[str, Any]], None]
+
+_MAX_TXN_RETRIES = 8
+
+
+def transactional_id(replay_id: str, source_partition: int) -> str:
+    """The producer's transactional id: stable per (replay, partition), so a restart fences."""
+    return f"kafka-archive-replay.{replay_id}.{source_partition}"
+
+
+@dataclass(slots=True)
+class PartitionResult:
+    """What one partition's replay did (cumulative over resumes, except ``*_this_run``)."""
+
+    partition: int
+    start_offset: int
+    end_offset: int
+    first_offset: int
+    last_offset: int
+    records: int
+    records_this_run: int
+    bytes_this_run: int
+    transactions_this_run: int
+    aborted_records: int
+    control_batches: int
+    filtered_records: int
+    open_txn_records: int
+    open_txns: list[tuple[int, int]]
+    status: str  # done | already-done
+    resumed_from: int | None
+    duration_s: float
+    retries: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "records": self.records,
+            "records_this_run": self.records_this_run,
+            "bytes_this_run": self.bytes_this_run,
+            "transactions_this_run": self.transactions_this_run,
+            "skipped_aborted_records": self.aborted_records,
+            "skipped_control_batches": self.control_batches,
+            "filtered_records": self.filtered_records,
+            "open_txn_records": self.open_txn_records,
+            "open_txns": [list(t) for t in self.open_txns],
+            "status": self.status,
+            "resumed_from": self.resumed_from,
+            "duration_s": round(self.duration_s, 3),
+            "retries": self.retries,
+        }
+
+
+class _Abort(Exception):
+    """Internal: the current transaction must be aborted and redone."""
+
+
+@dataclass(slots=True)
+class _Run:
+    """A run of records produced to one target partition, bounds filled by delivery reports."""
+
+    target_partition: int
+    source_first: int
+    source_last: int
+    count: int
+    target_first: int = -1
+    target_last: int = -1
+
+    def first(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.target_first = msg.offset()
+
+    def last(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.target_last = msg.offset()
+
+    def both(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.target_first = self.target_last = msg.offset()
+
+
+@dataclass(slots=True)
+class _Txn:
+    runs: list[_Run] = field(default_factory=list)
+    records: int = 0
+    bytes: int = 0
+    first_offset: int = -1
+    last_offset: int = -1
+    started: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+class PartitionReplay:
+    """Replay one source partition of ``plan`` (see the module docstring).
+
+    Args:
+        plan: the replay plan.
+        partition: the source partition to replay.
+        store: where the archived objects are.
+        target_partitions: the target topic's partition count.
+        ledger: the catalog mirror (``None``: Kafka progress only).
+        committed_reader: how to read committed progress (default: confluent read_committed).
+        hook: called at named points (tests).
+        on_records: called with the number of records after each produced batch (progress bar).
+        producer_config: extra librdkafka producer settings (override the defaults).
+    """
+
+    def __init__(
+        self,
+        plan: ReplayPlan,
+        partition: int,
+        *,
+        store: ObjectStore,
+        target_partitions: int,
+        ledger: ReplayLedger | None = None,
+        committed_reader: CommittedLogReader | None = None,
+        progress_partitions: int | None = None,
+        hook: Hook | None = None,
+        on_records: Callable[[int], None] | None = None,
+        producer_config: dict[str, Any] | None = None,
+        rate_limiter: RateLimiter | None = None,
+    ) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.part: PartitionPlan = plan.partition(partition)
+        self.partition = partition
+        self.store = store
+        self.target_partitions = target_partitions
+        self.ledger = ledger
+        client = self.spec.target.client_config()
+        self.reader_of_progress = committed_reader or KafkaCommittedReader(client)
+        self.hook = hook
+        self.on_records = on_records
+        self.limiter = rate_limiter or RateLimiter(
+            self.spec.rate_limit_records,
+            None if self.spec.rate_limit_mb is None else self.spec.rate_limit_mb * 1_000_000,
+        )
+        self.key_filter = KeyFilter.parse(self.spec.key_filter) if self.spec.key_filter else None
+        self.key = progress_key(plan.replay_id, partition)
+        self._progress_partitions = progress_partitions
+        self._committed: ProgressRecord | None = None
+        self._open_txns: list[tuple[int, int]] = []
+        self.producer_config: dict[str, Any] = {
+            **client,
+            "transactional.id": transactional_id(plan.replay_id, partition),
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 500_000,
+            "queue.buffering.max.kbytes": 512 * 1024,
+            "transaction.timeout.ms": 60_000,
+            **(producer_config or {}),
+        }
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _hook(self, point: str, **info: Any) -> None:
+        if self.hook is not None:
+            self.hook(point, {"partition": self.partition, **info})
+
+    def _progress_partition_count(self, producer: Producer) -> int:
+        if self._progress_partitions is None:
+            md = producer.list_topics(self.spec.progress_topic, timeout=30)
+            topic = md.topics.get(self.spec.progress_topic)
+            if topic is None or topic.error is not None or not topic.partitions:
+                raise ReplayTargetError(
+                    f"the progress topic {self.spec.progress_topic} is not available on the target",
+                    hint="Create it (compacted) or let `replay run` create it.",
+                )
+            self._progress_partitions = len(topic.partitions)
+        return self._progress_partitions
+
+    def _resume_point(self, producer: Producer) -> tuple[ProgressRecord | None, int]:
+        """The committed progress (Kafka, authoritative; the catalog gives a start offset)."""
+        n = self._progress_partition_count(producer)
+        ppart = progress_partition(self.key, n)
+        start = 0
+        mirrored = None
+        if self.ledger is not None:
+            mirrored = self.ledger.progress(self.plan.replay_id, self.partition)
+            if mirrored is not None and mirrored.progress_partition == ppart:
+                start = mirrored.progress_offset
+        record, offset = load_progress(
+            self.reader_of_progress, self.spec.progress_topic, ppart, self.key, start_offset=start
+        )
+        if record is None and start > 0:
+            # the catalog points past what Kafka holds (topic recreated?): scan it all
+            record, offset = load_progress(
+                self.reader_of_progress, self.spec.progress_topic, ppart, self.key
+            )
+        if record is not None and offset is not None and self.ledger is not None:
+            # complete a mirror that a crash between commit and catalog update left behind
+            self.ledger.mirror(record, ppart, offset)
+        return record, ppart
+
+    # -- the replay ------------------------------------------------------------------------------
+
+    def run(self) -> PartitionResult:
+        started = time.monotonic()
+        producer = Producer(self.producer_config)
+        try:
+            self._init(producer)
+            progress, ppart = self._resume_point(producer)
+            if progress is not None and progress.done:
+                return self._result(progress, None, started, 0, 0, 0, 0, "already-done")
+            resumed_from = progress.next_offset if progress is not None else None
+            self._committed = progress
+            retries = 0
+            this_run = [0, 0, 0]  # records, bytes, transactions
+            while True:
+                try:
+                    progress = self._replay_from(producer, self._committed, ppart, this_run)
+                    break
+                except _Abort as exc:
+                    retries += 1
+                    self._abort(producer)
+                    if retries > _MAX_TXN_RETRIES:
+                        raise ReplayTargetError(
+                            f"partition {self.partition}: transaction failed {retries} times: {exc}"
+                        ) from None
+                    time.sleep(min(0.2 * 2**retries, 5.0))
+            assert progress is not None
+            result = self._result(
+                progress,
+                resumed_from,
+                started,
+                this_run[0],
+                this_run[1],
+                this_run[2],
+                retries,
+                "done",
+            )
+            return result
+        finally:
+            producer.flush(5)
+
+    def _init(self, producer: Producer) -> None:
+        try:
+            producer.init_transactions(60)
+        except KafkaException as exc:
+            raise ReplayTargetError(
+                f"init_transactions for {self.producer_config['transactional.id']} failed: "
+                f"{exc.args[0].str() if exc.args else exc}"
+            ) from None
+
+    def _abort(self, producer: Producer) -> None:
+        try:
+            producer.abort_transaction(60)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.fatal():
+                raise ReplayFencedError(f"aborting failed fatally: {err.str()}") from None
+            # an abort of a transaction the coordinator already ended: nothing to undo
+
+    def _result(
+        self,
+        progress: ProgressRecord,
+        resumed_from: int | None,
+        started: float,
+        records: int,
+        nbytes: int,
+        txns: int,
+        retries: int,
+        status: str,
+    ) -> PartitionResult:
+        return PartitionResult(
+            partition=self.partition,
+            start_offset=self.part.start_offset,
+            end_offset=self.part.end_offset,
+            first_offset=progress.first_offset,
+            last_offset=progress.last_offset,
+            records=progress.records_sent,
+            records_this_run=records,
+            bytes_this_run=nbytes,
+            transactions_this_run=txns,
+            aborted_records=progress.aborted_records,
+            control_batches=progress.control_batches,
+            filtered_records=progress.filtered_records,
+            open_txn_records=progress.open_txn_records,
+            open_txns=list(self._open_txns if status == "done" else []),
+            status=status,
+            resumed_from=resumed_from,
+            duration_s=time.monotonic() - started,
+            retries=retries,
+        )
+
+    def _replay_from(
+        self,
+        producer: Producer,
+        progress: ProgressRecord | None,
+        ppart: int,
+        this_run: list[int],
+    ) -> ProgressRecord:
+        """Replay from the committed ``progress``; return the final committed progress."""
+        part = self.part
+        start = progress.next_offset if progress is not None else part.start_offset
+        reader = PartitionReader(self.store, part, start_offset=start, key_filter=self.key_filter)
+        self._open_txns = []
+        base = progress
+        spec = self.spec
+        topic = self.plan.target_topic
+        mapping = spec.partition_mapping
+        nparts = self.target_partitions
+        provenance = spec.provenance_headers
+        prov_prefix = f"{spec.cluster}/{spec.topic}/{self.partition}/"
+        keep_ts = spec.preserve_timestamps
+        max_records, max_bytes, max_s = (
+            spec.txn_max_records,
+            spec.txn_max_bytes,
+            spec.txn_max_ms / 1000,
+        )
+        limiter = self.limiter if self.limiter.active else None
+        produce = producer.produce
+        poll = producer.poll
+        rr = self.partition
+        source_partition = self.partition
+        txn: _Txn | None = None
+        seq = base.txn_seq if base is not None else 0
+
+        def begin() -> _Txn:
+            self._hook("txn_begin", seq=seq + 1)
+            try:
+                producer.begin_transaction()
+            except KafkaException as exc:
+                self._raise_kafka(exc)
+            return _Txn(started=time.monotonic())
+
+        def send(
+            value: bytes | None, key: bytes | None, q: int, cb: Any, ts: int, headers: Any
+        ) -> None:
+            while True:
+                try:
+                    produce(topic, value, key, q, cb, None, ts, headers)
+                    return
+                except BufferError:
+                    poll(0.05)
+                except KafkaException as exc:
+                    self._raise_kafka(exc)
+
+        for group in reader:
+            if txn is None:
+                txn = begin()
+            n = len(group)
+            # target partitions and runs of this source batch
+            if mapping == "same":
+                targets = None
+            elif mapping == "murmur2":
+                targets = [
+                    murmur2_partition(r.key, nparts)
+                    if r.key is not None
+                    else source_partition % nparts
+                    for r in group
+                ]
+            else:
+                targets = [(r.offset + rr) % nparts for r in group]
+            runs = _plan_runs(group, targets, source_partition, exact=mapping == "same")
+            nbytes = 0
+            slots = runs.slots
+            tq = runs.targets
+            sq = runs.same_q
+            for idx, r in enumerate(group):
+                slot = slots.get(idx)
+                if slot is not None:
+                    q, cb = slot
+                else:
+                    q = sq if tq is None else tq[idx]
+                    cb = None
+                headers: list[Any] | None = list(r.headers) if r.headers else None
+                if provenance:
+                    headers = (headers or []) + [
+                        (PROVENANCE_HEADER, (prov_prefix + str(r.offset)).encode())
+                    ]
+                ts = r.timestamp if keep_ts and r.timestamp >= 0 else 0
+                send(r.value, r.key, q, cb, ts, headers)
+                nbytes += (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0)
+            txn.runs.extend(runs.runs)
+            if txn.first_offset < 0:
+                txn.first_offset = group[0].offset
+            txn.last_offset = group[-1].offset
+            txn.records += n
+            txn.bytes += nbytes
+            if limiter is not None:
+                limiter.acquire(n, nbytes)
+            poll(0)
+            if self.hook is not None:
+                self._hook("produced", records=n, offset=group[-1].offset)
+            if self.on_records is not None:
+                self.on_records(n)
+            if (
+                txn.records >= max_records
+                or txn.bytes >= max_bytes
+                or time.monotonic() - txn.started >= max_s
+            ):
+                seq += 1
+                base = self._commit(
+                    producer, txn, base, reader, reader.position, seq, ppart, done=False
+                )
+                this_run[0] += txn.records
+                this_run[1] += txn.bytes
+                this_run[2] += 1
+                txn = None
+        # the range is exhausted: a final transaction marks the partition done
+        self._open_txns = list(reader.stats.open_txns)
+        if txn is None:
+            txn = begin()
+        seq += 1
+        base = self._commit(producer, txn, base, reader, part.end_offset, seq, ppart, done=True)
+        this_run[0] += txn.records
+        this_run[1] += txn.bytes
+        this_run[2] += 1
+        return base
+
+    def _raise_kafka(self, exc: KafkaException) -> None:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError):
+            if err.fatal() or err.code() in (
+                KafkaError._FENCED,
+                KafkaError.PRODUCER_FENCED,
+                KafkaError.INVALID_PRODUCER_EPOCH,
+            ):
+                raise ReplayFencedError(
+                    f"partition {self.partition}: producer fenced or failed fatally: {err.str()}"
+                ) from None
+            raise _Abort(err.str()) from None
+        raise _Abort(str(exc)) from None
+
+    def _commit(
+        self,
+        producer: Producer,
+        txn: _Txn,
+        base: ProgressRecord | None,
+        reader: PartitionReader,
+        next_offset: int,
+        seq: int,
+        ppart: int,
+        *,
+        done: bool,
+    ) -> ProgressRecord:
+        """Steps 2-5 of the module docstring for the open transaction ``txn``."""
+        try:
+            remaining = producer.flush(60)
+        except KafkaException as exc:
+            self._raise_kafka(exc)
+        if remaining:
+            raise _Abort(f"{remaining} records not delivered within 60 s")
+        ranges = _merge_runs(txn.runs)
+        if any(r.target_first < 0 or r.target_last < 0 for r in ranges):
+            raise _Abort("a delivery report carried an error")
+        stats = reader.stats
+        prev = base
+        record = ProgressRecord(
+            replay_id=self.plan.replay_id,
+            source_cluster=self.spec.cluster,
+            source_topic=self.spec.topic,
+            source_partition=self.partition,
+            target_topic=self.plan.target_topic,
+            next_offset=next_offset,
+            end_offset=self.part.end_offset,
+            txn_seq=seq,
+            records_sent=(prev.records_sent if prev else 0) + txn.records,
+            first_offset=(
+                prev.first_offset
+                if prev is not None and prev.first_offset >= 0
+                else txn.first_offset
+            ),
+            last_offset=txn.last_offset
+            if txn.last_offset >= 0
+            else (prev.last_offset if prev else -1),
+            aborted_records=(prev.aborted_records if prev else 0) + stats.aborted_records,
+            control_batches=(prev.control_batches if prev else 0) + stats.control_batches,
+            filtered_records=(prev.filtered_records if prev else 0) + stats.filtered_records,
+            open_txn_records=(prev.open_txn_records if prev else 0) + stats.open_txn_records,
+            done=done,
+            updated_at_ms=int(time.time() * 1000),
+            ranges=ranges,
+        )
+        # counters are cumulative in the record: restart the reader's from here
+        stats.aborted_records = stats.control_batches = 0
+        stats.filtered_records = stats.open_txn_records = 0
+        self._hook("before_progress", seq=seq)
+        offsets: list[int] = []
+
+        def on_progress(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                offsets.append(msg.offset())
+
+        try:
+            producer.produce(
+                self.spec.progress_topic,
+                record.model_dump_json().encode(),
+                self.key,
+                ppart,
+                on_progress,
+            )
+            producer.flush(60)
+        except KafkaException as exc:
+            self._raise_kafka(exc)
+        if not offsets:
+            raise _Abort("the progress record was not delivered")
+        self._hook("before_commit", seq=seq)
+        self._commit_txn(producer)
+        self._committed = record
+        self._hook("after_commit", seq=seq)
+        if self.ledger is not None:
+            self.ledger.mirror(record, ppart, offsets[0])
+        self._hook("after_catalog", seq=seq)
+        return record
+
+    def _commit_txn(self, producer: Producer) -> None:
+        for attempt in range(5):
+            try:
+                producer.commit_transaction(60)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.retriable() and not err.txn_requires_abort() and attempt < 4:
+                    time.sleep(0.5 * (attempt + 1))
+                    continue
+                self._raise_kafka(exc)
+
+
+@dataclass(slots=True)
+class _GroupRuns:
+    runs: list[_Run]
+    #: record index -> (target partition, delivery callback) for run boundaries
+    slots: dict[int, tuple[int, Any]]
+    same_q: int
+    targets: list[int] | None
+
+    def default_q(self, idx: int) -> int:
+        return self.same_q if self.targets is None else self.targets[idx]
+
+
+def _plan_runs(
+    group: list[Record], targets: list[int] | None, source_partition: int, *, exact: bool
+) -> _GroupRuns:
+    """Split a source batch's records into runs per target partition and pick the records that
+    carry delivery callbacks (first and last of each run)."""
+    runs: list[_Run] = []
+    slots: dict[int, tuple[int, Any]] = {}
+    if targets is None:
+        q = source_partition
+        start = 0
+        for i in range(1, len(group) + 1):
+            if i == len(group) or group[i].offset != group[i - 1].offset + 1:
+                run = _Run(q, group[start].offset, group[i - 1].offset, i - start)
+                runs.append(run)
+                if i - 1 == start:
+                    slots[start] = (q, run.both)
+                else:
+                    slots[start] = (q, run.first)
+                    slots[i - 1] = (q, run.last)
+                start = i
+        return _GroupRuns(runs, slots, q, None)
+    by_q: dict[int, list[int]] = {}
+    for i, q in enumerate(targets):
+        by_q.setdefault(q, []).append(i)
+    for q, idxs in by_q.items():
+        first, last = idxs[0], idxs[-1]
+        run = _Run(q, group[first].offset, group[last].offset, len(idxs))
+        runs.append(run)
+        if first == last:
+            slots[first] = (q, run.both)
+        else:
+            slots[first] = (q, run.first)
+            slots[last] = (q, run.last)
+    return _GroupRuns(runs, slots, source_partition, targets)
+
+
+def _merge_runs(runs: list[_Run]) -> list[OffsetRange]:
+    """Merge a transaction's runs into ranges: per target partition, consecutive runs join when
+    both their source and target offsets continue exactly."""
+    out: list[OffsetRange] = []
+    by_q: dict[int, list[_Run]] = {}
+    for run in runs:
+        by_q.setdefault(run.target_partition, []).append(run)
+    for q in sorted(by_q):
+        cur: _Run | None = None
+        for run in by_q[q]:
+            exact = (
+                run.source_last - run.source_first
+                == run.target_last - run.target_first
+                == run.count - 1
+            )
+            if (
+                cur is not None
+                and exact
+                and cur.source_last - cur.source_first
+                == cur.target_last - cur.target_first
+                == cur.count - 1
+                and run.source_first == cur.source_last + 1
+                and run.target_first == cur.target_last + 1
+            ):
+                cur.source_last = run.source_last
+                cur.target_last = run.target_last
+                cur.count += run.count
+                continue
+            if cur is not None:
+                out.append(_range(cur))
+            cur = _Run(
+                q, run.source_first, run.source_last, run.count, run.target_first, run.target_last
+            )
+        if cur is not None:
+            out.append(_range(cur))
+    return out
+
+
+def _range(run: _Run) -> OffsetRange:
+    return OffsetRange(
+        target_partition=run.target_partition,
+        source_first=run.source_first,
+        source_last=run.source_last,
+        target_first=run.target_first,
+        target_last=run.target_last,
+        count=run.count,
+    )

@@ -1,0 +1,236 @@
+"""The catalog mirror of replays: runs, per-partition progress and offset ranges (SQL).
+
+Written *after* each committed target transaction; the target's progress topic stays the
+authority (see :mod:`kafka_archive.replay.progress`). :meth:`ReplayLedger.mirror` is idempotent
+and monotone: a progress record older than (or equal to) what the row holds changes nothing, and
+ranges are keyed by ``(replay, source partition, target partition, source_first)``, so replaying
+the same progress record twice (e.g. once from the engine, once from a resume that re-read it
+from Kafka) leaves one copy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from kafka_archive.replay.models import ReplayOffsetRangeRow, ReplayProgressRow, ReplayRun
+from kafka_archive.replay.plan import ReplayPlan
+from kafka_archive.replay.progress import OffsetRange, ProgressRecord
+
+__all__ = ["MirroredProgress", "ReplayLedger"]
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class MirroredProgress:
+    """The catalog's view of one partition's progress."""
+
+    record: ProgressRecord
+    progress_partition: int
+    progress_offset: int
+
+
+class ReplayLedger:
+    """Replay bookkeeping in the catalog database (``engine``: the catalog's engine, migrated)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str | None) -> ReplayLedger:
+        """Open (and migrate) the catalog at ``url`` or ``$KAFKA_ARCHIVE_DB``."""
+        from kafka_archive.catalog.db import open_catalog
+
+        return cls(open_catalog(url).engine)
+
+    def session(self) -> Session:
+        return self._sessions()
+
+    # -- runs ------------------------------------------------------------------------------------
+
+    def register(self, plan: ReplayPlan) -> ReplayRun:
+        """Record ``plan`` (once; a known replay id keeps its row) and return its run row."""
+        with self.session() as s, s.begin():
+            run = s.get(ReplayRun, plan.replay_id)
+            if run is None:
+                now = _now()
+                run = ReplayRun(
+                    replay_id=plan.replay_id,
+                    cluster=plan.spec.cluster,
+                    topic=plan.spec.topic,
+                    target=plan.spec.target.identity(),
+                    target_topic=plan.target_topic,
+                    partition_mapping=plan.spec.partition_mapping,
+                    status="planned",
+                    plan_json=plan.to_json(),
+                    created_at_ms=now,
+                    updated_at_ms=now,
+                    finished_at_ms=None,
+                    error=None,
+                )
+                s.add(run)
+            return run
+
+    def set_status(self, replay_id: str, status: str, *, error: str | None = None) -> None:
+        with self.session() as s, s.begin():
+            run = s.get(ReplayRun, replay_id)
+            if run is None:
+                return
+            run.status = status
+            run.updated_at_ms = _now()
+            run.error = error
+            if status == "done":
+                run.finished_at_ms = run.updated_at_ms
+
+    def run(self, replay_id: str) -> ReplayRun | None:
+        with self.session() as s:
+            return s.get(ReplayRun, replay_id)
+
+    def plan(self, replay_id: str) -> ReplayPlan | None:
+        run = self.run(replay_id)
+        return None if run is None else ReplayPlan.from_json(run.plan_json)
+
+    def runs(self, *, cluster: str | None = None, topic: str | None = None) -> list[ReplayRun]:
+        with self.session() as s:
+            q = select(ReplayRun).order_by(ReplayRun.created_at_ms)
+            if cluster:
+                q = q.where(ReplayRun.cluster == cluster)
+            if topic:
+                q = q.where(ReplayRun.topic == topic)
+            return list(s.scalars(q))
+
+    # -- progress --------------------------------------------------------------------------------
+
+    def progress(self, replay_id: str, partition: int) -> MirroredProgress | None:
+        with self.session() as s:
+            row = s.get(ReplayProgressRow, (replay_id, partition))
+            if row is None:
+                return None
+            return MirroredProgress(_record_of(row, s), row.progress_partition, row.progress_offset)
+
+    def all_progress(self, replay_id: str) -> list[ReplayProgressRow]:
+        with self.session() as s:
+            q = (
+                select(ReplayProgressRow)
+                .where(ReplayProgressRow.replay_id == replay_id)
+                .order_by(ReplayProgressRow.source_partition)
+            )
+            return list(s.scalars(q))
+
+    def mirror(self, record: ProgressRecord, progress_partition: int, progress_offset: int) -> bool:
+        """Store ``record`` (and its ranges) unless the row already holds it or a newer one.
+        Returns whether anything changed."""
+        with self.session() as s, s.begin():
+            row = s.get(ReplayProgressRow, (record.replay_id, record.source_partition))
+            if row is not None and row.txn_seq >= record.txn_seq:
+                return False
+            if row is None:
+                row = ReplayProgressRow(
+                    replay_id=record.replay_id, source_partition=record.source_partition
+                )
+                s.add(row)
+            row.next_offset = record.next_offset
+            row.end_offset = record.end_offset
+            row.txn_seq = record.txn_seq
+            row.records_sent = record.records_sent
+            row.first_offset = record.first_offset
+            row.last_offset = record.last_offset
+            row.aborted_records = record.aborted_records
+            row.control_batches = record.control_batches
+            row.filtered_records = record.filtered_records
+            row.open_txn_records = record.open_txn_records
+            row.done = record.done
+            row.progress_partition = progress_partition
+            row.progress_offset = progress_offset
+            row.updated_at_ms = record.updated_at_ms or _now()
+            for r in record.ranges:
+                key = (
+                    record.replay_id,
+                    record.source_partition,
+                    r.target_partition,
+                    r.source_first,
+                )
+                if s.get(ReplayOffsetRangeRow, key) is None:
+                    s.add(
+                        ReplayOffsetRangeRow(
+                            replay_id=record.replay_id,
+                            source_partition=record.source_partition,
+                            target_partition=r.target_partition,
+                            source_first=r.source_first,
+                            source_last=r.source_last,
+                            target_first=r.target_first,
+                            target_last=r.target_last,
+                            count=r.count,
+                            txn_seq=record.txn_seq,
+                        )
+                    )
+            return True
+
+    def ranges(
+        self, replay_id: str, source_partition: int | None = None
+    ) -> list[ReplayOffsetRangeRow]:
+        with self.session() as s:
+            q = select(ReplayOffsetRangeRow).where(ReplayOffsetRangeRow.replay_id == replay_id)
+            if source_partition is not None:
+                q = q.where(ReplayOffsetRangeRow.source_partition == source_partition)
+            return list(
+                s.scalars(
+                    q.order_by(
+                        ReplayOffsetRangeRow.source_partition,
+                        ReplayOffsetRangeRow.target_partition,
+                        ReplayOffsetRangeRow.source_first,
+                    )
+                )
+            )
+
+    def forget(self, replay_id: str) -> None:
+        """Remove every row of ``replay_id`` (tests and operators cleaning up)."""
+        with self.session() as s, s.begin():
+            for model in (ReplayOffsetRangeRow, ReplayProgressRow):
+                s.execute(delete(model).where(model.replay_id == replay_id))  # type: ignore[attr-defined]
+            s.execute(delete(ReplayRun).where(ReplayRun.replay_id == replay_id))
+
+
+def _record_of(row: ReplayProgressRow, s: Session) -> ProgressRecord:
+    run = s.get(ReplayRun, row.replay_id)
+    return ProgressRecord(
+        replay_id=row.replay_id,
+        source_cluster=run.cluster if run else "",
+        source_topic=run.topic if run else "",
+        source_partition=row.source_partition,
+        target_topic=run.target_topic if run else "",
+        next_offset=row.next_offset,
+        end_offset=row.end_offset,
+        txn_seq=row.txn_seq,
+        records_sent=row.records_sent,
+        first_offset=row.first_offset,
+        last_offset=row.last_offset,
+        aborted_records=row.aborted_records,
+        control_batches=row.control_batches,
+        filtered_records=row.filtered_records,
+        open_txn_records=row.open_txn_records,
+        done=row.done,
+        updated_at_ms=row.updated_at_ms,
+    )
+
+
+def ranges_as_models(rows: Sequence[ReplayOffsetRangeRow]) -> list[OffsetRange]:
+    return [
+        OffsetRange(
+            target_partition=r.target_partition,
+            source_first=r.source_first,
+            source_last=r.source_last,
+            target_first=r.target_first,
+            target_last=r.target_last,
+            count=r.count,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,197 @@
+"""Durable replay progress, committed atomically with the replayed data.
+
+Every replay transaction on the target also writes one **progress record** to the compacted
+topic ``__kafka_archive_replay_progress`` (on the target cluster): key
+``<replay_id>/<source partition>``, value :class:`ProgressRecord` as JSON. Data and progress are
+committed - or aborted - together, so the newest *committed* progress record of a key is exactly
+where the replayed data ends: the authoritative resume point.
+
+Reading it back (:func:`load_progress`) happens *after* the restarted producer's
+``init_transactions()``, which fences any zombie of the same ``transactional.id`` and makes the
+broker abort its open transaction; only then does a read_committed read of the progress
+partition show the truth. The partition of a key is Kafka's default murmur2 partition of the
+key, so every client agrees on it.
+
+The committed-read itself is behind :class:`CommittedLogReader` so that it can be swapped: the
+default :class:`KafkaCommittedReader` is a confluent-kafka ``read_committed`` consumer that reads
+up to the high watermark observed at the start (waiting while another producer's open
+transaction holds the last stable offset below it).
+
+Each progress record also carries the source->target offset ranges of *its* transaction, so a
+catalog mirror that missed a transaction (a crash between commit and the catalog update) is
+completed from Kafka on resume.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Protocol
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from pydantic import BaseModel, ConfigDict
+
+from kafka_archive.replay.errors import ReplayTargetError
+from kafka_archive.replay.murmur2 import murmur2_partition
+
+__all__ = [
+    "PROGRESS_VERSION",
+    "CommittedLogReader",
+    "KafkaCommittedReader",
+    "OffsetRange",
+    "ProgressRecord",
+    "load_progress",
+    "progress_key",
+    "progress_partition",
+]
+
+PROGRESS_VERSION = 1
+
+
+class OffsetRange(BaseModel):
+    """Source offsets ``source_first..source_last`` of one source partition landed at target
+    offsets ``target_first..target_last`` of ``target_partition`` (``count`` records).
+
+    ``exact`` when both spans are contiguous (``count`` records each way): then the mapping is
+    offset-for-offset. Otherwise (source gaps from filtered/aborted records with a hashed
+    mapping, or another producer interleaving on the target) only the bounds are known.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    target_partition: int
+    source_first: int
+    source_last: int
+    target_first: int
+    target_last: int
+    count: int
+
+    @property
+    def exact(self) -> bool:
+        return (
+            self.source_last - self.source_first
+            == self.target_last - self.target_first
+            == self.count - 1
+        )
+
+
+class ProgressRecord(BaseModel):
+    """The committed state of one source partition of one replay (cumulative counters)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    v: int = PROGRESS_VERSION
+    replay_id: str
+    source_cluster: str
+    source_topic: str
+    source_partition: int
+    target_topic: str
+    #: the next source offset to read: every record below it is replayed or deliberately skipped
+    next_offset: int
+    end_offset: int
+    #: transactions committed so far for this partition (1-based sequence of this record)
+    txn_seq: int
+    records_sent: int
+    first_offset: int = -1
+    last_offset: int = -1
+    aborted_records: int = 0
+    control_batches: int = 0
+    filtered_records: int = 0
+    open_txn_records: int = 0
+    done: bool = False
+    updated_at_ms: int = 0
+    #: this transaction's offset ranges
+    ranges: list[OffsetRange] = []
+
+
+def progress_key(replay_id: str, source_partition: int) -> bytes:
+    return f"{replay_id}/{source_partition}".encode()
+
+
+def progress_partition(key: bytes, num_partitions: int) -> int:
+    """The progress topic partition of ``key`` (Kafka's default partitioner)."""
+    return murmur2_partition(key, num_partitions)
+
+
+class CommittedLogReader(Protocol):
+    """Reads the committed records of one partition from ``start_offset`` to its end."""
+
+    def read(
+        self, topic: str, partition: int, start_offset: int
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        """Yield ``(offset, key, value)`` of committed records in offset order."""
+        ...
+
+
+class KafkaCommittedReader:
+    """A confluent-kafka ``read_committed`` consumer (see the module docstring)."""
+
+    def __init__(self, client_config: dict[str, str], *, timeout_s: float = 120.0) -> None:
+        self.config = client_config
+        self.timeout_s = timeout_s
+
+    def read(
+        self, topic: str, partition: int, start_offset: int
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        consumer = Consumer(
+            {
+                **self.config,
+                "group.id": "kafka-archive-replay-progress-reader",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            tp = TopicPartition(topic, partition)
+            _low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            if high <= start_offset:
+                return
+            consumer.assign([TopicPartition(topic, partition, start_offset)])
+            deadline = time.monotonic() + self.timeout_s
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        # read_committed stops at the last stable offset: done once it has
+                        # passed the high watermark seen at the start
+                        pos = consumer.position([tp])[0].offset
+                        if pos >= high:
+                            return
+                        continue
+                    raise ReplayTargetError(f"reading {topic}-{partition}: {err.str()}")
+                yield msg.offset() or 0, msg.key(), msg.value()
+                if (msg.offset() or 0) + 1 >= high:
+                    return
+            raise ReplayTargetError(
+                f"timed out reading the committed records of {topic}-{partition} up to {high}",
+                hint="Another producer's open transaction holds the last stable offset back; "
+                "it is aborted after its transaction.timeout.ms. Retry then.",
+            )
+        finally:
+            consumer.close()
+
+
+def load_progress(
+    reader: CommittedLogReader,
+    topic: str,
+    partition: int,
+    key: bytes,
+    *,
+    start_offset: int = 0,
+) -> tuple[ProgressRecord | None, int | None]:
+    """The newest committed progress record of ``key`` at or after ``start_offset`` and its
+    offset in the progress partition (``(None, None)`` if there is none)."""
+    latest: ProgressRecord | None = None
+    latest_offset: int | None = None
+    for offset, k, value in reader.read(topic, partition, start_offset):
+        if k != key or value is None:
+            continue
+        record = ProgressRecord.model_validate_json(value)
+        if latest is None or record.txn_seq >= latest.txn_seq:
+            latest, latest_offset = record, offset
+    return latest, latest_offset

@@ -1,0 +1,358 @@
+"""Orchestrating a replay: plan, check the target, execute every partition, report.
+
+The same three steps run from the CLI, the Airflow DAG and the Spark job:
+
+1. :func:`plan_replay` - resolve the request against the catalog (:func:`.plan.build_plan`);
+2. :func:`check_target` - the guard rails that need the target cluster: not the source's own
+   cluster and topic (unless allowed), the target topic exists (or is created with the source's
+   partition count when asked), the partition mapping can hold, the progress topic exists;
+3. :func:`execute` - one :class:`~.engine.PartitionReplay` per source partition, in threads
+   (in-process) or as Spark tasks (``spark_jobs/replay.py`` calls :func:`run_partition` on the
+   executors); the driver collects per-partition results into a :class:`ReplayReport`.
+
+A dry run stops after step 1 (and, when the target is reachable, step 2) and reports the plan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from pydantic import BaseModel
+
+from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
+from kafka_archive.replay.errors import (
+    PartitionMappingError,
+    ReplayError,
+    ReplayTargetError,
+    SameTopicError,
+    TargetTopicMissingError,
+)
+from kafka_archive.replay.ledger import ReplayLedger
+from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
+from kafka_archive.replay.progress import CommittedLogReader
+from kafka_archive.store.base import ObjectStore
+
+__all__ = [
+    "DEFAULT_PROGRESS_PARTITIONS",
+    "ReplayReport",
+    "TargetInfo",
+    "check_target",
+    "execute",
+    "plan_replay",
+    "run_partition",
+    "target_metadata",
+]
+
+#: partitions of the progress topic when ``replay run`` creates it
+DEFAULT_PROGRESS_PARTITIONS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInfo:
+    """What the guard rails learned about the target."""
+
+    cluster_id: str | None
+    partitions: int
+    created_topic: bool = False
+
+
+class ReplayReport(BaseModel):
+    """The final report of a replay (``--json`` prints it as one object)."""
+
+    replay_id: str
+    status: str
+    dry_run: bool = False
+    cluster: str
+    topic: str
+    target: str
+    target_topic: str
+    partition_mapping: str
+    records_sent: int
+    records_sent_this_run: int
+    bytes_sent_this_run: int
+    skipped_control_batches: int
+    skipped_aborted_records: int
+    filtered_records: int
+    open_txn_records: int
+    duration_s: float
+    records_per_s: float
+    mb_per_s: float
+    partitions: dict[int, dict[str, Any]]
+    plan: dict[str, Any] | None = None
+
+
+def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
+    """Step 1: resolve ``spec`` against the catalog (see :func:`.plan.build_plan`)."""
+    return build_plan(spec, source, now_ms=now_ms)
+
+
+def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | None, int | None]:
+    """``(cluster id, partition count or None when the topic does not exist)`` - asked without
+    letting the broker auto-create the topic."""
+    consumer = Consumer(
+        {
+            **client_config,
+            "group.id": "kafka-archive-replay-check",
+            "allow.auto.create.topics": False,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        md = consumer.list_topics(topic, timeout=30)
+    except KafkaException as exc:
+        raise ReplayTargetError(f"cannot reach the target cluster: {exc.args[0].str()}") from None
+    finally:
+        consumer.close()
+    meta = md.topics.get(topic)
+    if meta is None or meta.error is not None:
+        if meta is not None and meta.error.code() not in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError._UNKNOWN_TOPIC,
+        ):
+            raise ReplayTargetError(f"target metadata for {topic}: {meta.error.str()}")
+        return md.cluster_id, None
+    return md.cluster_id, len(meta.partitions)
+
+
+def _create_topic(
+    client_config: dict[str, str], topic: str, partitions: int, config: dict[str, str] | None = None
+) -> None:
+    admin = AdminClient(dict(client_config))  # type: ignore[arg-type]
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config or {})],
+        operation_timeout=30,
+        request_timeout=30,
+    )
+    for name, fut in futures.items():
+        try:
+            fut.result(60)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            raise TargetTopicMissingError(
+                f"creating {name} with {partitions} partitions on the target failed: "
+                f"{err.str() or err.name()}",
+                hint="Create the topic with your usual tooling (the target may not allow "
+                "CreateTopics) and run again.",
+            ) from None
+
+
+def check_target(plan: ReplayPlan) -> TargetInfo:
+    """Step 2: the guard rails that need the target (see the module docstring).
+
+    Raises:
+        SameTopicError, TargetTopicMissingError, PartitionMappingError, ReplayTargetError.
+    """
+    spec = plan.spec
+    client = spec.target.client_config()
+    cluster_id, partitions = target_metadata(client, plan.target_topic)
+    if plan.target_topic == spec.topic and not spec.allow_same_topic:
+        if plan.source_cluster_id is None:
+            raise SameTopicError(
+                f"the target topic is the source topic {spec.topic!r} and the archive does not "
+                f"record the Kafka cluster id of {spec.cluster!r}, so the target may be the "
+                "very cluster the data came from",
+                hint="Pass --allow-same-topic if the target is another cluster (e.g. the "
+                "failover region), or choose another --target-topic.",
+            )
+        if cluster_id == plan.source_cluster_id:
+            raise SameTopicError(
+                f"the target is cluster {cluster_id}, the source cluster {spec.cluster!r} "
+                f"itself, and topic {spec.topic!r} is the source topic"
+            )
+    created = False
+    if partitions is None:
+        if not spec.create_topic:
+            raise TargetTopicMissingError(
+                f"the target topic {plan.target_topic!r} does not exist on the target cluster"
+            )
+        _create_topic(client, plan.target_topic, plan.source_partition_count)
+        _cid, partitions = target_metadata(client, plan.target_topic)
+        if partitions is None:
+            raise TargetTopicMissingError(
+                f"{plan.target_topic!r} was created but is not visible on the target yet",
+                hint="Run again in a few seconds.",
+            )
+        created = True
+    if spec.partition_mapping == "same":
+        highest = max(p.partition for p in plan.partitions)
+        if highest >= partitions:
+            raise PartitionMappingError(
+                f"--partition-mapping same needs target partitions 0..{highest}, but "
+                f"{plan.target_topic!r} has {partitions} partition(s)"
+            )
+    _cid, progress_parts = target_metadata(client, spec.progress_topic)
+    if progress_parts is None:
+        _create_topic(
+            client,
+            spec.progress_topic,
+            DEFAULT_PROGRESS_PARTITIONS,
+            {"cleanup.policy": "compact"},
+        )
+    return TargetInfo(cluster_id, partitions, created)
+
+
+def run_partition(
+    plan: ReplayPlan,
+    partition: int,
+    *,
+    store: ObjectStore,
+    target_partitions: int,
+    ledger: ReplayLedger | None = None,
+    committed_reader: CommittedLogReader | None = None,
+    hook: Hook | None = None,
+    on_records: Callable[[int], None] | None = None,
+    producer_config: dict[str, Any] | None = None,
+) -> PartitionResult:
+    """Replay one source partition (what each thread or Spark task runs)."""
+    return PartitionReplay(
+        plan,
+        partition,
+        store=store,
+        target_partitions=target_partitions,
+        ledger=ledger,
+        committed_reader=committed_reader,
+        hook=hook,
+        on_records=on_records,
+        producer_config=producer_config,
+    ).run()
+
+
+def execute(
+    plan: ReplayPlan,
+    *,
+    store: ObjectStore,
+    target: TargetInfo | None = None,
+    ledger: ReplayLedger | None = None,
+    parallelism: int | None = None,
+    committed_reader: CommittedLogReader | None = None,
+    hook: Hook | None = None,
+    on_records: Callable[[int], None] | None = None,
+    producer_config: dict[str, Any] | None = None,
+) -> ReplayReport:
+    """Step 3 in-process: every partition in its own thread; returns the report.
+
+    Raises the first partition failure (after every partition has stopped); partitions that
+    finished keep their committed progress, so running again resumes only what is missing.
+    """
+    started = time.monotonic()
+    if target is None:
+        target = check_target(plan)
+    if ledger is not None:
+        ledger.register(plan)
+        ledger.set_status(plan.replay_id, "running")
+    todo = [p.partition for p in plan.partitions]
+    workers = max(1, min(parallelism or len(todo), len(todo)))
+
+    def one(p: int) -> PartitionResult:
+        return run_partition(
+            plan,
+            p,
+            store=store,
+            target_partitions=target.partitions,
+            ledger=ledger,
+            committed_reader=committed_reader,
+            hook=hook,
+            on_records=on_records,
+            producer_config=producer_config,
+        )
+
+    results: list[PartitionResult] = []
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay") as pool:
+        futures = [pool.submit(one, p) for p in todo]
+        for fut in futures:
+            try:
+                results.append(fut.result())
+            except BaseException as exc:  # collected, re-raised below
+                errors.append(exc)
+    if errors:
+        if ledger is not None:
+            ledger.set_status(plan.replay_id, "failed", error=str(errors[0]))
+        raise errors[0]
+    report = build_report(plan, results, time.monotonic() - started)
+    if ledger is not None:
+        ledger.set_status(plan.replay_id, "done")
+    return report
+
+
+def build_report(
+    plan: ReplayPlan, results: list[PartitionResult], duration_s: float
+) -> ReplayReport:
+    """Collect per-partition results (from threads or Spark tasks) into the final report."""
+    spec = plan.spec
+    records_this_run = sum(r.records_this_run for r in results)
+    bytes_this_run = sum(r.bytes_this_run for r in results)
+    statuses = {r.status for r in results}
+    return ReplayReport(
+        replay_id=plan.replay_id,
+        status="already-done" if statuses == {"already-done"} else "done",
+        cluster=spec.cluster,
+        topic=spec.topic,
+        target=spec.target.identity(),
+        target_topic=plan.target_topic,
+        partition_mapping=spec.partition_mapping,
+        records_sent=sum(r.records for r in results),
+        records_sent_this_run=records_this_run,
+        bytes_sent_this_run=bytes_this_run,
+        skipped_control_batches=sum(r.control_batches for r in results),
+        skipped_aborted_records=sum(r.aborted_records for r in results),
+        filtered_records=sum(r.filtered_records for r in results),
+        open_txn_records=sum(r.open_txn_records for r in results),
+        duration_s=round(duration_s, 3),
+        records_per_s=round(records_this_run / duration_s, 1) if duration_s > 0 else 0.0,
+        mb_per_s=round(bytes_this_run / duration_s / 1e6, 3) if duration_s > 0 else 0.0,
+        partitions={r.partition: r.to_dict() for r in sorted(results, key=lambda r: r.partition)},
+    )
+
+
+def dry_run_report(plan: ReplayPlan) -> ReplayReport:
+    """The report of a dry run: the plan, nothing sent."""
+    spec = plan.spec
+    return ReplayReport(
+        replay_id=plan.replay_id,
+        status="planned",
+        dry_run=True,
+        cluster=spec.cluster,
+        topic=spec.topic,
+        target=spec.target.identity(),
+        target_topic=plan.target_topic,
+        partition_mapping=spec.partition_mapping,
+        records_sent=0,
+        records_sent_this_run=0,
+        bytes_sent_this_run=0,
+        skipped_control_batches=0,
+        skipped_aborted_records=0,
+        filtered_records=0,
+        open_txn_records=0,
+        duration_s=0.0,
+        records_per_s=0.0,
+        mb_per_s=0.0,
+        partitions={
+            p.partition: {
+                "start_offset": p.start_offset,
+                "end_offset": p.end_offset,
+                "first_offset": p.start_offset,
+                "last_offset": p.end_offset - 1,
+                "records": p.records,
+                "bytes": p.bytes,
+                "objects": [o.model_dump() for o in p.objects],
+                "tail_objects": len(p.tail_objects),
+            }
+            for p in plan.partitions
+        },
+        plan=plan.model_dump(mode="json", by_alias=True),
+    )
+
+
+def describe_error(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, ReplayError):
+        return exc.to_dict()
+    return {"error": type(exc).__name__, "message": str(exc)}

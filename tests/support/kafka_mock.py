@@ -1,0 +1,392 @@
+"""librdkafka's mock cluster, driven through its C API, plus a read_committed view built from
+the raw log - for replay tests.
+
+:class:`MockCluster` creates the mock cluster inside the librdkafka that ships with
+confluent-kafka (loaded with :mod:`ctypes`; the Python package exposes no mock API), so a test
+can create topics with a chosen partition count (the mock's CreateTopics is not implemented)
+and take brokers down and up. The cluster lives as long as the object, in this process; other
+processes (a replay subprocess the test kills) reach it through :attr:`bootstrap_servers`.
+
+What the mock (librdkafka 2.16) does **not** do, checked in its source
+(``rdkafka_mock_handlers.c``) and by ``test_mock_cluster_limits`` in tests/test_replay_mock.py:
+
+* its Fetch response always carries ``LastStableOffset = high watermark`` and an empty
+  ``AbortedTransactions`` list, so a ``read_committed`` consumer also receives records of
+  aborted and still-open transactions (the markers are written, consumers skip them);
+* a new producer with the same ``transactional.id`` gets a fresh producer id: zombies are not
+  fenced and their open transactions are never aborted.
+
+So a test cannot take a confluent-kafka ``read_committed`` consumer's word for what is
+committed. :func:`committed_records` reads the partition's raw batches with a minimal Fetch v4
+client and applies the broker's rule itself: non-transactional records are visible;
+a transactional batch's records are visible iff the next control marker of the same producer
+id is a COMMIT. Records of a transaction that never got a marker (a killed producer, whose
+transaction a real broker would abort when the restarted producer re-initialises its id) are
+not visible. That is what a read_committed consumer of a real cluster ends up seeing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import confluent_kafka
+from confluent_kafka import Consumer, TopicPartition
+
+from segment_lib.control import ControlType, decode_control_record
+from segment_lib.errors import TornTailError
+from segment_lib.log_file import decode_batch, iter_batches
+
+
+def _lib() -> ctypes.CDLL:
+    libs = os.path.join(os.path.dirname(confluent_kafka.__file__), "..", "confluent_kafka.libs")
+    found = sorted(glob.glob(os.path.join(libs, "librdkafka*.so*")))
+    lib = ctypes.CDLL(found[0]) if found else ctypes.CDLL("librdkafka.so.1")
+    vp, cp, i32 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32
+    lib.rd_kafka_conf_new.restype = vp
+    lib.rd_kafka_conf_set.argtypes = [vp, cp, cp, cp, ctypes.c_size_t]
+    lib.rd_kafka_new.restype = vp
+    lib.rd_kafka_new.argtypes = [ctypes.c_int, vp, cp, ctypes.c_size_t]
+    lib.rd_kafka_destroy.argtypes = [vp]
+    lib.rd_kafka_mock_cluster_new.restype = vp
+    lib.rd_kafka_mock_cluster_new.argtypes = [vp, ctypes.c_int]
+    lib.rd_kafka_mock_cluster_destroy.argtypes = [vp]
+    lib.rd_kafka_mock_cluster_bootstraps.restype = cp
+    lib.rd_kafka_mock_cluster_bootstraps.argtypes = [vp]
+    lib.rd_kafka_mock_topic_create.argtypes = [vp, cp, ctypes.c_int, ctypes.c_int]
+    lib.rd_kafka_mock_broker_set_down.argtypes = [vp, i32]
+    lib.rd_kafka_mock_broker_set_up.argtypes = [vp, i32]
+    lib.rd_kafka_mock_partition_set_leader.argtypes = [vp, cp, i32, i32]
+    return lib
+
+
+class MockCluster:
+    """A librdkafka mock cluster of ``brokers`` brokers (ids 1..N) living in this process."""
+
+    def __init__(self, brokers: int = 3) -> None:
+        self._lib = _lib()
+        err = ctypes.create_string_buffer(512)
+        conf = self._lib.rd_kafka_conf_new()
+        self._lib.rd_kafka_conf_set(conf, b"log_level", b"3", err, 512)
+        self._rk = self._lib.rd_kafka_new(0, conf, err, 512)
+        if not self._rk:
+            raise RuntimeError(f"rd_kafka_new failed: {err.value.decode()}")
+        self._mc = self._lib.rd_kafka_mock_cluster_new(self._rk, brokers)
+        if not self._mc:
+            raise RuntimeError("rd_kafka_mock_cluster_new failed")
+        self.broker_ids = list(range(1, brokers + 1))
+        self.bootstrap_servers: str = self._lib.rd_kafka_mock_cluster_bootstraps(self._mc).decode()
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int = 1) -> None:
+        rc = self._lib.rd_kafka_mock_topic_create(
+            self._mc, name.encode(), partitions, replication_factor
+        )
+        if rc:
+            raise RuntimeError(f"mock topic create {name}: error {rc}")
+
+    def broker_down(self, broker_id: int) -> None:
+        self._lib.rd_kafka_mock_broker_set_down(self._mc, broker_id)
+
+    def broker_up(self, broker_id: int) -> None:
+        self._lib.rd_kafka_mock_broker_set_up(self._mc, broker_id)
+
+    def set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        self._lib.rd_kafka_mock_partition_set_leader(self._mc, topic.encode(), partition, broker_id)
+
+    def close(self) -> None:
+        if self._mc:
+            self._lib.rd_kafka_mock_cluster_destroy(self._mc)
+            self._mc = None
+        if self._rk:
+            self._lib.rd_kafka_destroy(self._rk)
+            self._rk = None
+
+
+# -- a minimal Kafka protocol client: Metadata v1 and Fetch v4, enough to read raw batches -----
+
+
+def _str(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+class _Conn:
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=10)
+        self.corr = 0
+
+    def request(self, api_key: int, version: int, body: bytes) -> bytes:
+        self.corr += 1
+        header = struct.pack(">hhi", api_key, version, self.corr) + _str("replay-tests")
+        msg = header + body
+        self.sock.sendall(struct.pack(">i", len(msg)) + msg)
+        size = struct.unpack(">i", self._recv(4))[0]
+        data = self._recv(size)
+        corr = struct.unpack_from(">i", data)[0]
+        assert corr == self.corr, (corr, self.corr)
+        return data[4:]
+
+    def _recv(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.d = data
+        self.p = 0
+
+    def take(self, fmt: str) -> int:
+        (v,) = struct.unpack_from(">" + fmt, self.d, self.p)
+        self.p += struct.calcsize(">" + fmt)
+        return int(v)
+
+    def string(self) -> str | None:
+        n = self.take("h")
+        if n < 0:
+            return None
+        s = self.d[self.p : self.p + n].decode()
+        self.p += n
+        return s
+
+    def bytes_(self) -> bytes | None:
+        n = self.take("i")
+        if n < 0:
+            return None
+        b = self.d[self.p : self.p + n]
+        self.p += n
+        return b
+
+
+def _leader(bootstrap: str, topic: str, partition: int) -> tuple[str, int]:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    conn = _Conn(host, int(port))
+    try:
+        body = struct.pack(">i", 1) + _str(topic)  # Metadata v1: topics [string]
+        r = _Reader(conn.request(3, 1, body))
+        brokers = {}
+        for _ in range(r.take("i")):
+            node = r.take("i")
+            h = r.string()
+            p = r.take("i")
+            r.string()  # rack
+            brokers[node] = (h or "", p)
+        r.take("i")  # controller id
+        for _ in range(r.take("i")):
+            r.take("h")
+            name = r.string()
+            r.take("b")  # is_internal
+            for _ in range(r.take("i")):
+                r.take("h")
+                part = r.take("i")
+                leader = r.take("i")
+                for _ in range(r.take("i")):
+                    r.take("i")
+                for _ in range(r.take("i")):
+                    r.take("i")
+                if name == topic and part == partition:
+                    return brokers[leader]
+    finally:
+        conn.close()
+    raise LookupError(f"no leader for {topic}-{partition}")
+
+
+def raw_log(bootstrap: str, topic: str, partition: int, *, max_bytes: int = 4 << 20) -> bytes:
+    """Every batch of ``topic-partition`` from offset 0 to the high watermark, as stored."""
+    host, port = _leader(bootstrap, topic, partition)
+    conn = _Conn(host, port)
+    out = bytearray()
+    offset = 0
+    try:
+        while True:
+            body = (
+                struct.pack(
+                    ">iiiib", -1, 100, 1, max_bytes, 0
+                )  # replica, wait, min, max, READ_UNCOMMITTED
+                + struct.pack(">i", 1)
+                + _str(topic)
+                + struct.pack(">i", 1)
+                + struct.pack(">iqi", partition, offset, max_bytes)
+            )
+            r = _Reader(conn.request(1, 4, body))
+            r.take("i")  # throttle
+            r.take("i")  # topics
+            r.string()
+            r.take("i")  # partitions
+            r.take("i")
+            err = r.take("h")
+            if err:
+                raise RuntimeError(f"fetch error {err}")
+            hwm = r.take("q")
+            r.take("q")  # last stable offset
+            n_aborted = r.take("i")
+            for _ in range(max(n_aborted, 0)):
+                r.take("q")
+                r.take("q")
+            records = r.bytes_() or b""
+            whole = bytearray()
+            try:
+                # the mock writes its control batches with a zero CRC: no CRC check here
+                for h in iter_batches(records, verify_crc=False):
+                    whole += records[h.position : h.next_position]
+                    offset = h.next_offset
+            except TornTailError:
+                pass
+            out += whole
+            if offset >= hwm or not whole:
+                if offset >= hwm:
+                    return bytes(out)
+                raise RuntimeError(f"no progress fetching {topic}-{partition} at {offset}")
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One record as a consumer sees it."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def committed_records(bootstrap: str, topic: str, partition: int) -> list[Seen]:
+    """The records a read_committed consumer of a real broker sees (see the module docstring)."""
+    data = raw_log(bootstrap, topic, partition)
+    batches = list(iter_batches(data, verify_crc=False))
+    verdict: dict[int, bool] = {}  # batch position -> visible
+    pending: dict[int, list[int]] = {}
+    for h in batches:
+        if h.is_control:
+            rec = decode_batch(data, h)[0]
+            ctl = decode_control_record(rec.key, rec.value)
+            for pos in pending.pop(h.producer_id, []):
+                verdict[pos] = ctl.type is ControlType.COMMIT
+        elif h.is_transactional:
+            pending.setdefault(h.producer_id, []).append(h.position)
+        else:
+            verdict[h.position] = True
+    out = []
+    for h in batches:
+        if h.is_control or not verdict.get(h.position, False):
+            continue
+        for r in decode_batch(data, h):
+            out.append(
+                Seen(
+                    partition,
+                    r.offset,
+                    r.timestamp,
+                    r.key,
+                    r.value,
+                    tuple((x.key, x.value) for x in r.headers),
+                )
+            )
+    return out
+
+
+def open_transaction_records(bootstrap: str, topic: str, partition: int) -> int:
+    """Records of transactional batches that no marker of their producer ever resolved."""
+    data = raw_log(bootstrap, topic, partition)
+    pending: dict[int, int] = {}
+    for h in iter_batches(data, verify_crc=False):
+        if h.is_control:
+            pending.pop(h.producer_id, None)
+        elif h.is_transactional:
+            pending[h.producer_id] = pending.get(h.producer_id, 0) + h.record_count
+    return sum(pending.values())
+
+
+def consume_all(
+    bootstrap: str,
+    topic: str,
+    partitions: list[int],
+    *,
+    isolation: str = "read_committed",
+    timeout_s: float = 20.0,
+) -> dict[int, list[Seen]]:
+    """Everything a confluent-kafka consumer reads from ``partitions`` up to their high
+    watermarks (what the mock serves; see the module docstring)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"readback-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    out: dict[int, list[Seen]] = {p: [] for p in partitions}
+    try:
+        ends = {}
+        for p in partitions:
+            _lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            ends[p] = hi
+        todo = {p for p in partitions if ends[p] > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            p = msg.partition()
+            assert p is not None
+            if msg.error():
+                if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    if (msg.offset() or 0) >= ends[p]:
+                        todo.discard(p)
+                    continue
+                raise RuntimeError(str(msg.error()))
+            _ts_type, ts = msg.timestamp()
+            out[p].append(
+                Seen(
+                    p,
+                    msg.offset() or 0,
+                    ts,
+                    msg.key(),
+                    msg.value(),
+                    tuple((k, v) for k, v in (msg.headers() or [])),
+                )
+            )
+        if todo:
+            raise TimeoutError(f"did not reach the end of partitions {sorted(todo)}")
+    finally:
+        consumer.close()
+    return out
+
+
+def iter_committed(bootstrap: str, topic: str, partitions: list[int]) -> Iterator[Seen]:
+    for p in partitions:
+        yield from committed_records(bootstrap, topic, p)
+
+
+class MarkerAwareReader:
+    """A :class:`kafka_archive.replay.progress.CommittedLogReader` that applies the broker's
+    read_committed rule itself (see the module docstring): what the replay engine must use
+    against the mock, whose read_committed consumers also see aborted and open transactions."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def read(
+        self, topic: str, partition: int, start_offset: int
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        for r in committed_records(self.bootstrap, topic, partition):
+            if r.offset >= start_offset:
+                yield r.offset, r.key, r.value
