@@ -3,6 +3,7 @@ opening a catalog twice is harmless; URLs are normalised as documented."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from kafka_archive.catalog.db import normalize_url, open_catalog
 from kafka_archive.catalog.models import Base
+
+# other packages register their catalog tables on the same Base (replay's mirror tables)
+import_module("kafka_archive.replay.models")
 from sqlalchemy import inspect, text
 
 pytest_plugins = ["support.postgres"]

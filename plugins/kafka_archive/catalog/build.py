@@ -80,6 +80,7 @@ __all__ = [
     "partition_id",
     "refs_from_manifests",
     "run_extract_task",
+    "version_of_segment",
 ]
 
 Pieces = tuple[tuple[int, int], ...]
@@ -100,6 +101,8 @@ class SegmentRef:
     archived_at_ms: int
     broker_id: int | None = None
     log_dir: str | None = None
+    #: exclusive end of the segment's offset range (next segment's base offset), -1 unknown
+    end_offset: int = -1
 
     @property
     def partition_key(self) -> tuple[str, str, int]:
@@ -252,9 +255,9 @@ class BuildReport:
 def refs_from_manifests(store: ObjectStore, cluster: str | None = None) -> list[SegmentRef]:
     """Every archived segment of ``cluster`` (all clusters when ``None``), from the archive's
     manifests."""
-    from kafka_archive.catalog._manifests import refs_from_store
+    from kafka_archive.catalog._manifests import list_manifests, read_refs
 
-    return refs_from_store(store, cluster)
+    return read_refs(store, list_manifests(store, cluster))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,19 +335,11 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
             s.archived_at_ms,
             s.broker_id,
             s.log_dir,
+            s.end_offset,
         )
         if s.status == "corrupt":
             continue
-        versions[s.id] = Version(
-            s.id,
-            s.first_offset,
-            s.last_offset,
-            s.archived_at_ms,
-            s.broker_id if s.broker_id is not None else -1,
-            s.manifest_key,
-            s.base_offset,
-            _runs(s.epoch_runs),
-        )
+        versions[s.id] = version_of_segment(s)
     for p in session.execute(
         select(ChainPiece).where(ChainPiece.partition_id == pid).order_by(ChainPiece.lo)
     ).scalars():
@@ -354,6 +349,21 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
 
 def _runs(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple((int(a), int(b), int(c)) for a, b, c in json.loads(text or "[]"))
+
+
+def version_of_segment(s: Segment) -> Version:
+    """The chain's view of a cataloged segment row."""
+    return Version(
+        s.id,
+        s.first_offset,
+        s.last_offset,
+        s.archived_at_ms,
+        s.broker_id if s.broker_id is not None else -1,
+        s.manifest_key,
+        s.base_offset,
+        s.end_offset,
+        _runs(s.epoch_runs),
+    )
 
 
 def _version_of(key: int, r: TaskResult) -> Version | None:
@@ -368,6 +378,7 @@ def _version_of(key: int, r: TaskResult) -> Version | None:
         r.ref.broker_id if r.ref.broker_id is not None else -1,
         r.ref.manifest_key,
         r.ref.base_offset,
+        r.ref.end_offset,
         st.epoch_runs,
     )
 
@@ -415,11 +426,6 @@ def build_catalog(
     runner = runner if runner is not None else InProcessRunner()
     options = dict(store_options or {})
     report = BuildReport()
-    if refs is None:
-        store = _store_for(store_uri, options)
-        refs = refs_from_manifests(store, cluster)
-    all_refs = [r for r in refs if cluster is None or r.cluster == cluster]
-    report.manifests = len(all_refs)
     with catalog.session() as s, s.begin():
         run = BuildRun(
             cluster=cluster,
@@ -439,11 +445,25 @@ def build_catalog(
                 ).join(Segment, Segment.partition_id == Partition.id)
             )
         }
+    if refs is None:
+        # list every manifest key, fetch only the ones not cataloged yet
+        from kafka_archive.catalog._manifests import list_manifests, read_refs
+
+        store = _store_for(store_uri, options)
+        listed = list(list_manifests(store, cluster))
+        fresh = [m for m in listed if (m.cluster, m.topic, m.partition, m.key) not in known]
+        all_refs = read_refs(store, fresh)
+        report.manifests = len(listed)
+        extra_known = len(listed) - len(fresh)
+    else:
+        all_refs = [r for r in refs if cluster is None or r.cluster == cluster]
+        report.manifests = len(all_refs)
+        extra_known = 0
     todo = sorted(
         (r for r in all_refs if (*r.partition_key, r.manifest_key) not in known),
         key=lambda r: (r.partition_key, r.base_offset, r.archived_at_ms, r.manifest_key),
     )
-    report.already_cataloged = len(all_refs) - len(todo)
+    report.already_cataloged = extra_known + len(all_refs) - len(todo)
     wave = wave_segments or max(16, 8 * runner.parallelism)
     done = 0
     done_bytes = 0
@@ -588,6 +608,7 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
                 log_dir=r.ref.log_dir,
                 archived_at_ms=r.ref.archived_at_ms,
                 base_offset=r.ref.base_offset,
+                end_offset=r.ref.end_offset,
                 status=_status(v, pieces, r.corrupt),
                 cataloged_at_ms=now,
                 error=json.dumps(r.error) if r.error else None,

@@ -55,6 +55,7 @@ class Version(NamedTuple):
     broker_id: int
     manifest_key: str
     base_offset: int = -1
+    end_offset: int = -1
     epoch_runs: tuple[tuple[int, int, int], ...] = ()
 
     @property
@@ -177,20 +178,20 @@ class Hole:
 def find_holes(versions: Iterable[Version]) -> list[Hole]:
     """Offset ranges inside the archived span that no version covers.
 
-    A version covers ``[base_offset, last_offset]``: offsets between a segment's base offset
-    (its file name) and its first batch were removed by compaction, not lost. Offsets before
-    the first archived version are not reported (the archive starts somewhere).
+    A version covers ``[base_offset, end_offset)`` (its file name to the next segment's base
+    offset, as the manifest recorded them), or ``[base_offset, last_offset]`` when the end is
+    unknown: offsets inside a segment's range that no batch holds were removed by compaction,
+    not lost. Offsets before the first archived version are not reported (the archive starts
+    somewhere).
     """
     spans = sorted(
         (
-            (
-                min(v.base_offset, v.first_offset) if v.base_offset >= 0 else v.first_offset,
-                v.last_offset,
-                v.key,
-            )
-            for v in versions
-            if not v.is_empty
-        ),
+            min(v.base_offset, v.first_offset) if v.base_offset >= 0 else v.first_offset,
+            max(v.last_offset, v.end_offset - 1),
+            v.key,
+        )
+        for v in versions
+        if not v.is_empty
     )
     holes: list[Hole] = []
     reach = -1

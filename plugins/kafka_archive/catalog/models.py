@@ -61,6 +61,9 @@ class Segment(Base):
     ``status``: ``canonical`` (all its offsets are in the chain), ``partial`` (some are served
     by a version that takes precedence), ``shadowed`` (none are), ``empty`` (no batch) or
     ``corrupt`` (extraction failed: ``error`` says where; nothing of it is indexed).
+    ``end_offset`` is the manifest's exclusive end of the segment's offset range when it was
+    archived (the next segment's base offset; -1 when unknown): offsets in
+    ``[base_offset, end_offset)`` missing from the batches were removed by compaction, not lost.
     ``epoch_runs`` is JSON ``[[leader_epoch, first_offset, last_offset], ...]`` over its batches,
     used to tell replicas holding the same data from divergent ones.
     """
@@ -80,6 +83,7 @@ class Segment(Base):
     log_dir: Mapped[str | None] = mapped_column(String(1024))
     archived_at_ms: Mapped[int] = mapped_column(BigInteger)
     base_offset: Mapped[int] = mapped_column(BigInteger)
+    end_offset: Mapped[int] = mapped_column(BigInteger)
     first_offset: Mapped[int] = mapped_column(BigInteger)
     last_offset: Mapped[int] = mapped_column(BigInteger)
     first_timestamp: Mapped[int] = mapped_column(BigInteger)

@@ -30,7 +30,8 @@ from typing import Any
 from sqlalchemy import and_, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
+from kafka_archive.catalog.build import version_of_segment
+from kafka_archive.catalog.chain import find_holes, find_overlaps
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.extract import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.models import (
@@ -430,20 +431,7 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         for p in parts:
             segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
             by_id = {x.id: x for x in segs}
-            versions = [
-                Version(
-                    x.id,
-                    x.first_offset,
-                    x.last_offset,
-                    x.archived_at_ms,
-                    x.broker_id if x.broker_id is not None else -1,
-                    x.manifest_key,
-                    x.base_offset,
-                    tuple(tuple(r) for r in json.loads(x.epoch_runs)),
-                )  # type: ignore[misc]
-                for x in segs
-                if x.status != "corrupt"
-            ]
+            versions = [version_of_segment(x) for x in segs if x.status != "corrupt"]
             found: list[GapEntry] = []
             for hole in find_holes(versions):
                 found.append(

@@ -10,6 +10,11 @@ from sqlalchemy.engine import Connection
 
 from kafka_archive.catalog.models import Base
 
+try:  # tables other packages keep in the catalog register on the same Base
+    import kafka_archive.replay.models  # noqa: F401
+except ImportError:  # pragma: no cover - replay not installed
+    pass
+
 config = context.config
 target_metadata = Base.metadata
 

@@ -39,6 +39,7 @@ def upgrade() -> None:
         sa.Column("log_dir", sa.String(1024), nullable=True),
         sa.Column("archived_at_ms", sa.BigInteger(), nullable=False),
         sa.Column("base_offset", sa.BigInteger(), nullable=False),
+        sa.Column("end_offset", sa.BigInteger(), nullable=False),
         sa.Column("first_offset", sa.BigInteger(), nullable=False),
         sa.Column("last_offset", sa.BigInteger(), nullable=False),
         sa.Column("first_timestamp", sa.BigInteger(), nullable=False),

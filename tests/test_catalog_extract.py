@@ -1,0 +1,261 @@
+"""Per-segment extraction and the canonical chain, without a database.
+
+The extractor's stats must equal segment_lib's own header scan, chunked feeding must not change
+anything, intervals must tile the segment's batches, corrupt or cut bytes must raise typed
+errors naming the object and the byte, and pieces must clip exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka_archive.catalog.chain import (
+    Version,
+    compute_pieces,
+    find_holes,
+    find_overlaps,
+    running_max,
+)
+from kafka_archive.catalog.extract import SegmentExtractor, extract_segment
+from support.catalog_data import History, write_history
+
+from segment_lib.errors import CrcMismatchError, TornTailError
+from segment_lib.log_file import open_log
+from segment_lib.partition import PartitionView
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    return write_history(tmp_path_factory.mktemp("hist"), appends=90)
+
+
+def _segments(history: History, topic: str, part: int) -> list[Path]:
+    return [s.log for s in PartitionView.open(history.dirs[(topic, part)]).rolled]
+
+
+def test_stats_equal_segment_lib_summary(history: History) -> None:
+    for (topic, _part), d in history.dirs.items():
+        view = PartitionView.open(d)
+        for seg in view.rolled:
+            ex = extract_segment(seg.log.read_bytes(), topic=topic)
+            s = view.summary(seg)
+            st_ = ex.stats
+            assert (st_.first_offset, st_.last_offset) == (s.first_offset, s.last_offset)
+            assert (st_.first_timestamp, st_.max_timestamp) == (
+                s.first_timestamp,
+                s.max_timestamp,
+            )
+            assert st_.offset_of_max_timestamp == s.offset_of_max_timestamp
+            assert (st_.record_count, st_.batch_count, st_.size_bytes) == (
+                s.record_count,
+                s.batch_count,
+                s.size_bytes,
+            )
+            assert set(st_.codecs) == set(s.codecs)
+            assert (st_.transactional_batches, st_.control_batches) == (
+                s.transactional_batches,
+                s.control_batches,
+            )
+
+
+def test_intervals_tile_the_batches_and_respect_the_size_limit(history: History) -> None:
+    for log in _segments(history, "orders", 0):
+        data = log.read_bytes()
+        with open_log(log) as lb:
+            batches = list(lb.batches())
+        ex = extract_segment(data, topic="orders", interval_bytes=600)
+        # contiguous byte ranges from 0 to the end, each starting at a batch
+        assert ex.intervals[0].byte_start == 0
+        assert ex.intervals[-1].byte_end == len(data)
+        for a, b in zip(ex.intervals, ex.intervals[1:], strict=False):
+            assert a.byte_end == b.byte_start
+            assert a.end_offset < b.start_offset
+        starts = {b.position for b in batches}
+        for iv in ex.intervals:
+            assert iv.byte_start in starts
+            inside = [b for b in batches if iv.byte_start <= b.position < iv.byte_end]
+            assert len(inside) == 1 or iv.byte_end - iv.byte_start <= 600
+            assert iv.max_ts == max(b.max_timestamp for b in inside)
+            assert iv.start_offset == inside[0].base_offset
+            assert iv.end_offset == inside[-1].last_offset
+            assert iv.record_count == sum(b.record_count for b in inside)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 61, 4096])
+def test_chunked_feeding_gives_the_same_result(history: History, chunk: int) -> None:
+    log = _segments(history, "orders", 0)[1]
+    data = log.read_bytes()
+    whole = extract_segment(data, topic="orders", interval_bytes=500)
+    ex = SegmentExtractor(topic="orders", interval_bytes=500, size=len(data))
+    for i in range(0, len(data), chunk):
+        ex.feed(data[i : i + chunk])
+    got = ex.finish()
+    assert got.stats == whole.stats
+    assert got.intervals == whole.intervals
+    assert got.histogram == whole.histogram
+
+
+def test_corrupt_batch_names_object_and_byte(history: History) -> None:
+    log = _segments(history, "orders", 1)[0]
+    data = bytearray(log.read_bytes())
+    with open_log(log) as lb:
+        third = list(lb.batches())[2]
+    data[third.position + 70] ^= 0xFF  # inside the CRC-covered part
+    with pytest.raises(CrcMismatchError) as err:
+        ex = SegmentExtractor(topic="orders", path="mem://seg.log", size=len(data))
+        for i in range(0, len(data), 100):
+            ex.feed(bytes(data[i : i + 100]))
+        ex.finish()
+    assert err.value.path == "mem://seg.log"
+    assert err.value.position == third.position
+
+
+def test_truncated_segment_is_a_torn_tail_error(history: History) -> None:
+    log = _segments(history, "orders", 1)[0]
+    data = log.read_bytes()
+    with open_log(log) as lb:
+        last = list(lb.batches())[-1]
+    cut = data[: last.position + 20]
+    # the object size is unknown: detected at finish
+    ex = SegmentExtractor(topic="orders", path="obj")
+    ex.feed(cut)
+    with pytest.raises(TornTailError) as err:
+        ex.finish()
+    assert err.value.position == last.position and err.value.path == "obj"
+    # known size: a batch declaring more bytes than the object has is reported at once
+    with pytest.raises(TornTailError) as err2:
+        extract_segment(cut, topic="orders", path="obj")
+    assert err2.value.position == last.position
+
+
+def test_pieces_clip_offsets_records_and_timestamps(history: History) -> None:
+    log = _segments(history, "orders", 0)[2]
+    data = log.read_bytes()
+    with open_log(log) as lb:
+        recs = [r for _h, r in lb.iter_records(include_control=True)]
+    lo, hi = recs[3].offset, recs[-4].offset
+    holes = (recs[10].offset, recs[12].offset)
+    pieces = [(lo, holes[0] - 1), (holes[1] + 1, hi)]
+    ex = extract_segment(data, topic="orders", pieces=pieces, interval_bytes=400)
+    assert ex.stats == extract_segment(data, topic="orders").stats  # stats are whole-segment
+    for iv in ex.intervals:
+        assert any(a <= iv.start_offset <= iv.end_offset <= b for a, b in pieces)
+        inside = [r for r in recs if iv.start_offset <= r.offset <= iv.end_offset]
+        assert iv.record_count == len(inside)
+        assert iv.record_max_ts == max(r.timestamp for r in inside)
+    covered = sum(iv.record_count for iv in ex.intervals)
+    assert covered == sum(1 for r in recs if any(a <= r.offset <= b for a, b in pieces))
+
+
+def test_consumer_offsets_commits_and_markers(history: History) -> None:
+    commits = []
+    markers = []
+    for (topic, _part), d in history.dirs.items():
+        if topic != "__consumer_offsets":
+            continue
+        for seg in PartitionView.open(d).rolled:
+            ex = extract_segment(seg.log.read_bytes(), topic=topic)
+            commits += ex.commits
+            markers += ex.markers
+    plain = [c for c in commits if not c.transactional]
+    expected_plain = sum(
+        len(v) for (g, _t, _p), v in history.commits.items() if g != "exactly-once"
+    )
+    assert len(plain) == expected_plain
+    txn = [c for c in commits if c.transactional]
+    assert len(txn) == 6 and {c.group for c in txn} == {"exactly-once"}
+    assert sorted(m.committed for m in markers) == [False] * 3 + [True] * 3
+    assert {m.producer_id for m in markers} == {c.producer_id for c in txn}
+    # every plain commit's record timestamp is a time history recorded for that group
+    recorded = {(g, t, p, ts, off) for (g, t, p), v in history.commits.items() for ts, off in v}
+    for c in plain:
+        assert (c.group, c.topic, c.partition, c.record_timestamp, c.offset) in recorded
+
+
+def test_extraction_refuses_bad_settings() -> None:
+    with pytest.raises(ValueError):
+        SegmentExtractor(topic="t", interval_bytes=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the chain
+
+
+def _v(
+    key: int,
+    lo: int,
+    hi: int,
+    at: int,
+    broker: int = 1,
+    runs: tuple[tuple[int, int, int], ...] = (),
+) -> Version:
+    return Version(key, lo, hi, at, broker, f"m{key}", lo, -1, runs)
+
+
+def test_pieces_prefer_earliest_archived_and_fill_around() -> None:
+    old = _v(1, 0, 99, at=10)
+    merged = _v(2, 0, 299, at=20)  # a later compaction merged 0..299
+    other = _v(3, 250, 400, at=15, broker=2)
+    pieces = compute_pieces([merged, other, old])
+    assert pieces[1] == [(0, 99)]
+    assert pieces[3] == [(250, 400)]
+    assert pieces[2] == [(100, 249)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 30), st.integers(0, 5), st.integers(0, 3)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_pieces_are_disjoint_cover_everything_and_ignore_arrival_order(
+    specs: list[tuple[int, int, int, int]], rnd: random.Random
+) -> None:
+    versions = [_v(i + 1, lo, lo + ln, at, br) for i, (lo, ln, at, br) in enumerate(specs)]
+    pieces = compute_pieces(versions)
+    shuffled = versions[:]
+    rnd.shuffle(shuffled)
+    assert compute_pieces(shuffled) == pieces
+    claimed = sorted(p for ps in pieces.values() for p in ps)
+    for a, b in itertools.pairwise(claimed):
+        assert a[1] < b[0]
+    covered = {o for lo, hi in claimed for o in range(lo, hi + 1)}
+    assert covered == {o for v in versions for o in range(v.first_offset, v.last_offset + 1)}
+    for v in versions:
+        assert all(v.first_offset <= lo <= hi <= v.last_offset for lo, hi in pieces[v.key])
+    # growing the set only shrinks existing claims
+    more = compute_pieces([*versions, _v(99, 0, 70, at=0)])
+    for v in versions:
+        before = {o for lo, hi in pieces[v.key] for o in range(lo, hi + 1)}
+        after = {o for lo, hi in more[v.key] for o in range(lo, hi + 1)}
+        assert after <= before
+
+
+def test_overlaps_tell_replicas_from_divergence() -> None:
+    a = _v(1, 0, 199, 10, 1, runs=((0, 0, 99), (1, 100, 199)))
+    same = _v(2, 150, 299, 11, 2, runs=((1, 150, 250), (2, 251, 299)))
+    diverged = _v(3, 120, 260, 12, 3, runs=((0, 120, 140), (3, 141, 260)))
+    ovs = {(o.a, o.b): o for o in find_overlaps([a, same, diverged])}
+    assert not ovs[(1, 2)].divergent and (ovs[(1, 2)].lo, ovs[(1, 2)].hi) == (150, 199)
+    d = ovs[(1, 3)]
+    assert d.divergent and d.first_divergent_offset == 120 and (d.epoch_a, d.epoch_b) == (1, 0)
+    assert ovs[(3, 2)].divergent and ovs[(3, 2)].first_divergent_offset == 150
+
+
+def test_holes_use_segment_ranges() -> None:
+    v1 = Version(1, 0, 90, 1, 1, "a", 0, 100)  # compaction emptied 91..99: not a hole
+    v2 = Version(2, 100, 199, 1, 1, "b", 100, 200)
+    v3 = Version(3, 305, 399, 1, 1, "c", 300, 400)  # 200..299 never archived
+    assert [(h.lo, h.hi) for h in find_holes([v3, v1, v2])] == [(200, 299)]
+
+
+def test_running_max() -> None:
+    assert running_max(5, [1, 7, 3, 9, 9, 2]) == [5, 7, 7, 9, 9, 9]
