@@ -11,12 +11,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from kafka_archive.catalog.db import normalize_url, open_catalog
 from kafka_archive.catalog.models import Base
-
-# other packages register their catalog tables on the same Base (replay's mirror tables)
-import_module("kafka_archive.replay.models")
 from sqlalchemy import inspect, text
 
 pytest_plugins = ["support.postgres"]
+
+# other packages register their catalog tables on the same Base (replay's mirror tables)
+import_module("kafka_archive.replay.models")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
