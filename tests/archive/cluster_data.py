@@ -126,7 +126,7 @@ def sync_tree(src: Path, dst: Path) -> None:
     """Make ``dst`` hold exactly ``src``'s files, touching only files that differ (a changed
     file is replaced by rename, as the broker's cleaner does; unchanged files keep inode and
     mtime)."""
-    for dirpath, dirnames, filenames in os.walk(src):
+    for dirpath, _dirnames, filenames in os.walk(src):
         rel = Path(dirpath).relative_to(src)
         (dst / rel).mkdir(parents=True, exist_ok=True)
         for name in filenames:
@@ -136,7 +136,7 @@ def sync_tree(src: Path, dst: Path) -> None:
             tmp = d.with_name(d.name + ".sync-tmp")
             shutil.copyfile(s, tmp)
             os.replace(tmp, d)
-    for dirpath, dirnames, filenames in os.walk(dst, topdown=False):
+    for dirpath, _dirnames, filenames in os.walk(dst, topdown=False):
         rel = Path(dirpath).relative_to(dst)
         for name in filenames:
             if not (src / rel / name).exists():

@@ -111,7 +111,7 @@ def test_replicas_archived_once_with_overlaps_recorded(
     # Retention removed broker 1's oldest orders-0 segment: those offsets only live on the
     # followers now, which rolled their segments elsewhere.
     pdir = cluster.log_dirs[1][0] / "orders-0"
-    base, end, _ = rolled_segments(pdir)[0]
+    base, _end, _ = rolled_segments(pdir)[0]
     for f in pdir.glob(f"{base:020d}.*"):
         f.unlink()
     report = archive_cluster(cluster, local_store)
@@ -313,7 +313,7 @@ def test_corrupt_segment_is_quarantined_and_fails(
     cluster: Cluster, local_store: LocalStore
 ) -> None:
     pay = cluster.log_dirs[2][0] / "payments-0"
-    base, end, log = rolled_segments(pay)[0]
+    base, _end, log = rolled_segments(pay)[0]
     position = _flip_byte_in_batch(log, 1)
     report = run_archive(cluster=CLUSTER, broker_id=2, log_dirs=cluster.dirs(2), store=local_store)
     assert not report.ok and report.segments_quarantined == 1
@@ -342,7 +342,7 @@ def test_torn_tail_in_a_rolled_segment_is_corruption(
     cluster: Cluster, local_store: LocalStore
 ) -> None:
     state = cluster.log_dirs[1][0] / "state-0"
-    base, end, log = rolled_segments(state)[1]
+    base, _end, log = rolled_segments(state)[1]
     data = log.read_bytes()
     last = list(iter_batches(data))[-1]
     log.write_bytes(data[: last.position + 20])
