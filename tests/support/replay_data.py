@@ -17,9 +17,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from segment_lib.compression import Codec
 from segment_lib.records import Header, TimestampType
+from segment_lib.writer.broker_writer import BrokerWriter
 from segment_lib.writer.encode import WriteRecord
 from segment_lib.writer.partition_writer import ManualClock, PartitionWriter
 
@@ -89,19 +91,26 @@ def write_partition(
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
     segment_bytes: int = 16 * 1024,
     start_ms: int = 1_700_000_000_000,
+    broker: BrokerWriter | None = None,
 ) -> SourcePartition:
-    """Write one partition (see the module docstring) and return its expected records."""
+    """Write one partition (see the module docstring) and return its expected records.
+
+    With ``broker`` the partition is one of that broker's (checkpoints, meta.properties: what
+    the archiver needs); its last segment is rolled so every record is in a rolled segment, and
+    the caller closes the broker.
+    """
     rng = random.Random(seed * 1000 + partition)
     clock = ManualClock(start_ms)
-    pw = PartitionWriter(
-        log_dir,
-        topic,
-        partition,
-        segment_bytes=segment_bytes,
-        index_interval_bytes=1024,
-        timestamp_type=timestamp_type,
-        clock=clock,
-    )
+    config: dict[str, Any] = {
+        "segment_bytes": segment_bytes,
+        "index_interval_bytes": 1024,
+        "timestamp_type": timestamp_type,
+        "clock": clock,
+    }
+    if broker is not None:
+        pw = broker.partition(topic, partition, **config)
+    else:
+        pw = PartitionWriter(log_dir, topic, partition, **config)
     lat_mode = timestamp_type is TimestampType.LOG_APPEND_TIME
     sp = SourcePartition(topic, partition, pw.dir)
     visible: list[Expected] = []
@@ -150,7 +159,10 @@ def write_partition(
     res = pw.append(tail)
     visible += _expect(pw, res.first_offset, tail, res.append_time if lat_mode else None)
     sp.open_records = sum(len(v) for v in held.values())
-    pw.close()
+    if broker is not None:
+        pw.roll()  # everything in rolled segments: the archiver never takes the active one
+    else:
+        pw.close()
     sp.expected = sorted(visible, key=lambda e: e.offset)
     sp.log_end_offset = pw.log_end_offset
     return sp
@@ -165,8 +177,10 @@ def write_source_topic(
     rounds: int = 40,
     leave_open: bool = True,
     log_append_time_partition: int | None = None,
+    broker: BrokerWriter | None = None,
 ) -> dict[int, SourcePartition]:
-    """Write ``partitions`` partitions of ``topic`` under ``root/kafka-logs``."""
+    """Write ``partitions`` partitions of ``topic`` under ``root/kafka-logs`` (or as partitions
+    of ``broker``)."""
     log_dir = root / "kafka-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     return {
@@ -182,6 +196,7 @@ def write_source_topic(
                 if p == log_append_time_partition
                 else TimestampType.CREATE_TIME
             ),
+            broker=broker,
         )
         for p in range(partitions)
     }

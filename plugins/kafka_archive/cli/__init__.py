@@ -31,6 +31,10 @@ def _register_groups() -> None:
     from kafka_archive.cli import archive
 
     archive.register(app)
+    from kafka_archive.cli import catalog
+
+    catalog.register(app)
+    app.add_typer(__import__("kafka_archive.cli.replay", fromlist=["app"]).app, name="replay")
 
 
 def main() -> None:

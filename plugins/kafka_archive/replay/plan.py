@@ -132,6 +132,18 @@ def parse_position(text: str, *, now_ms: int | None = None) -> Position:
         ) from None
 
 
+#: librdkafka settings whose values are secrets: never stored in the catalog nor printed
+_SECRET_MARKERS = ("password", "secret", "jaas", "token", ".pem", "credentials")
+REDACTED = "***"
+
+
+def is_secret_setting(name: str) -> bool:
+    """Whether a librdkafka setting holds a secret (``sasl.password``, ``ssl.key.password``,
+    ``sasl.oauthbearer.client.secret``, ``ssl.key.pem``, ...)."""
+    lowered = name.lower()
+    return any(m in lowered for m in _SECRET_MARKERS)
+
+
 class TargetSpec(_Frozen):
     """The target cluster: bootstrap servers plus librdkafka settings passed through (TLS,
     SASL, ...). ``name`` is a label for reports (e.g. the Airflow connection id)."""
@@ -147,6 +159,20 @@ class TargetSpec(_Frozen):
     def identity(self) -> str:
         """What identifies the target in a replay id (never credentials)."""
         return self.name or self.bootstrap_servers
+
+    def redacted(self) -> TargetSpec:
+        """The same target with secret settings replaced by ``***``."""
+        return self.model_copy(
+            update={
+                "config": {
+                    k: REDACTED if is_secret_setting(k) else v for k, v in self.config.items()
+                }
+            }
+        )
+
+    def with_config(self, extra: dict[str, str]) -> TargetSpec:
+        """The same target with ``extra`` settings added (e.g. secrets given again on resume)."""
+        return self.model_copy(update={"config": {**self.config, **extra}})
 
 
 class ReplaySpec(_Frozen):
@@ -199,8 +225,10 @@ class ReplaySpec(_Frozen):
 
 
 class ObjectRange(_Frozen):
-    """Bytes ``[start, end)`` of one archived segment object holding offsets
-    ``base_offset..last_offset`` (``start`` is a batch boundary)."""
+    """Bytes ``[start, end)`` of one archived segment object, of which offsets
+    ``base_offset..last_offset`` are to be read (``start`` is a batch boundary; the object may
+    hold more offsets - another version serves them - and the reader stops past
+    ``last_offset``)."""
 
     key: str
     start: int
@@ -257,8 +285,20 @@ class ReplayPlan(_Frozen):
                 return p
         raise KeyError(partition)
 
-    def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True)
+    def to_json(self, *, redact: bool = True) -> str:
+        """The plan as JSON; secret target settings are redacted unless ``redact=False`` (only
+        for handing the plan to executors, never for storing or printing it)."""
+        plan = self
+        if redact:
+            plan = self.with_target(self.spec.target.redacted())
+        return plan.model_dump_json(by_alias=True)
+
+    def with_target(self, target: TargetSpec) -> ReplayPlan:
+        return self.model_copy(update={"spec": self.spec.model_copy(update={"target": target})})
+
+    @property
+    def has_redacted_secrets(self) -> bool:
+        return any(v == REDACTED for v in self.spec.target.config.values())
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ReplayPlan:
@@ -374,7 +414,7 @@ def _ranges(
                     )
                 )
             continue
-        first = seg.position_for(start) if seg.base_offset < start else 0
+        first = seg.position_for(max(start, seg.base_offset))
         # the end of the range is found while reading (the next index entry past ``end``
         # would bound it, but the reader must also see markers right after ``end``)
         objects.append(

@@ -152,6 +152,8 @@ class PartitionReader:
             consumed = 0
             try:
                 for header in iter_batches(view):
+                    if header.base_offset > obj.last_offset:
+                        return  # the rest of the object is served by another version
                     consumed = header.next_position
                     yield view, header
             except TornTailError as exc:

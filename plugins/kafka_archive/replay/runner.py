@@ -15,6 +15,7 @@ A dry run stops after step 1 (and, when the target is reachable, step 2) and rep
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -348,7 +349,7 @@ def dry_run_report(plan: ReplayPlan) -> ReplayReport:
             }
             for p in plan.partitions
         },
-        plan=plan.model_dump(mode="json", by_alias=True),
+        plan=json.loads(plan.to_json()),
     )
 
 

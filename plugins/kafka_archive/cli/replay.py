@@ -1,0 +1,604 @@
+"""``kafka-archive replay``: re-produce an archived range into a target cluster, exactly once.
+
+Commands: ``run`` (plan from the catalog, check the target, replay in-process or on Spark,
+report), ``resume`` (continue a replay by id), ``status`` (replays and their progress) and
+``translate-group`` (a consumer group's positions on the target, optionally committed there).
+The archive and the catalog come from ``--store``/``--db`` or ``KAFKA_ARCHIVE_STORE`` /
+``KAFKA_ARCHIVE_DB``. Exit status: 0 success, 1 failure (a replay failure is resumable: run the
+same command again), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+
+app = typer.Typer(
+    help=(
+        "Replay archived records into a target cluster, exactly once and resumable; translate "
+        "consumer-group positions to the replayed topic."
+    ),
+    no_args_is_help=True,
+)
+
+STORE_ENV = "KAFKA_ARCHIVE_STORE"
+DB_ENV = "KAFKA_ARCHIVE_DB"
+
+StoreOpt = Annotated[
+    str | None, typer.Option("--store", help=f"Archive store URI (default ${STORE_ENV}).")
+]
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help=f"Catalog URL or path (default ${DB_ENV}).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
+TargetConfigOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--target-config",
+        help="librdkafka setting for the target, NAME=VALUE (repeatable): TLS, SASL, ... "
+        "Secrets are never stored in the catalog.",
+    ),
+]
+
+
+def _env(value: str | None, env: str, what: str, as_json: bool) -> str:
+    value = value or os.environ.get(env)
+    if not value:
+        fail(f"no {what} given", hint=f"pass --{what} or set {env}", code=2, as_json=as_json)
+    return value
+
+
+def _kv(items: list[str] | None, as_json: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            fail(
+                f"{item!r} is not NAME=VALUE",
+                hint="e.g. --target-config security.protocol=SSL",
+                code=2,
+                as_json=as_json,
+            )
+        out[name.strip()] = value
+    return out
+
+
+def _partitions(text: str | None, as_json: bool) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        out: list[int] = []
+        for part in text.split(","):
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out += list(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        return out
+    except ValueError:
+        fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
+
+
+def _open(store_uri: str, db: str, as_json: bool) -> tuple[Any, Any, Any]:
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.replay import models as _models  # noqa: F401  (registers the tables)
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.ledger import ReplayLedger
+    from kafka_archive.store import StoreError, open_store
+
+    try:
+        store = open_store(store_uri)
+    except StoreError as exc:
+        fail(str(exc), hint=exc.hint, as_json=as_json)
+    try:
+        catalog = open_catalog(db)
+    except Exception as exc:  # bad URL, unreachable server
+        fail(f"cannot open the catalog {db}: {exc}", as_json=as_json)
+    return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine)
+
+
+def _fail_replay(exc: BaseException, as_json: bool) -> None:
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.store import StoreError
+    from segment_lib.errors import SegmentError
+
+    if isinstance(exc, ReplayError):
+        fail(
+            exc.message,
+            hint=exc.hint or None,
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
+    if isinstance(exc, SegmentError):
+        fail(
+            f"bad bytes in the archive: {exc}",
+            hint="run `kafka-archive catalog gaps`",
+            as_json=as_json,
+            details=exc.to_dict(),
+        )
+    if isinstance(exc, StoreError):
+        fail(str(exc), hint=exc.hint, as_json=as_json)
+    raise exc
+
+
+def _print_plan(report: Any) -> None:
+    table = Table(
+        title=f"replay {report.replay_id} (dry run): {report.cluster}/{report.topic} "
+        f"-> {report.target_topic} @ {report.target}"
+    )
+    for col in (
+        "partition",
+        "start offset",
+        "end offset (excl.)",
+        "records <=",
+        "bytes",
+        "objects",
+    ):
+        table.add_column(col, justify="right")
+    for p, row in report.partitions.items():
+        table.add_row(
+            str(p),
+            str(row["start_offset"]),
+            str(row["end_offset"]),
+            str(row["records"]),
+            str(row["bytes"]),
+            str(len(row["objects"])),
+        )
+    console.print(table)
+    for p, row in report.partitions.items():
+        for obj in row["objects"]:
+            console.print(
+                f"  p{p}: {obj['key']} bytes [{obj['start']}, {obj['end']}) "
+                f"offsets {obj['base_offset']}..{obj['last_offset']}"
+            )
+
+
+def _print_report(report: Any) -> None:
+    table = Table(title=f"replay {report.replay_id}: {report.status}")
+    for col in (
+        "partition",
+        "first offset",
+        "last offset",
+        "records",
+        "this run",
+        "aborted skipped",
+        "control skipped",
+        "filtered",
+        "open txn",
+        "status",
+    ):
+        table.add_column(col, justify="right")
+    for p, row in report.partitions.items():
+        table.add_row(
+            str(p),
+            str(row["first_offset"]),
+            str(row["last_offset"]),
+            str(row["records"]),
+            str(row["records_this_run"]),
+            str(row["skipped_aborted_records"]),
+            str(row["skipped_control_batches"]),
+            str(row["filtered_records"]),
+            str(row["open_txn_records"]),
+            row["status"],
+        )
+    console.print(table)
+    console.print(
+        f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
+        f"to {report.target_topic} in {report.duration_s:.2f} s: "
+        f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s"
+    )
+    for p, row in report.partitions.items():
+        for pid, first in row["open_txns"]:
+            console.print(
+                f"[yellow]partition {p}: transaction of producer {pid} from offset "
+                f"{first} is still open at the end of the archive: not replayed[/]"
+            )
+
+
+def _execute(
+    plan: Any,
+    store: Any,
+    ledger: Any,
+    store_uri: str,
+    db: str,
+    spark_master: str | None,
+    as_json: bool,
+) -> Any:
+    from kafka_archive.replay.runner import check_target, execute
+
+    target = check_target(plan)
+    if spark_master:
+        from kafka_archive.replay.spark import run_on_spark
+
+        return run_on_spark(
+            plan, store_uri=store_uri, db_url=db, master=spark_master, target=target
+        )
+    if as_json or not sys.stderr.isatty():
+        return execute(plan, store=store, target=target, ledger=ledger)
+    lock = threading.Lock()
+    with Progress(
+        TextColumn("[bold]replay"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("records", total=plan.total_records or None)
+
+        def advance(n: int) -> None:
+            with lock:
+                progress.advance(task, n)
+
+        return execute(plan, store=store, target=target, ledger=ledger, on_records=advance)
+
+
+@app.command("run")
+def run(
+    cluster: Annotated[str, typer.Option("--cluster", help="Source cluster name in the archive.")],
+    topic: Annotated[str, typer.Option("--topic", help="Source topic.")],
+    from_: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="Start: time (ISO-8601, epoch ms, -2h), "
+            "offset:N, offset:P=N,..., earliest or latest (inclusive).",
+        ),
+    ],
+    target: Annotated[str, typer.Option("--target", help="Target bootstrap servers.")],
+    to: Annotated[
+        str | None,
+        typer.Option("--to", help="End, same forms (exclusive); default: the end of the archive."),
+    ] = None,
+    target_topic: Annotated[
+        str | None, typer.Option("--target-topic", help="Default: the source topic.")
+    ] = None,
+    partitions: Annotated[
+        str | None, typer.Option("--partitions", help="e.g. 0,1,2 or 0-5 (default all).")
+    ] = None,
+    partition_mapping: Annotated[
+        str, typer.Option("--partition-mapping", help="same | murmur2 | round-robin.")
+    ] = "same",
+    provenance_headers: Annotated[
+        bool,
+        typer.Option(
+            "--provenance-headers",
+            help="Add header kafka-archive.source=cluster/topic/partition/offset.",
+        ),
+    ] = False,
+    no_timestamps: Annotated[
+        bool,
+        typer.Option(
+            "--no-preserve-timestamps",
+            help="Let the producer stamp records instead of keeping the source timestamps.",
+        ),
+    ] = False,
+    key_filter: Annotated[
+        str | None,
+        typer.Option("--key-filter", help="exact:V, prefix:V or regex:P on the UTF-8 key."),
+    ] = None,
+    rate_limit_mb: Annotated[
+        float | None, typer.Option("--rate-limit-mb", help="Payload MB/s (10^6 bytes).")
+    ] = None,
+    rate_limit_records: Annotated[
+        float | None, typer.Option("--rate-limit-records", help="Records/s.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and stop.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replay again even if this replay completed (a new replay id)."
+        ),
+    ] = False,
+    allow_same_topic: Annotated[
+        bool,
+        typer.Option(
+            "--allow-same-topic", help="Allow the source cluster's own topic as the target."
+        ),
+    ] = False,
+    create_topic: Annotated[
+        bool,
+        typer.Option(
+            "--create-topic",
+            help="Create a missing target topic with the source's partition count.",
+        ),
+    ] = False,
+    spark_master: Annotated[
+        str | None,
+        typer.Option("--spark-master", help="Run on Spark (local[*], spark://host:7077, ...)."),
+    ] = None,
+    target_config: TargetConfigOpt = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay [--from, --to) of CLUSTER/TOPIC into the target cluster.
+
+    \b
+    Examples:
+      kafka-archive replay run --cluster prod --topic orders --from -2h \\
+          --target kafka-dr:9092 --target-topic orders-replay
+      kafka-archive replay run --cluster prod --topic orders --from offset:0=100,1=200 \\
+          --to offset:0=500,1=600 --target kafka-dr:9092 --target-topic o2 --dry-run
+    """
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
+    from kafka_archive.replay.runner import dry_run_report, plan_replay
+
+    if partition_mapping not in ("same", "murmur2", "round-robin"):
+        fail(
+            f"unknown partition mapping {partition_mapping!r}",
+            hint="use same, murmur2 or round-robin",
+            code=2,
+            as_json=as_json,
+        )
+    store_uri = _env(store, STORE_ENV, "store", as_json)
+    db_url = _env(db, DB_ENV, "db", as_json)
+    try:
+        spec = ReplaySpec.model_validate(
+            {
+                "cluster": cluster,
+                "topic": topic,
+                "partitions": _partitions(partitions, as_json),
+                "from": parse_position(from_),
+                "to": parse_position(to) if to else None,
+                "target": TargetSpec(bootstrap_servers=target, config=_kv(target_config, as_json)),
+                "target_topic": target_topic,
+                "partition_mapping": partition_mapping,
+                "preserve_timestamps": not no_timestamps,
+                "provenance_headers": provenance_headers,
+                "key_filter": key_filter,
+                "rate_limit_mb": rate_limit_mb,
+                "rate_limit_records": rate_limit_records,
+                "allow_same_topic": allow_same_topic,
+                "create_topic": create_topic,
+                "force": force,
+                "dry_run": dry_run,
+            }
+        )
+    except ReplayError as exc:
+        fail(exc.message, hint=exc.hint or None, code=2, as_json=as_json)
+    except ValueError as exc:
+        fail(str(exc), code=2, as_json=as_json)
+    store_obj, source, ledger = _open(store_uri, db_url, as_json)
+    try:
+        plan = plan_replay(spec, source)
+        if dry_run:
+            report = dry_run_report(plan)
+            if as_json:
+                emit_json(report.model_dump(mode="json"))
+            else:
+                _print_plan(report)
+            return
+        report = _execute(plan, store_obj, ledger, store_uri, db_url, spark_master, as_json)
+    except Exception as exc:
+        _fail_replay(exc, as_json)
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        _print_report(report)
+        if report.status == "already-done":
+            console.print(
+                "[yellow]this replay had already completed: nothing sent "
+                "(use --force to replay again)[/]"
+            )
+
+
+@app.command("resume")
+def resume(
+    replay_id: Annotated[str, typer.Argument(help="The replay id (see `replay status`).")],
+    target_config: TargetConfigOpt = None,
+    spark_master: Annotated[str | None, typer.Option("--spark-master")] = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue an interrupted replay by id (its plan comes from the catalog; secrets such as
+    sasl.password must be given again with --target-config)."""
+    store_uri = _env(store, STORE_ENV, "store", as_json)
+    db_url = _env(db, DB_ENV, "db", as_json)
+    store_obj, _source, ledger = _open(store_uri, db_url, as_json)
+    plan = ledger.plan(replay_id)
+    if plan is None:
+        fail(
+            f"no replay {replay_id!r} in the catalog",
+            hint="see `kafka-archive replay status`",
+            as_json=as_json,
+        )
+    extra = _kv(target_config, as_json)
+    plan = plan.with_target(plan.spec.target.with_config(extra))
+    if plan.has_redacted_secrets:
+        fail(
+            "the target needs secret settings that the catalog does not store",
+            hint="give them again with --target-config NAME=VALUE",
+            code=2,
+            as_json=as_json,
+        )
+    try:
+        report = _execute(plan, store_obj, ledger, store_uri, db_url, spark_master, as_json)
+    except Exception as exc:
+        _fail_replay(exc, as_json)
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        _print_report(report)
+
+
+@app.command("status")
+def status(
+    replay_id: Annotated[str | None, typer.Option("--replay", help="Only this replay.")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster")] = None,
+    topic: Annotated[str | None, typer.Option("--topic")] = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replays in the catalog with their per-partition progress (one JSON object per replay)."""
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.replay import models as _models  # noqa: F401
+    from kafka_archive.replay.ledger import ReplayLedger
+
+    ledger = ReplayLedger(open_catalog(_env(db, DB_ENV, "db", as_json)).engine)
+    runs = ledger.runs(cluster=cluster, topic=topic)
+    if replay_id:
+        runs = [r for r in runs if r.replay_id == replay_id]
+        if not runs:
+            fail(f"no replay {replay_id!r} in the catalog", as_json=as_json)
+    for run_row in runs:
+        progress = ledger.all_progress(run_row.replay_id)
+        ranges = ledger.ranges(run_row.replay_id)
+        obj = {
+            "replay_id": run_row.replay_id,
+            "status": run_row.status,
+            "cluster": run_row.cluster,
+            "topic": run_row.topic,
+            "target": run_row.target,
+            "target_topic": run_row.target_topic,
+            "partition_mapping": run_row.partition_mapping,
+            "created_at_ms": run_row.created_at_ms,
+            "finished_at_ms": run_row.finished_at_ms,
+            "error": run_row.error,
+            "records_sent": sum(p.records_sent for p in progress),
+            "offset_ranges": len(ranges),
+            "partitions": {
+                str(p.source_partition): {
+                    "next_offset": p.next_offset,
+                    "end_offset": p.end_offset,
+                    "done": p.done,
+                    "records": p.records_sent,
+                    "transactions": p.txn_seq,
+                    "first_offset": p.first_offset,
+                    "last_offset": p.last_offset,
+                }
+                for p in progress
+            },
+        }
+        if as_json:
+            emit_json(obj)
+            continue
+        console.print(
+            f"[bold]{run_row.replay_id}[/] {run_row.status}: {run_row.cluster}/"
+            f"{run_row.topic} -> {run_row.target_topic} @ {run_row.target} "
+            f"({obj['records_sent']} records, {len(ranges)} offset ranges)"
+        )
+        for p in progress:
+            state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"
+            console.print(
+                f"  partition {p.source_partition}: {state}, {p.records_sent} records, "
+                f"{p.txn_seq} transactions"
+            )
+    if not runs and not as_json:
+        console.print("no replays in the catalog")
+
+
+@app.command("translate-group")
+def translate_group_cmd(
+    cluster: Annotated[str, typer.Option("--cluster", help="Source cluster name.")],
+    topic: Annotated[str, typer.Option("--topic", help="Source topic.")],
+    group: Annotated[str, typer.Option("--group", help="Consumer group.")],
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at", help="Start the group at this source time (else: its archived commits)."
+        ),
+    ] = None,
+    commits_at: Annotated[
+        str | None,
+        typer.Option(
+            "--commits-at",
+            help="Use the group's archived commits as of this time (default latest).",
+        ),
+    ] = None,
+    replay_id: Annotated[
+        str | None, typer.Option("--replay", help="Replay whose offset map to use.")
+    ] = None,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply", help="Commit the positions on the target (the group must be inactive)."
+        ),
+    ] = False,
+    target_config: TargetConfigOpt = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compute GROUP's positions on a replay's target topic and, with --apply, commit them."""
+    from kafka_archive.catalog.queries import group_offsets
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.replay.groups import (
+        apply_positions,
+        find_replay,
+        positions_at_time,
+        translate_group,
+    )
+    from kafka_archive.timeparse import TimeParseError, parse_time_ms
+
+    store_uri = _env(store, STORE_ENV, "store", as_json)
+    db_url = _env(db, DB_ENV, "db", as_json)
+    _store, source, ledger = _open(store_uri, db_url, as_json)
+    try:
+        plan = find_replay(ledger, cluster, topic, replay_id)
+        if at is not None:
+            positions = positions_at_time(plan, source, parse_time_ms(at))
+            basis = f"source time {at}"
+        else:
+            when = parse_time_ms(commits_at) if commits_at else None
+            commits = group_offsets(source.catalog, cluster, group, when)
+            positions = {g.partition: g.offset for g in commits if g.topic == topic}
+            if not positions:
+                fail(
+                    f"the archive holds no commits of group {group!r} on {cluster}/{topic}",
+                    hint="use --at TIME to start the group at a moment instead",
+                    as_json=as_json,
+                )
+            basis = "the group's archived commits"
+        result = translate_group(ledger, plan, positions)
+        if apply:
+            target_cfg = plan.spec.target.with_config(_kv(target_config, as_json))
+            if any(v == "***" for v in target_cfg.config.values()):
+                fail(
+                    "the target needs secret settings the catalog does not store",
+                    hint="give them with --target-config NAME=VALUE",
+                    code=2,
+                    as_json=as_json,
+                )
+            apply_positions(target_cfg.client_config(), group, result)
+    except TimeParseError as exc:
+        fail(str(exc), code=2, as_json=as_json)
+    except ReplayError as exc:
+        _fail_replay(exc, as_json)
+        return
+    if as_json:
+        for pos in result:
+            emit_json(
+                {"group": group, "replay_id": plan.replay_id, "applied": apply, **pos.to_dict()}
+            )
+        return
+    console.print(f"group {group} on {plan.target_topic} (replay {plan.replay_id}, from {basis}):")
+    for pos in result:
+        flag = "" if pos.exact else " (range start: records may be re-read)"
+        console.print(f"  partition {pos.partition}: offset {pos.offset}{flag}")
+    console.print(
+        "[green]committed on the target[/]"
+        if apply
+        else "dry run: add --apply to commit these positions on the target"
+    )
+
+
+__all__ = ["app"]
