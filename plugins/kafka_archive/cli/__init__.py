@@ -34,6 +34,9 @@ def _register_groups() -> None:
     from kafka_archive.cli import catalog
 
     catalog.register(app)
+    from kafka_archive.cli import catalog
+
+    catalog.register(app)
     app.add_typer(__import__("kafka_archive.cli.replay", fromlist=["app"]).app, name="replay")
 
 

@@ -1,0 +1,615 @@
+"""``kafka-archive catalog``: build the SQL catalog and ask it questions.
+
+Every command takes ``--db URL`` (or ``$KAFKA_ARCHIVE_DB``; a plain path is a SQLite file) and,
+where archived bytes are read, ``--store URI`` (or ``$KAFKA_ARCHIVE_STORE``). ``--json`` prints
+one JSON object per line; otherwise tables for people. Times (``--at``, ``--from``, ``--to``)
+accept ISO-8601 (naive = UTC), epoch milliseconds, and relative forms such as ``-2h`` or
+``now-30m``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
+
+app = typer.Typer(
+    help=(
+        "The SQL catalog of the archive: exact time -> offset answers for all of archived "
+        "history, where any offset lives, traffic over time, coverage gaps, and consumer "
+        "group offsets at any moment.\n\n"
+        "Examples:\n\n"
+        "  kafka-archive catalog build --store s3://bucket/archive --db catalog.db\n\n"
+        "  kafka-archive catalog offsets --cluster prod --topic orders --at '2026-11-20 03:00'\n\n"
+        "  kafka-archive catalog group-offsets --cluster prod --group billing --at -2h\n\n"
+        "Set KAFKA_ARCHIVE_DB and KAFKA_ARCHIVE_STORE to skip --db and --store."
+    ),
+    no_args_is_help=True,
+)
+
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        envvar="KAFKA_ARCHIVE_DB",
+        help="Catalog database: a SQLite file path, sqlite:///path or postgresql://user@host/db "
+        "[env KAFKA_ARCHIVE_DB].",
+        show_envvar=False,
+    ),
+]
+StoreOpt = Annotated[
+    str,
+    typer.Option(
+        "--store",
+        envvar="KAFKA_ARCHIVE_STORE",
+        help="Archive store: file:///dir, a path, or s3://bucket/prefix [env KAFKA_ARCHIVE_STORE].",
+        show_envvar=False,
+    ),
+]
+ClusterOpt = Annotated[str, typer.Option("--cluster", help="Cluster name, as archived.")]
+TopicOpt = Annotated[str, typer.Option("--topic", help="Topic name.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
+
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def parse_duration_ms(text: str) -> int:
+    """``5m``, ``1h30m``, ``90s``, ``1d`` -> milliseconds (ValueError otherwise)."""
+    value = text.strip().lower()
+    parts = _DURATION.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError(f"cannot read {text!r} as a duration; use e.g. 1m, 5m, 1h, 1d")
+    return sum(int(n) * _UNITS[u] for n, u in parts)
+
+
+def _time(text: str, option: str, as_json: bool) -> int:
+    try:
+        return parse_time_ms(text)
+    except TimeParseError as exc:
+        fail(f"{option}: {exc}", as_json=as_json)
+
+
+def _open(db: str | None, as_json: bool) -> Any:
+    from kafka_archive.catalog.db import open_catalog
+
+    if not db:
+        fail(
+            "no catalog given",
+            hint="pass --db PATH_OR_URL or set KAFKA_ARCHIVE_DB",
+            as_json=as_json,
+        )
+    try:
+        return open_catalog(db)
+    except Exception as exc:  # any connection/driver error is reported alike
+        fail(
+            f"cannot open the catalog {db}: {exc}",
+            hint="check the URL, that the database server runs, and your credentials",
+            as_json=as_json,
+        )
+
+
+def _store(uri: str | None, as_json: bool) -> Any:
+    from kafka_archive.store import StoreError, open_store
+
+    if not uri:
+        fail(
+            "no archive store given",
+            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
+            as_json=as_json,
+        )
+    try:
+        return open_store(uri)
+    except StoreError as exc:
+        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+
+
+def _run(as_json: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a query, turning its typed failures into a clean exit."""
+    from kafka_archive.catalog.queries import CatalogQueryError
+    from kafka_archive.store import StoreError
+    from segment_lib.errors import SegmentError
+
+    try:
+        return fn(*args, **kwargs)
+    except CatalogQueryError as exc:
+        fail(str(exc), hint=exc.hint, as_json=as_json)
+    except StoreError as exc:
+        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+    except SegmentError as exc:
+        fail(
+            str(exc),
+            hint="the archived bytes are damaged; `catalog gaps` lists known problems",
+            as_json=as_json,
+            details=exc.to_dict(),
+        )
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(
+            c,
+            justify="right"
+            if c
+            not in ("topic", "object", "kind", "detail", "time", "start", "first time", "last time")
+            else "left",
+        )
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    console.print(t)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@app.command()
+def build(
+    db: DbOpt = "",
+    store: StoreOpt = "",
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="Only this cluster (default: every one).")
+    ] = None,
+    spark_master: Annotated[
+        str,
+        typer.Option(
+            "--spark-master",
+            help="Spark master URL: local[*], local[2], spark://host:7077, k8s://...",
+        ),
+    ] = "local[*]",
+    interval_bytes: Annotated[
+        int,
+        typer.Option(
+            "--interval-bytes",
+            help="Size limit of one time-index interval: the most `offsets` reads per partition.",
+            min=4096,
+        ),
+    ] = 1 << 20,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process",
+            help="Extract in this process (threads) instead "
+            "of Spark: for small archives and machines without Java.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Catalog every archived segment not cataloged yet (runs the Spark job).
+
+    Safe to run at any time and as often as wanted: a re-run adds nothing, and a run that was
+    killed is completed by the next.
+
+    Example: kafka-archive catalog build --store s3://bucket/archive --db catalog.db
+    """
+    from kafka_archive.catalog.build import InProcessRunner, TaskRunner, build_catalog
+
+    if not store:
+        fail(
+            "no archive store given",
+            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
+            as_json=as_json,
+        )
+    cat = _open(db, as_json)
+    runner: TaskRunner
+    if in_process:
+        runner = InProcessRunner(threads=4)
+    else:
+        from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+
+        if not as_json:
+            err_console.print(f"starting Spark ({spark_master}) ...")
+        runner = SparkRunner(make_spark_session(spark_master))
+    show = not as_json and sys.stderr.isatty()
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not show,
+    )
+    tasks: dict[str, Any] = {}
+
+    def progress(phase: str, done: int, total: int, nbytes: int) -> None:
+        if phase not in tasks:
+            label = "extracting segments" if phase == "extract" else "writing partitions"
+            tasks[phase] = bar.add_task(label, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    from kafka_archive.store import StoreError
+
+    try:
+        with bar:
+            report = build_catalog(
+                cat,
+                store,
+                cluster=cluster,
+                runner=runner,
+                interval_bytes=interval_bytes,
+                progress=progress,
+            )
+    except StoreError as exc:
+        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+    finally:
+        cat.close()
+    out = report.to_json()
+    if as_json:
+        emit_json({"kind": "build", **out})
+    else:
+        _table(
+            "catalog build",
+            [
+                "manifests",
+                "already cataloged",
+                "segments added",
+                "intervals added",
+                "commits added",
+                "corrupt",
+                "failed",
+                "bytes read",
+                "seconds",
+            ],
+            [
+                [
+                    out["manifests"],
+                    out["already_cataloged"],
+                    out["segments_added"],
+                    out["intervals_added"],
+                    out["commits_added"],
+                    out["corrupt"],
+                    out["failed"],
+                    out["bytes_read"],
+                    out["seconds"],
+                ]
+            ],
+        )
+        for f in report.failed:
+            err_console.print(f"[red]failed:[/] {f.get('manifest_key')}: {f.get('detail')}")
+        if report.corrupt:
+            err_console.print("[yellow]corrupt segments were recorded; see `catalog gaps`[/]")
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def offsets(
+    cluster: ClusterOpt,
+    topic: TopicOpt,
+    at: Annotated[str, typer.Option("--at", help="The moment: ISO-8601, epoch ms, -2h, now-30m.")],
+    partition: Annotated[
+        list[int] | None,
+        typer.Option("--partition", "-p", help="Partition (repeatable; default all)."),
+    ] = None,
+    db: DbOpt = "",
+    store: StoreOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """The earliest offset whose timestamp is >= TIME, per partition (ListOffsets semantics;
+    -1 when no record is that late).
+
+    Answered from the catalog plus at most one ranged read of one index interval per
+    partition.
+
+    Example: kafka-archive catalog offsets --cluster prod --topic orders --at 2026-11-20T03:00Z
+    """
+    from kafka_archive.catalog.queries import offsets_for_time
+
+    ts = _time(at, "--at", as_json)
+    if ts < 0:
+        fail("--at is before 1970", as_json=as_json)
+    cat = _open(db, as_json)
+    st = _store(store, as_json)
+    try:
+        answers = _run(as_json, offsets_for_time, cat, st, cluster, topic, ts, partition)
+    finally:
+        cat.close()
+    if as_json:
+        for a in answers:
+            emit_json(a.to_json())
+        return
+    _table(
+        f"{cluster}/{topic} at {format_ms(ts)} ({ts})",
+        ["partition", "offset", "timestamp", "time"],
+        [[a.partition, a.offset, a.timestamp, format_ms(a.timestamp)] for a in answers],
+    )
+
+
+@app.command()
+def locate(
+    cluster: ClusterOpt,
+    topic: TopicOpt,
+    partition: Annotated[int, typer.Option("--partition", "-p", help="Partition.")],
+    offset: Annotated[int, typer.Option("--offset", help="The offset to find.")],
+    db: DbOpt = "",
+    store: StoreOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Where an offset is archived: object key, byte range of its batch, its timestamp.
+
+    Example: kafka-archive catalog locate --cluster prod --topic orders -p 3 --offset 1200345
+    """
+    from kafka_archive.catalog.queries import locate as do_locate
+
+    cat = _open(db, as_json)
+    st = _store(store, as_json)
+    try:
+        loc = _run(as_json, do_locate, cat, st, cluster, topic, partition, offset)
+    finally:
+        cat.close()
+    if as_json:
+        emit_json(loc.to_json())
+        return
+    if not loc.exact:
+        err_console.print(
+            f"[yellow]offset {offset} holds no record (removed by compaction); "
+            f"the next record is {loc.found_offset}[/]"
+        )
+    _table(
+        f"{cluster}/{topic}-{partition} offset {offset}",
+        ["object", "byte range", "batch offsets", "timestamp", "time"],
+        [
+            [
+                loc.object_key,
+                f"{loc.byte_start}-{loc.byte_end}",
+                f"{loc.batch_base_offset}-{loc.batch_last_offset}",
+                loc.timestamp,
+                format_ms(loc.timestamp),
+            ]
+        ],
+    )
+
+
+@app.command()
+def stats(
+    cluster: ClusterOpt,
+    topic: TopicOpt,
+    from_: Annotated[str, typer.Option("--from", help="Start time (inclusive).")],
+    to: Annotated[str, typer.Option("--to", help="End time (exclusive).")] = "now",
+    bucket: Annotated[str, typer.Option("--bucket", help="Bucket width: 1m, 5m, 1h, 1d.")] = "5m",
+    partition: Annotated[
+        list[int] | None, typer.Option("--partition", "-p", help="Partition (repeatable).")
+    ] = None,
+    png: Annotated[
+        Path | None, typer.Option("--png", help="Also draw the chart into this PNG file.")
+    ] = None,
+    db: DbOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Records and bytes archived per time bucket, with a chart.
+
+    Records are counted at their batch's timestamp (the broker's), at one-minute resolution.
+
+    Example: kafka-archive catalog stats --cluster prod --topic orders --from -1d --bucket 1h
+    """
+    from kafka_archive.catalog.queries import stats as do_stats
+
+    start = _time(from_, "--from", as_json)
+    end = _time(to, "--to", as_json)
+    try:
+        width = parse_duration_ms(bucket)
+    except ValueError as exc:
+        fail(f"--bucket: {exc}", as_json=as_json)
+    cat = _open(db, as_json)
+    try:
+        buckets = _run(as_json, do_stats, cat, cluster, topic, start, end, width, partition)
+    finally:
+        cat.close()
+    if png is not None:
+        _png(png, buckets, f"{cluster}/{topic}")
+    if as_json:
+        for b in buckets:
+            emit_json(b.to_json())
+        return
+    _chart(buckets, f"{cluster}/{topic} records per {bucket}")
+    rows = [[format_ms(b.start_ms), b.records, b.bytes] for b in buckets if b.records or b.bytes]
+    _table(
+        f"{cluster}/{topic}: {sum(b.records for b in buckets)} records, "
+        f"{sum(b.bytes for b in buckets)} bytes",
+        ["start", "records", "bytes"],
+        rows,
+    )
+    if png is not None:
+        err_console.print(f"chart written to {png}")
+
+
+def _chart(buckets: list[Any], title: str) -> None:
+    """A bar chart of records per bucket in the terminal (plotext)."""
+    import plotext as plt
+
+    if not buckets:
+        return
+    fig = plt.figure
+    fig.clear()
+    fig.plot_size(max(40, min(console.width, 120)), 16)
+    fig.theme("clear")
+    fig.title(f"{title} from {format_ms(buckets[0].start_ms)} (x: bucket number)")
+    fig.draw(fig.bar(list(range(len(buckets))), [b.records for b in buckets]))
+    console.print(plt.uncolorize(str(fig.build())), highlight=False, markup=False)
+
+
+def _png(path: Path, buckets: list[Any], title: str) -> None:
+    from datetime import UTC, datetime
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = [datetime.fromtimestamp(b.start_ms / 1000, tz=UTC) for b in buckets]
+    width = (buckets[0].width_ms / 86_400_000) if buckets else 0.001
+    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(10, 6))
+    ax1.bar(times, [b.records for b in buckets], width=width, align="edge")
+    ax1.set_ylabel("records")
+    ax1.set_title(title)
+    ax2.bar(times, [b.bytes for b in buckets], width=width, align="edge", color="tab:orange")
+    ax2.set_ylabel("bytes")
+    ax2.set_xlabel("time (UTC)")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+@app.command()
+def gaps(
+    cluster: ClusterOpt,
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
+    db: DbOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Offsets missing from the archive, and overlapping, divergent or corrupt segments.
+
+    missing: no archived segment holds those offsets (e.g. retention deleted them first);
+    overlap: two archived copies of the same offsets with the same leader epochs (replicas
+    rolled differently, compaction rewrites; harmless); divergent: the same offsets under
+    different leader epochs (an unclean leader election); corrupt: bytes failed verification.
+
+    Example: kafka-archive catalog gaps --cluster prod --topic orders
+    """
+    from kafka_archive.catalog.queries import gaps as do_gaps
+
+    cat = _open(db, as_json)
+    try:
+        found = _run(as_json, do_gaps, cat, cluster, topic)
+    finally:
+        cat.close()
+    if as_json:
+        for g in found:
+            emit_json(g.to_json())
+        return
+    if not found:
+        console.print(
+            f"no gaps: the archive of {cluster}" + (f"/{topic}" if topic else "") + " is contiguous"
+        )
+        return
+    _table(
+        f"{cluster}: {len(found)} problem(s)",
+        ["kind", "topic", "partition", "offsets", "detail"],
+        [
+            [g.kind, g.topic, g.partition, f"{g.start_offset}-{g.end_offset}", _detail(g.detail)]
+            for g in found
+        ],
+    )
+
+
+def _detail(d: dict[str, Any]) -> str:
+    if "first_divergent_offset" in d:
+        return (
+            f"diverge at {d['first_divergent_offset']} (leader epochs "
+            f"{d['leader_epochs'][0]} vs {d['leader_epochs'][1]}), brokers {d['brokers']}"
+        )
+    if "brokers" in d:
+        return f"brokers {d['brokers']}"
+    if "error" in d:
+        return f"{d.get('object')}: {d['error'].get('detail', d['error'])}"
+    return f"after {d.get('after_object')}"
+
+
+@app.command("group-offsets")
+def group_offsets(
+    cluster: ClusterOpt,
+    group: Annotated[str, typer.Option("--group", help="Consumer group id.")],
+    at: Annotated[
+        str | None, typer.Option("--at", help="The moment (default: latest archived).")
+    ] = None,
+    db: DbOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """A consumer group's committed offsets at a moment, from the archived __consumer_offsets.
+
+    Example: kafka-archive catalog group-offsets --cluster prod --group billing --at -6h
+    """
+    from kafka_archive.catalog.queries import group_offsets as do_group
+
+    ts = None if at is None else _time(at, "--at", as_json)
+    cat = _open(db, as_json)
+    try:
+        found = _run(as_json, do_group, cat, cluster, group, ts)
+    finally:
+        cat.close()
+    if as_json:
+        for o in found:
+            emit_json(o.to_json())
+        return
+    when = "latest archived" if ts is None else f"{format_ms(ts)} ({ts})"
+    _table(
+        f"group {group} at {when}",
+        ["topic", "partition", "offset", "commit_timestamp", "time"],
+        [
+            [o.topic, o.partition, o.offset, o.commit_timestamp, format_ms(o.commit_timestamp)]
+            for o in found
+        ],
+    )
+
+
+@app.command()
+def topics(
+    cluster: ClusterOpt,
+    db: DbOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """What the archive holds per topic and partition: offsets, time range, records, bytes.
+
+    Example: kafka-archive catalog topics --cluster prod
+    """
+    from kafka_archive.catalog.queries import topics as do_topics
+
+    cat = _open(db, as_json)
+    try:
+        held = _run(as_json, do_topics, cat, cluster)
+    finally:
+        cat.close()
+    if as_json:
+        for h in held:
+            emit_json(h.to_json())
+        return
+    _table(
+        f"cluster {cluster}",
+        [
+            "topic",
+            "partition",
+            "segments",
+            "offsets",
+            "first time",
+            "last time",
+            "records",
+            "bytes",
+            "problems",
+        ],
+        [
+            [
+                h.topic,
+                h.partition,
+                h.segments,
+                f"{h.first_offset}-{h.last_offset}",
+                format_ms(h.first_timestamp),
+                format_ms(h.max_timestamp),
+                h.records,
+                h.bytes,
+                h.problems,
+            ]
+            for h in held
+        ],
+    )
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``catalog`` to the root command."""
+    root.add_typer(app, name="catalog")
