@@ -11,7 +11,7 @@ from kafka_archive.archive.discovery import discover_log_dir
 from kafka_archive.archive.manifest import utc_now
 from kafka_archive.archive.planner import plan_cluster
 from kafka_archive.archive.runner import assemble_report
-from kafka_archive.archive.uploader import archive_log_dir
+from kafka_archive.archive.uploader import StopSignal, archive_log_dir
 from kafka_archive.store import ObjectStore
 
 
@@ -30,8 +30,11 @@ def archive_cluster(
         discoveries = [discover_log_dir(CLUSTER, b, d, digests=digests) for b, d in targets]
     plan = plan_cluster(CLUSTER, discoveries, store)
     outcomes = []
+    stop = StopSignal()
     for lp in plan.log_dirs:
-        outcomes.extend(archive_log_dir(store, lp, dry_run=dry_run, concurrency=concurrency))
+        outcomes.extend(
+            archive_log_dir(store, lp, dry_run=dry_run, concurrency=concurrency, stop=stop)
+        )
     return assemble_report(
         store_uri=store.uri,
         dry_run=dry_run,

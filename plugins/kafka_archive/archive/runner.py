@@ -21,7 +21,7 @@ from kafka_archive.archive.report import (
     LogDirFailure,
     SegmentOutcome,
 )
-from kafka_archive.archive.uploader import archive_log_dir
+from kafka_archive.archive.uploader import StopSignal, archive_log_dir
 from kafka_archive.store import ObjectStore
 
 __all__ = ["Progress", "assemble_report", "run_archive"]
@@ -107,10 +107,16 @@ def run_archive(
         tasks = [t for p in plan.log_dirs for t in p.tasks]
         progress.on_planned(len(tasks), sum(t.candidate.log.size for t in tasks))
     outcomes: list[SegmentOutcome] = []
+    stop = StopSignal()  # a dead store stops the whole run, not each log dir in turn
     for lp in plan.log_dirs:
         outcomes.extend(
             archive_log_dir(
-                store, lp, dry_run=dry_run, concurrency=concurrency, on_outcome=progress.on_outcome
+                store,
+                lp,
+                dry_run=dry_run,
+                concurrency=concurrency,
+                on_outcome=progress.on_outcome,
+                stop=stop,
             )
         )
     report = assemble_report(

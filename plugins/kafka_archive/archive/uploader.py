@@ -70,7 +70,14 @@ from segment_lib.producer_snapshot import parse_producer_snapshot
 from segment_lib.time_index import parse_time_index
 from segment_lib.txn_index import parse_txn_index
 
-__all__ = ["LogScan", "archive_log_dir", "archive_segment", "archiver_version", "scan_log"]
+__all__ = [
+    "LogScan",
+    "StopSignal",
+    "archive_log_dir",
+    "archive_segment",
+    "archiver_version",
+    "scan_log",
+]
 
 log = logging.getLogger(__name__)
 
@@ -508,6 +515,25 @@ def _failed(task: SegmentTask, exc: BaseException, detail: str | None = None) ->
     )
 
 
+class StopSignal:
+    """Shared by the log dirs of one run: set by the first fatal store error (unreachable
+    store, refused credentials), after which no further segment is attempted."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self.reason: BaseException | None = None
+
+    def set(self, reason: BaseException) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+                self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
 def archive_log_dir(
     store: ObjectStore,
     plan: LogDirPlan,
@@ -515,26 +541,24 @@ def archive_log_dir(
     dry_run: bool = False,
     concurrency: int = 4,
     on_outcome: Callable[[SegmentOutcome], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> list[SegmentOutcome]:
     """Run every task of one log dir's plan; outcomes in plan order."""
     tasks: Sequence[SegmentTask] = plan.tasks
     host = socket.gethostname()
-    stop = threading.Event()
-    stop_reason: list[BaseException] = []
+    signal = stop or StopSignal()
 
     def run(task: SegmentTask) -> SegmentOutcome:
-        if stop.is_set():
+        if signal.is_set() and signal.reason is not None:
             return _failed(
                 task,
-                stop_reason[0],
-                f"not attempted: the store failed earlier in this run ({stop_reason[0]})",
+                signal.reason,
+                f"not attempted: the store failed earlier in this run ({signal.reason})",
             )
         try:
             return archive_segment(store, task, dry_run=dry_run, hostname=host)
         except (StoreUnavailable, AccessDenied) as exc:
-            if not stop.is_set():
-                stop_reason.append(exc)
-                stop.set()
+            signal.set(exc)
             return _failed(task, exc)
         except (StoreError, OSError, InvalidManifest) as exc:
             return _failed(task, exc)
