@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
 from archive_checks import check_archive
 from cluster_data import CLUSTER, Cluster, build_cluster
 from helpers import archive_cluster
 from kafka_archive.archive import SegmentStatus, iter_manifests, run_archive
 from kafka_archive.store import S3Store
-from segment_lib.writer.broker_writer import BrokerWriter
 from support.faultproxy import FaultProxy
+
+from segment_lib.writer.broker_writer import BrokerWriter
 
 if TYPE_CHECKING:
     from support.s3server import MotoS3
