@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,15 @@ from segment_lib.checkpoints import read_offset_checkpoint
 from segment_lib.names import parse_partition_dir_name
 
 
-def eligible_segments(cluster: Cluster) -> list[tuple[int, str, int, int, int, Path]]:
+def eligible_segments(
+    cluster: Cluster, brokers: Collection[int] | None = None
+) -> list[tuple[int, str, int, int, int, Path]]:
     """``(broker, topic, partition, base, end, log path)`` of every rolled segment whose range
     is below the recovery point and the high watermark (read from the checkpoint files)."""
     out = []
     for broker, d in cluster.all_targets():
+        if brokers is not None and broker not in brokers:
+            continue
         log_dir = Path(d)
         rp = read_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint")
         hw = read_offset_checkpoint(log_dir / "replication-offset-checkpoint")
@@ -44,14 +48,20 @@ def eligible_segments(cluster: Cluster) -> list[tuple[int, str, int, int, int, P
     return out
 
 
-def check_archive(store: ObjectStore, cluster: Cluster, cluster_name: str) -> list[SegmentManifest]:
+def check_archive(
+    store: ObjectStore,
+    cluster: Cluster,
+    cluster_name: str,
+    brokers: Collection[int] | None = None,
+) -> list[SegmentManifest]:
     """Assert: nothing lost, nothing duplicated, every object equal to its source bytes.
 
     * every manifest's files are in the store with exactly the bytes of the broker file they
       were copied from (compared byte for byte and by a SHA-256 computed here);
     * no two manifests describe the same bytes of the same segment;
-    * every eligible rolled segment of every replica is archived: its exact bytes have a
-      manifest, or its whole offset range is covered by archived segments of its partition.
+    * every eligible rolled segment of every replica (of ``brokers``, default all) is archived:
+      its exact bytes have a manifest, or its whole offset range is covered by archived
+      segments of its partition.
     """
     manifests = list(iter_manifests(store, cluster_name))
     seen = set()
@@ -82,7 +92,7 @@ def check_archive(store: ObjectStore, cluster: Cluster, cluster_name: str) -> li
     by_partition: dict[tuple[str, int], list[SegmentManifest]] = defaultdict(list)
     for m in manifests:
         by_partition[(m.topic, m.partition)].append(m)
-    for broker, topic, partition, base, end, log in eligible_segments(cluster):
+    for broker, topic, partition, base, end, log in eligible_segments(cluster, brokers):
         ms = by_partition.get((topic, partition), [])
         sha = hashlib.sha256(log.read_bytes()).hexdigest()
         if any(m.base_offset == base and m.segment_sha256 == sha for m in ms):

@@ -21,8 +21,6 @@ from kafka_archive.archive import SegmentStatus, iter_manifests, run_archive
 from kafka_archive.store import S3Store
 from support.faultproxy import FaultProxy
 
-from segment_lib.writer.broker_writer import BrokerWriter
-
 if TYPE_CHECKING:
     from support.s3server import MotoS3
 
@@ -70,19 +68,6 @@ def check_raw_bytes(moto_s3: MotoS3, store: S3Store) -> int:
 def lingering_uploads(moto_s3: MotoS3, store: S3Store) -> list[str]:
     resp = moto_s3.client().list_multipart_uploads(Bucket=moto_s3.bucket, Prefix=store.prefix)
     return [u["Key"] for u in resp.get("Uploads", [])]
-
-
-@pytest.fixture
-def big_cluster(tmp_path: Path) -> Cluster:
-    """One broker with a rolled segment of ~11 MiB: uploaded in 3 parts (5 MiB parts)."""
-    b = BrokerWriter(tmp_path / "big", 1, log_dirs=("data",))
-    pw = b.partition("big", 0, segment_bytes=16 * MiB)
-    for i in range(44):
-        pw.append([(f"k{i}".encode(), hashlib.sha512(str(i).encode()).digest() * 4096)])
-    pw.roll()
-    pw.append([(b"tail", b"t")])
-    b.close(active=True, preallocate_indexes=False)
-    return Cluster(tmp_path / "big", {1: list(b.log_dirs)})
 
 
 def test_s3_happy_path_then_rerun_sends_no_upload(
