@@ -16,7 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -44,6 +44,17 @@ from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Record
 __all__ = ["LogBuffer", "decode_batch", "iter_batches", "open_log", "verify_batch_crc"]
 
 _OFFSET_SIZE = struct.Struct(">qi")
+
+_ScanV2 = Callable[[memoryview, int, int, bool, int], tuple[list[BatchHeader], int, str]]
+_scan_v2: _ScanV2 | None = None
+try:  # the compiled magic-2 scan (see iter_batches); absent without a C compiler
+    from segment_lib._speedups import scan_batches_v2 as _scan_compiled
+
+    _scan_v2 = _scan_compiled
+except ImportError:  # pragma: no cover - depends on the build
+    pass
+#: most batches returned by one call of the compiled scan
+_SCAN_CHUNK_MAX = 1024
 
 
 def _all_zero(view: memoryview) -> bool:
@@ -82,7 +93,34 @@ def iter_batches(
     view = memoryview(buf)
     limit = len(view) if end is None else end
     pos = start
+    # Fast path: runs of magic-2 batches are walked by the compiled scan, which accepts a batch
+    # only where the loop below would yield it (same BatchHeader) and otherwise stops, leaving
+    # that position to the loop below: legacy messages, tails and every error stay the Python
+    # reference's. Plain byte buffers and in-range int positions only; anything odder takes the
+    # reference path unchanged.
+    scan = (
+        _scan_v2
+        if _scan_v2 is not None
+        and type(start) is int
+        and type(limit) is int
+        and start >= 0
+        and limit <= len(view)
+        and view.format == "B"
+        and view.ndim == 1
+        and view.contiguous
+        else None
+    )
+    # batches per compiled call: one first (so next(iter_batches(...)) parses and checks one
+    # batch, as before), doubling up to _SCAN_CHUNK_MAX (the call cost is amortised, the list
+    # stays small, and a consumer that stops early wastes at most as much as it consumed)
+    chunk = 1
     while pos < limit:
+        if scan is not None:
+            headers, pos, reason = scan(view, pos, limit, verify_crc, chunk)
+            yield from headers
+            if reason == "limit" or pos >= limit:
+                chunk = min(2 * chunk, _SCAN_CHUNK_MAX)
+                continue
         remaining = limit - pos
         if remaining < MAGIC_OFFSET + 1:
             if _all_zero(view[pos:limit]):

@@ -9,7 +9,6 @@ would report for it (LogAppendTime already applied).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -69,14 +68,19 @@ class Record(NamedTuple):
     headers: tuple[Header, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     """Everything known about one batch without decoding its records.
 
     ``position`` is the byte position of the batch in the buffer/file it was read from and
     ``size`` its total length including the 12-byte offset/size prefix, so the next batch starts
     at ``position + size``. For magic 0/1 ``first_timestamp`` equals ``max_timestamp`` and the
     producer fields are -1.
+
+    A ``NamedTuple`` (immutable, hashable, compared field by field) rather than a frozen
+    dataclass so that the compiled scan (``segment_lib._speedups.scan_batches_v2``) can build it
+    as a plain tuple: a frozen dataclass's ``__init__`` sets its 18 fields one by one through
+    ``object.__setattr__`` (~2 us per batch, see docs/performance.md). Being a tuple, it also
+    unpacks and compares equal to a plain tuple of the same values.
     """
 
     position: int

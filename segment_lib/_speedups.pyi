@@ -1,0 +1,22 @@
+"""Type stubs of the compiled ``segment_lib._speedups`` (see ``_speedups.c`` for the contracts)."""
+
+from segment_lib.records import BatchHeader, Record
+
+#: the CRC-32C implementation ``scan_batches_v2`` uses on this CPU: "sse4.2x3" or "table"
+CRC32C_IMPL: str
+
+def decode_records_v2(
+    data: bytes | bytearray | memoryview,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    log_append_ts: int | None,
+) -> list[Record]: ...
+def scan_batches_v2(
+    buf: bytes | bytearray | memoryview,
+    start: int,
+    end: int,
+    verify_crc: bool,
+    max_batches: int = -1,
+) -> tuple[list[BatchHeader], int, str]: ...
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0, impl: str = "auto") -> int: ...
