@@ -206,7 +206,19 @@ def _leader(bootstrap: str, topic: str, partition: int) -> tuple[str, int]:
 
 
 def raw_log(bootstrap: str, topic: str, partition: int, *, max_bytes: int = 4 << 20) -> bytes:
-    """Every batch of ``topic-partition`` from offset 0 to the high watermark, as stored."""
+    """Every batch of ``topic-partition`` from offset 0 to the high watermark, as stored
+    (retried a few times: a mock broker that was just brought back up may drop a connection)."""
+    for attempt in range(6):
+        try:
+            return _raw_log(bootstrap, topic, partition, max_bytes=max_bytes)
+        except (ConnectionError, OSError):
+            if attempt == 5:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+def _raw_log(bootstrap: str, topic: str, partition: int, *, max_bytes: int) -> bytes:
     host, port = _leader(bootstrap, topic, partition)
     conn = _Conn(host, port)
     out = bytearray()

@@ -539,7 +539,7 @@ def translate_group_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Compute GROUP's positions on a replay's target topic and, with --apply, commit them."""
-    from kafka_archive.catalog.queries import group_offsets
+    from kafka_archive.catalog.queries import CatalogQueryError, group_offsets
     from kafka_archive.replay.errors import ReplayError
     from kafka_archive.replay.groups import (
         apply_positions,
@@ -559,7 +559,10 @@ def translate_group_cmd(
             basis = f"source time {at}"
         else:
             when = parse_time_ms(commits_at) if commits_at else None
-            commits = group_offsets(source.catalog, cluster, group, when)
+            try:
+                commits = group_offsets(source.catalog, cluster, group, when)
+            except CatalogQueryError as exc:
+                fail(str(exc), hint=exc.hint, as_json=as_json)
             positions = {g.partition: g.offset for g in commits if g.topic == topic}
             if not positions:
                 fail(
