@@ -17,6 +17,7 @@ can expand only over a task's return value, not over one key of it.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -128,6 +129,19 @@ def resolve_targets(
     return out
 
 
+def state_dir(config: ArchiveConfig) -> str:
+    """Where a worker caches digests and manifests between runs: the config's ``state_dir``,
+    else ``$KAFKA_ARCHIVE_STATE_DIR``, else ``$XDG_CACHE_HOME/kafka-archive`` (default
+    ``~/.cache/kafka-archive``). Losing it only costs re-hashing once."""
+    if config.state_dir:
+        return config.state_dir
+    env = os.environ.get("KAFKA_ARCHIVE_STATE_DIR")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "kafka-archive")
+
+
 def _store(config: ArchiveConfig, uri: str) -> ObjectStore:
     return open_store(uri, **config.store_options)
 
@@ -135,7 +149,7 @@ def _store(config: ArchiveConfig, uri: str) -> ObjectStore:
 def discover_target(target: dict[str, Any], config: ArchiveConfig) -> dict[str, Any]:
     """Discover one log dir (runs on the worker that can see it)."""
     t = ArchiveTarget.model_validate(target)
-    with DigestCache(config.state_dir) as digests:
+    with DigestCache(state_dir(config)) as digests:
         d = discover_log_dir(t.cluster, t.broker_id, t.log_dir, digests=digests)
     log.info(
         "kafka-archive: %s: %d partition(s), %d rolled segment(s), %d candidate(s), "
@@ -175,7 +189,7 @@ def plan_targets(
     by_cluster: dict[str, list[LogDirDiscovery]] = defaultdict(list)
     for d in found:
         by_cluster[d.cluster].append(d)
-    cache = ManifestCache(config.state_dir)
+    cache = ManifestCache(state_dir(config))
     try:
         for cluster, ds in sorted(by_cluster.items()):
             uri = config.cluster(cluster).store_uri or config.store_uri
