@@ -381,6 +381,8 @@ def test_defaults_run_everything_in_cluster_and_archive_nothing_yet() -> None:
     assert "executor = CeleryExecutor" in cfg
     assert f"execution_api_server_url = http://{name('api-server')}:8080/execution/" in cfg
     assert "enable_health_check = True" in cfg
+    # the only file Airflow writes at start-up goes to a writable volume
+    assert "simple_auth_manager_passwords_file = /tmp/" in cfg
     scheduler = r.get("Deployment", name("scheduler"))
     probe = q("spec.template.spec.containers[0].livenessProbe.httpGet", scheduler)
     assert probe == {"path": "/health", "port": "health"}
@@ -737,6 +739,26 @@ def test_switches_turn_components_off() -> None:
     worker = r.get("Deployment", name("worker"))["spec"]["template"]["spec"]
     assert worker["automountServiceAccountToken"] is False
     assert "SPARK_CONF_DIR" not in env_of(worker["containers"][0])
+
+
+def test_airflow_config_values_override_the_charts_airflow_cfg() -> None:
+    auth = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
+    r = render(
+        {
+            "airflow": {
+                "config": {
+                    "core": {"auth_manager": auth, "load_examples": True},
+                    "celery": {"worker_prefetch_multiplier": 1},
+                }
+            }
+        }
+    )
+    cfg = r.get("ConfigMap", name("airflow-config"))["data"]["airflow.cfg"]
+    core = cfg.split("[core]", 1)[1].split("[", 1)[0]
+    assert f"auth_manager = {auth}" in core
+    assert "load_examples = true" in core and "load_examples = False" not in core
+    assert "executor = CeleryExecutor" in core  # the chart's own settings stay
+    assert "worker_prefetch_multiplier = 1" in cfg
 
 
 def test_release_named_like_the_chart_is_not_repeated_in_names() -> None:
