@@ -767,6 +767,26 @@ def test_release_named_like_the_chart_is_not_repeated_in_names() -> None:
     assert "svc/kafka-archive-api-server" in r.notes
 
 
+def test_image_dockerfile_provides_the_paths_the_chart_uses() -> None:
+    # The chart points Airflow, spark-submit and Spark pods at paths inside the image; the
+    # Dockerfile must create exactly those.
+    dockerfile = (CHART_DIR / "image" / "Dockerfile").read_text(encoding="utf-8")
+    r = rendered("spark-on-k8s.yaml")
+    cfg = r.get("ConfigMap", name("airflow-config"))["data"]["airflow.cfg"]
+    dags_folder = re.search(r"^dags_folder = (\S+)$", cfg, re.M)
+    assert dags_folder is not None
+    assert f"COPY --chown=airflow:0 dags {dags_folder[1]}" in dockerfile
+    template = embedded_yaml(r.get("ConfigMap", name("spark-conf")), "driver-pod-template.yaml")
+    entrypoint = template["spec"]["containers"][0]["command"][0]
+    assert re.search(
+        rf"COPY --from=spark-dist .*/opt/entrypoint.sh {entrypoint}$", dockerfile, re.M
+    )
+    assert "pip install" in dockerfile and "/tmp/wheels/kafka_archive-*.whl" in dockerfile
+    # the packaged chart leaves the build files, generator and examples out
+    assert [f["name"] for f in chart().files] == [".helmignore"]
+    assert chart().schema == schema()
+
+
 # ----------------------------------------------------------------------- bad values
 
 
