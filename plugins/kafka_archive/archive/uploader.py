@@ -9,23 +9,24 @@ For every :class:`~kafka_archive.archive.planner.SegmentTask` of a log dir,
    it, or a concurrent run);
 3. **verifies the bytes**: a full scan of the ``.log`` checking every batch's CRC (CRC-32C for
    magic 2, CRC-32 before) and structure, with no torn tail allowed (a rolled segment is
-   complete), every batch's offsets inside ``[base_offset, end_offset)``, and the SHA-256 equal to
-   the one planned; the ``.index``/``.timeindex``/``.txnindex`` are parsed and checked with
-   ``segment_lib``'s parsers. Any :class:`~segment_lib.errors.SegmentError` sends the segment to
+   complete) and every batch's offsets inside ``[base_offset, end_offset)``; the
+   ``.index``/``.timeindex``/``.txnindex`` are parsed and checked with ``segment_lib``'s parsers. Any :class:`~segment_lib.errors.SegmentError` sends the segment to
    quarantine (:mod:`kafka_archive.archive.quarantine`) and the outcome is ``quarantined`` (a
    failure). The producer snapshot is checked too, but a bad one only drops the snapshot (with a
    warning in the manifest): it is broker state, not segment data;
 4. uploads each file with ``put_if_absent`` under its content-addressed key: a file already in
    the store with the same SHA-256 (left by an interrupted run, or shared with another version)
-   is not sent again. The store verifies every upload end to end (SHA-256 of the bytes it
-   received, re-read after the write) and the size and SHA-256 it reports are compared with
-   ours;
+   is not sent again. Every upload carries the SHA-256 planned at discovery: the store hashes
+   the bytes it sends, refuses them if they differ (the file changed since discovery) and
+   verifies the object end to end after the write; the size and SHA-256 it reports are compared
+   with ours;
 5. only then writes the manifest (``put_if_absent`` too). A crash at any point before leaves no
    manifest, so the next run redoes the segment, re-using whatever files already arrived.
 
 :func:`archive_log_dir` runs the tasks of one log dir on a small thread pool. A store that is
-unreachable or refuses our credentials stops the log dir early (the remaining segments are
-reported as failed without being attempted) instead of timing out segment after segment.
+unreachable or refuses our credentials stops the run early (a :class:`StopSignal` shared by its
+log dirs: the remaining segments are reported as failed without being attempted) instead of
+timing out segment after segment.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import crc32c
 
 from kafka_archive.archive.digests import FileDigest, digest_buffer
 from kafka_archive.archive.discovery import LocalFile, ProblemInfo, SegmentCandidate, SkipReason
@@ -113,8 +116,19 @@ class LogScan:
     leader_epochs: set[int] = field(default_factory=set)
 
 
-def scan_log(path: str | os.PathLike[str], base_offset: int, end_offset: int) -> LogScan:
-    """Verify every batch of a rolled ``.log`` and digest its bytes in the same pass.
+def scan_log(
+    path: str | os.PathLike[str],
+    base_offset: int,
+    end_offset: int,
+    *,
+    expected_sha256: str | None = None,
+) -> LogScan:
+    """Verify every batch of a rolled ``.log`` and digest its bytes while they are mapped.
+
+    With ``expected_sha256`` the SHA-256 is not computed here: the caller hands it to the store,
+    which hashes the bytes it uploads anyway and refuses them if they differ, so a third SHA-256
+    pass over the segment (after discovery's and the store's) would add nothing. The CRC-32C of
+    the whole file is always computed (hardware CRC: far cheaper than SHA-256).
 
     Raises a :class:`~segment_lib.errors.SegmentError` naming the file and byte position for a
     CRC mismatch, a malformed or torn batch, or a batch outside ``[base_offset, end_offset)``.
@@ -144,7 +158,14 @@ def scan_log(path: str | os.PathLike[str], base_offset: int, end_offset: int) ->
             if b.max_timestamp > scan.max_timestamp:
                 scan.max_timestamp, scan.offset_of_max_timestamp = b.max_timestamp, b.last_offset
         # The mapped pages are hot from the scan: hashing them now costs no second disk read.
-        scan.digest = digest_buffer(logbuf.data)
+        if expected_sha256 is None:
+            scan.digest = digest_buffer(logbuf.data)
+        else:
+            crc = 0
+            data = logbuf.data
+            for start in range(0, len(data), _HASH_BLOCK):
+                crc = crc32c.crc32c(data[start : start + _HASH_BLOCK], crc)
+            scan.digest = FileDigest(len(data), expected_sha256, f"{crc:08x}")
     return scan
 
 
@@ -336,14 +357,13 @@ def archive_segment(
                 detail="manifest written by an earlier or concurrent run",
             )
         try:
-            scan = scan_log(c.log_path, c.base_offset, c.end_offset)
+            # The SHA-256 of these bytes is checked by the store against the planned one.
+            scan = scan_log(c.log_path, c.base_offset, c.end_offset, expected_sha256=c.log_sha256)
         except FileNotFoundError:
             raise _SourceChanged(SkipReason.VANISHED, "deleted since discovery") from None
         except SegmentError as exc:
             _check_unchanged(c)
             return _quarantine(store, task, exc, c.log_sha256, host)
-        if scan.digest.sha256 != c.log_sha256:
-            raise _SourceChanged(SkipReason.CHANGED, "bytes changed since discovery")
         _check_unchanged(c)
         files = [_File("log", c.log_path, scan.digest, c.base_offset, None)]
         try:
