@@ -42,10 +42,10 @@ from typing import Any
 import _data
 import boto3
 import botocore.config
-
 from kafka_archive.archive import run_archive
 from kafka_archive.archive.discovery import discover_log_dir
 from kafka_archive.store import open_store
+
 from segment_lib.writer.broker_writer import BrokerWriter
 
 MiB = 1024 * 1024

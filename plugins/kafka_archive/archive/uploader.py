@@ -10,10 +10,11 @@ For every :class:`~kafka_archive.archive.planner.SegmentTask` of a log dir,
 3. **verifies the bytes**: a full scan of the ``.log`` checking every batch's CRC (CRC-32C for
    magic 2, CRC-32 before) and structure, with no torn tail allowed (a rolled segment is
    complete) and every batch's offsets inside ``[base_offset, end_offset)``; the
-   ``.index``/``.timeindex``/``.txnindex`` are parsed and checked with ``segment_lib``'s parsers. Any :class:`~segment_lib.errors.SegmentError` sends the segment to
-   quarantine (:mod:`kafka_archive.archive.quarantine`) and the outcome is ``quarantined`` (a
-   failure). The producer snapshot is checked too, but a bad one only drops the snapshot (with a
-   warning in the manifest): it is broker state, not segment data;
+   ``.index``/``.timeindex``/``.txnindex`` are parsed and checked with ``segment_lib``'s
+   parsers. Any :class:`~segment_lib.errors.SegmentError` sends the segment to quarantine
+   (:mod:`kafka_archive.archive.quarantine`) and the outcome is ``quarantined`` (a failure).
+   The producer snapshot is checked too, but a bad one only drops the snapshot (with a warning
+   in the manifest): it is broker state, not segment data;
 4. uploads each file with ``put_if_absent`` under its content-addressed key: a file already in
    the store with the same SHA-256 (left by an interrupted run, or shared with another version)
    is not sent again. Every upload carries the SHA-256 planned at discovery: the store hashes
