@@ -1,0 +1,314 @@
+"""The bodies of the ``kafka_archive_replay`` DAG's tasks, callable without Airflow.
+
+* :data:`PARAMS_SCHEMA` - the trigger form's fields with their JSON Schema (the DAG turns each
+  into an Airflow ``Param``); :func:`spec_from_params` validates a run's params against it and
+  builds the :class:`~kafka_archive.replay.plan.ReplaySpec`.
+* :func:`resolve_target` - ``target`` is an Airflow connection id (host[:port][,...] are the
+  bootstrap servers, ``extra`` holds librdkafka settings - TLS, SASL - and the password becomes
+  ``sasl.password``) or plain bootstrap servers. Secrets are resolved inside the task that needs
+  them and never go through XCom or the catalog.
+* :func:`plan_task`, :func:`execute_task`, :func:`report_task` - plan -> execute -> report.
+
+The store and the catalog come from ``KAFKA_ARCHIVE_STORE`` / ``KAFKA_ARCHIVE_DB`` (environment,
+or the Airflow Variables of the same names, lower-cased).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec, parse_position
+
+__all__ = [
+    "PARAMS_SCHEMA",
+    "execute_task",
+    "plan_task",
+    "report_task",
+    "resolve_target",
+    "spec_from_params",
+]
+
+log = logging.getLogger(__name__)
+
+STORE_ENV = "KAFKA_ARCHIVE_STORE"
+DB_ENV = "KAFKA_ARCHIVE_DB"
+#: replays whose plan reads more bytes than this run on Spark when ``execution`` is ``auto``
+DEFAULT_SPARK_THRESHOLD_BYTES = 1 << 30
+
+_NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
+
+#: name -> (default, JSON Schema, description): the trigger form
+PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "cluster": ("", {"type": "string", "minLength": 1}, "Source cluster name in the archive."),
+    "topic": ("", {"type": "string", "minLength": 1}, "Source topic."),
+    "partitions": (
+        [],
+        {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        "Source partitions (empty: all).",
+    ),
+    "from": (
+        "-2h",
+        {"type": "string", "minLength": 1},
+        "Start (inclusive): ISO-8601, epoch ms, -2h / now-30m, offset:N, offset:P=N,..., earliest.",
+    ),
+    "to": (None, _NULLABLE_STR, "End (exclusive), same forms; empty: the end of the archive."),
+    "target": (
+        "",
+        {"type": "string", "minLength": 1},
+        "Target: an Airflow connection id, or bootstrap servers host:port[,host:port].",
+    ),
+    "target_config": (
+        {},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        "librdkafka settings for the target (security.protocol, sasl.mechanism, ssl.ca.location, "
+        "...). Put secrets in the Airflow connection, not here.",
+    ),
+    "target_topic": (None, _NULLABLE_STR, "Target topic (empty: the source topic's name)."),
+    "partition_mapping": (
+        "same",
+        {"type": "string", "enum": ["same", "murmur2", "round-robin"]},
+        "same partition | Kafka's default murmur2 key partitioner | round-robin.",
+    ),
+    "preserve_timestamps": (True, {"type": "boolean"}, "Keep the source timestamps."),
+    "provenance_headers": (
+        False,
+        {"type": "boolean"},
+        "Add header kafka-archive.source = cluster/topic/partition/offset.",
+    ),
+    "key_filter": (None, _NULLABLE_STR, "exact:V, prefix:V or regex:P on the UTF-8 key."),
+    "rate_limit_mb": (None, {"type": ["null", "number"], "exclusiveMinimum": 0}, "MB/s."),
+    "rate_limit_records": (
+        None,
+        {"type": ["null", "number"], "exclusiveMinimum": 0},
+        "Records/s.",
+    ),
+    "dry_run": (False, {"type": "boolean"}, "Plan only: print the plan, send nothing."),
+    "create_topic": (
+        False,
+        {"type": "boolean"},
+        "Create a missing target topic with the source's partition count.",
+    ),
+    "allow_same_topic": (
+        False,
+        {"type": "boolean"},
+        "Allow replaying into the source cluster's own topic.",
+    ),
+    "force": (False, {"type": "boolean"}, "Replay again even if this replay completed."),
+    "execution": (
+        "auto",
+        {"type": "string", "enum": ["auto", "in-process", "spark"]},
+        "auto: Spark when the plan reads more than spark_threshold_bytes.",
+    ),
+    "spark_master": ("local[*]", {"type": "string"}, "Spark master URL for Spark execution."),
+    "spark_threshold_bytes": (
+        DEFAULT_SPARK_THRESHOLD_BYTES,
+        {"type": "integer", "minimum": 0},
+        "Plans reading more bytes run on Spark (execution=auto).",
+    ),
+}
+
+
+def _setting(env: str, variable_getter: Callable[[str], str | None] | None) -> str | None:
+    value = os.environ.get(env)
+    if not value and variable_getter is not None:
+        value = variable_getter(env.lower())
+    return value or None
+
+
+def resolve_target(
+    target: str,
+    target_config: Mapping[str, str] | None = None,
+    connection_getter: Callable[[str], Any] | None = None,
+) -> TargetSpec:
+    """A :class:`TargetSpec` from a connection id or bootstrap servers (see the docstring)."""
+    config = dict(target_config or {})
+    conn = None
+    if connection_getter is not None and ":" not in target:
+        try:
+            conn = connection_getter(target)
+        except Exception:  # not a connection id: bootstrap servers
+            conn = None
+    if conn is None:
+        return TargetSpec(bootstrap_servers=target, config=config)
+    extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else {}
+    host = str(conn.host or "")
+    servers = ",".join(
+        h if ":" in h or not conn.port else f"{h}:{conn.port}" for h in host.split(",") if h
+    )
+    merged = {str(k): str(v) for k, v in (extra or {}).items()} | config
+    if conn.login:
+        merged.setdefault("sasl.username", str(conn.login))
+    if conn.password:
+        merged.setdefault("sasl.password", str(conn.password))
+    return TargetSpec(bootstrap_servers=servers, config=merged, name=target)
+
+
+def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None) -> ReplaySpec:
+    """Validate ``params`` against :data:`PARAMS_SCHEMA` and build the replay spec."""
+    import jsonschema
+
+    schema = {
+        "type": "object",
+        "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
+        "required": ["cluster", "topic", "from", "target"],
+    }
+    jsonschema.validate(dict(params), schema)
+    return ReplaySpec.model_validate(
+        {
+            "cluster": params["cluster"],
+            "topic": params["topic"],
+            "partitions": list(params.get("partitions") or []) or None,
+            "from": parse_position(params["from"]),
+            "to": parse_position(params["to"]) if params.get("to") else None,
+            "target": target
+            or TargetSpec(bootstrap_servers=params["target"], name=params["target"]),
+            "target_topic": params.get("target_topic") or None,
+            "partition_mapping": params.get("partition_mapping", "same"),
+            "preserve_timestamps": params.get("preserve_timestamps", True),
+            "provenance_headers": params.get("provenance_headers", False),
+            "key_filter": params.get("key_filter") or None,
+            "rate_limit_mb": params.get("rate_limit_mb"),
+            "rate_limit_records": params.get("rate_limit_records"),
+            "allow_same_topic": params.get("allow_same_topic", False),
+            "create_topic": params.get("create_topic", False),
+            "force": params.get("force", False),
+            "dry_run": params.get("dry_run", False),
+        }
+    )
+
+
+def _open(variable_getter: Callable[[str], str | None] | None) -> tuple[Any, Any, Any, str, str]:
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.replay import models as _models  # noqa: F401
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.ledger import ReplayLedger
+    from kafka_archive.store import open_store
+
+    store_uri = _setting(STORE_ENV, variable_getter)
+    db_url = _setting(DB_ENV, variable_getter)
+    if not store_uri or not db_url:
+        raise ValueError(f"set {STORE_ENV} and {DB_ENV} (environment or Airflow Variables)")
+    store = open_store(store_uri)
+    catalog = open_catalog(db_url)
+    return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine), store_uri, db_url
+
+
+def plan_task(
+    params: Mapping[str, Any],
+    *,
+    variable_getter: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """Plan the replay; returns the (redacted) plan and its summary for XCom."""
+    from kafka_archive.replay.runner import dry_run_report, plan_replay
+
+    # the plan needs the target's identity only (secrets are resolved by execute)
+    spec = spec_from_params(params)
+    store, source, ledger, _store_uri, _db = _open(variable_getter)
+    plan = plan_replay(spec, source)
+    ledger.register(plan)
+    report = dry_run_report(plan)
+    log.info(
+        "replay %s: %d partition(s), <= %d records, %d bytes to read",
+        plan.replay_id,
+        len(plan.partitions),
+        plan.total_records,
+        plan.total_bytes,
+    )
+    for p in plan.partitions:
+        log.info(
+            "  partition %d: offsets [%d, %d), <= %d records, %d bytes in %d object(s)",
+            p.partition,
+            p.start_offset,
+            p.end_offset,
+            p.records,
+            p.bytes,
+            len(p.objects),
+        )
+    store.close()
+    return {
+        "replay_id": plan.replay_id,
+        "plan_json": plan.to_json(),
+        "dry_run": bool(params.get("dry_run")),
+        "summary": report.model_dump(mode="json", exclude={"plan"}),
+    }
+
+
+def execute_task(
+    planned: Mapping[str, Any],
+    params: Mapping[str, Any],
+    *,
+    connection_getter: Callable[[str], Any] | None = None,
+    variable_getter: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """Check the target and replay (in-process or on Spark); returns the report dict."""
+    from kafka_archive.replay.runner import check_target, execute
+    from kafka_archive.replay.spark import run_on_spark
+
+    target = resolve_target(params["target"], params.get("target_config"), connection_getter)
+    plan = ReplayPlan.from_json(planned["plan_json"])
+    # the stored plan is redacted: put the resolved target (with its secrets) back
+    plan = plan.with_target(target.model_copy(update={"name": plan.spec.target.name}))
+    store, _source, ledger, store_uri, db_url = _open(variable_getter)
+    info = check_target(plan)
+    mode = params.get("execution", "auto")
+    threshold = int(params.get("spark_threshold_bytes", DEFAULT_SPARK_THRESHOLD_BYTES))
+    use_spark = mode == "spark" or (mode == "auto" and plan.total_bytes > threshold)
+    log.info(
+        "replay %s -> %s (%d partitions on the target) %s",
+        plan.replay_id,
+        plan.target_topic,
+        info.partitions,
+        f"on Spark ({params.get('spark_master')})" if use_spark else "in-process",
+    )
+    if use_spark:
+        report = run_on_spark(
+            plan,
+            store_uri=store_uri,
+            db_url=db_url,
+            master=params.get("spark_master"),
+            target=info,
+        )
+    else:
+        report = execute(plan, store=store, target=info, ledger=ledger)
+    store.close()
+    out = report.model_dump(mode="json")
+    out["execution"] = "spark" if use_spark else "in-process"
+    return out
+
+
+def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Log and return the final report (the plan when it was a dry run)."""
+    if result is None:
+        summary = dict(planned["summary"])
+        log.info("dry run of replay %s: nothing sent", planned["replay_id"])
+        return summary
+    log.info(
+        "replay %s %s: %d records sent this run (%d in total) in %.1f s (%.0f records/s, "
+        "%.2f MB/s); skipped %d aborted records and %d control batches; %d filtered; %d in "
+        "transactions still open at the end of the archive",
+        result["replay_id"],
+        result["status"],
+        result["records_sent_this_run"],
+        result["records_sent"],
+        result["duration_s"],
+        result["records_per_s"],
+        result["mb_per_s"],
+        result["skipped_aborted_records"],
+        result["skipped_control_batches"],
+        result["filtered_records"],
+        result["open_txn_records"],
+    )
+    for p, row in sorted(result["partitions"].items(), key=lambda kv: int(kv[0])):
+        log.info(
+            "  partition %s: offsets %s..%s, %s records (%s this run), status %s",
+            p,
+            row["first_offset"],
+            row["last_offset"],
+            row["records"],
+            row["records_this_run"],
+            row["status"],
+        )
+    return dict(result)
