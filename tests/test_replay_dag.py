@@ -60,13 +60,16 @@ def run(**extra):
                         "report": report}})
 
 run(dry_run=True)
-out["after_dry_run"] = sum(len(v) for v in consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2]).values())
+def count():
+    return sum(len(v) for v in consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2]).values())
+
+out["after_dry_run"] = count()
 run()
 got = consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2])
 out["got"] = {{p: [[s.timestamp, s.key.hex() if s.key else None, s.value.hex() if s.value else None]
               for s in v] for p, v in got.items()}}
 run()
-out["after_rerun"] = sum(len(v) for v in consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2]).values())
+out["after_rerun"] = count()
 try:
     dag.test(run_conf={{**conf, "partition_mapping": "bogus"}})
     out["bad_params"] = "accepted"
