@@ -598,7 +598,7 @@ def test_spark_example_settings_pod_templates_and_rbac() -> None:
     r = rendered("spark-on-k8s.yaml")
     conf = spark_defaults(r)
     assert conf["spark.master"] == "k8s://https://kubernetes.default.svc:443"
-    assert conf["spark.submit.deployMode"] == "cluster"
+    assert conf["spark.submit.deployMode"] == "client"
     assert conf["spark.kubernetes.namespace"] == NAMESPACE
     assert conf["spark.kubernetes.container.image"] == "kafka-archive:0.1.0"
     assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == name("spark")
@@ -610,34 +610,38 @@ def test_spark_example_settings_pod_templates_and_rbac() -> None:
     ) == ("2", "20")
     assert (conf["spark.executor.cores"], conf["spark.executor.memory"]) == ("4", "12g")
     assert conf["spark.sql.shuffle.partitions"] == "256"  # from spark.conf
+    # executors: the chart's pod template (labels for the NetworkPolicies, placement, env)
     cm = r.get("ConfigMap", name("spark-conf"))
-    templates = {}
-    for role in ("driver", "executor"):
-        path = conf[f"spark.kubernetes.{role}.podTemplateFile"]
-        assert path == f"/opt/kafka-archive/spark-conf/{role}-pod-template.yaml"
-        templates[role] = embedded_yaml(cm, path.rsplit("/", 1)[1])
-        spec = templates[role]["spec"]
-        assert spec["nodeSelector"] == {"workload": "spark"}
-        assert spec["tolerations"][0]["key"] == "workload"
-        assert (
-            spec["containers"][0]["name"]
-            == conf[f"spark.kubernetes.{role}.podTemplateContainerName"]
-        )
-        assert spec["containers"][0]["command"] == ["/opt/spark-entrypoint.sh"]
-        assert templates[role]["metadata"]["labels"]["app.kubernetes.io/component"] == "spark"
-    assert templates["driver"]["spec"]["automountServiceAccountToken"] is True
-    assert templates["executor"]["spec"]["automountServiceAccountToken"] is False
-    # spark-submit in the workers finds this configuration
+    path = conf["spark.kubernetes.executor.podTemplateFile"]
+    assert path == "/opt/kafka-archive/spark-conf/executor-pod-template.yaml"
+    executor = embedded_yaml(cm, "executor-pod-template.yaml")
+    check_spark_pod_template(executor, conf, "executor")
+    assert executor["spec"]["automountServiceAccountToken"] is False
+    # client mode: the driver is the worker's task, so no driver pod template is used
+    assert "spark.kubernetes.driver.podTemplateFile" not in conf
     worker = r.get("Deployment", name("worker"))
     c = worker["spec"]["template"]["spec"]["containers"][0]
-    assert env_of(c)["SPARK_CONF_DIR"]["value"] == "/opt/kafka-archive/spark-conf"
+    env = env_of(c)
+    assert env["SPARK_CONF_DIR"]["value"] == "/opt/kafka-archive/spark-conf"
     assert (
         q("volumeMounts[?name=='spark-conf'] | [0].mountPath", c) == "/opt/kafka-archive/spark-conf"
     )
-    # RBAC: the worker (spark-submit) and the driver may manage pods in this namespace only
+    # executors call back to the pod IP and are owned by the worker pod (deleted with it)
+    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    opts = env["SPARK_SUBMIT_OPTS"]["value"].split()
+    assert opts == [
+        "-Dspark.driver.host=$(POD_IP)",
+        "-Dspark.kubernetes.driver.pod.name=$(POD_NAME)",
+    ]
+    ingress = q(
+        "spec.ingress[].from[].podSelector.matchLabels", r.get("NetworkPolicy", name("worker"))
+    )
+    assert any(m.get("app.kubernetes.io/component") == "spark" for m in ingress)
+    # RBAC: the worker (driver / spark-submit) and a driver pod manage pods in this namespace
     spark_role = r.get("Role", name("spark"))
     pod_rule = q("rules[?contains(resources, 'pods')] | [0]", spark_role)
-    assert {"create", "delete", "watch", "list"} <= set(pod_rule["verbs"])
+    assert {"create", "get", "delete", "watch", "list"} <= set(pod_rule["verbs"])
     binding = r.get("RoleBinding", name("spark"))
     assert q("subjects[].name", binding) == [name("spark"), name("worker")]
     assert set(q("subjects[].namespace", binding)) == {NAMESPACE}
@@ -646,22 +650,38 @@ def test_spark_example_settings_pod_templates_and_rbac() -> None:
     assert {"ipBlock": {"cidr": "172.20.0.1/32"}} in q("spec.egress[].to[]", policy)
 
 
-def test_spark_client_mode_runs_the_driver_in_the_worker() -> None:
+def check_spark_pod_template(template: Obj, conf: dict[str, str], role: str) -> None:
+    spec = template["spec"]
+    assert template["metadata"]["labels"]["app.kubernetes.io/component"] == "spark"
+    assert template["metadata"]["labels"]["kafka-archive.io/spark-role"] == role
+    assert spec["nodeSelector"] == {"workload": "spark"}
+    assert spec["tolerations"][0]["key"] == "workload"
+    container = spec["containers"][0]
+    assert container["name"] == conf[f"spark.kubernetes.{role}.podTemplateContainerName"]
+    assert container["command"] == ["/opt/spark-entrypoint.sh"]
+    assert "KAFKA_ARCHIVE_DB" in env_of(container)
+
+
+def test_spark_cluster_mode_starts_driver_pods_from_the_chart_template() -> None:
     values = load_example("spark-on-k8s.yaml")
-    values["spark"]["deployMode"] = "client"
+    values["spark"]["deployMode"] = "cluster"
     r = render(values, release=RELEASE, namespace=NAMESPACE)
     conf = spark_defaults(r)
-    assert conf["spark.submit.deployMode"] == "client"
-    assert "spark.kubernetes.driver.podTemplateFile" not in conf
-    c = r.get("Deployment", name("worker"))["spec"]["template"]["spec"]["containers"][0]
-    env = env_of(c)
-    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
-    assert env["SPARK_LOCAL_HOSTNAME"]["value"] == "$(POD_IP)"
-    # executors call back to the driver inside the worker pod
+    assert conf["spark.submit.deployMode"] == "cluster"
+    path = conf["spark.kubernetes.driver.podTemplateFile"]
+    assert path == "/opt/kafka-archive/spark-conf/driver-pod-template.yaml"
+    driver = embedded_yaml(r.get("ConfigMap", name("spark-conf")), "driver-pod-template.yaml")
+    check_spark_pod_template(driver, conf, "driver")
+    # the driver pod creates executors: it needs its token; executors do not
+    assert driver["spec"]["automountServiceAccountToken"] is True
+    assert driver["spec"]["serviceAccountName"] == name("spark")
+    # the submitting worker is not the driver: no driver identity, no ingress from executors
+    env = env_of(r.get("Deployment", name("worker"))["spec"]["template"]["spec"]["containers"][0])
+    assert "SPARK_SUBMIT_OPTS" not in env
     ingress = q(
         "spec.ingress[].from[].podSelector.matchLabels", r.get("NetworkPolicy", name("worker"))
     )
-    assert any(m.get("app.kubernetes.io/component") == "spark" for m in ingress)
+    assert not any(m.get("app.kubernetes.io/component") == "spark" for m in ingress)
     for obj in r.objects:
         validate_k8s(obj)
 

@@ -285,13 +285,19 @@ checksums misreport them (kafka-archive still checks its own sha256). */}}
 - name: KAFKA_ARCHIVE_SPARK_MASTER
   value: {{ .Values.spark.master | quote }}
 {{- if eq .Values.spark.deployMode "client" }}
-{{- /* In client mode the driver runs in this pod: executors call back to the pod IP. */}}
+{{- /* In client mode the driver runs in this pod. Executors call back to the pod IP, and own
+their executor pods to this pod so Kubernetes deletes them with it. spark-submit's JVM (also the
+one behind an in-process SparkSession) reads spark.* Java system properties as Spark settings. */}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
 - name: POD_IP
   valueFrom:
     fieldRef:
       fieldPath: status.podIP
-- name: SPARK_LOCAL_HOSTNAME
-  value: "$(POD_IP)"
+- name: SPARK_SUBMIT_OPTS
+  value: "-Dspark.driver.host=$(POD_IP) -Dspark.kubernetes.driver.pod.name=$(POD_NAME)"
 {{- end }}
 {{- end }}
 {{- end -}}
