@@ -40,6 +40,7 @@ from support.catalog_data import (
     History,
     all_records,
     brute_force_offset,
+    dump_catalog,
     sample_times,
     write_history,
 )
@@ -104,30 +105,6 @@ def catalog(db_url: str) -> Iterator[Catalog]:
     cat.close()
 
 
-def _dump(cat: Catalog) -> dict[str, list[tuple[Any, ...]]]:
-    """Table contents without surrogate ids or times, for comparing two catalogs."""
-    queries = {
-        "segments": "SELECT p.topic, p.partition, s.manifest_key, s.first_offset, "
-        "s.last_offset, s.status, s.record_count FROM segments s JOIN partitions p "
-        "ON p.id = s.partition_id",
-        "chain": "SELECT p.topic, p.partition, c.lo, c.hi, s.manifest_key FROM chain_pieces c "
-        "JOIN partitions p ON p.id = c.partition_id JOIN segments s ON s.id = c.segment_id",
-        "time_index": "SELECT p.topic, p.partition, t.start_offset, t.end_offset, t.byte_start,"
-        " t.byte_end, t.max_ts, t.record_max_ts, t.running_max_ts, t.record_count "
-        "FROM time_index t JOIN partitions p ON p.id = t.partition_id",
-        "histogram": "SELECT p.topic, p.partition, h.bucket_ms, h.records, h.bytes "
-        "FROM histogram h JOIN partitions p ON p.id = h.partition_id",
-        "commits": "SELECT group_id, topic, partition, kind, committed_offset, log_offset, "
-        "txn_state, effective_offset, visible_ts FROM offset_commits",
-        "markers": "SELECT log_offset, producer_id, committed, timestamp FROM txn_markers",
-    }
-    out = {}
-    with cat.engine.connect() as conn:
-        for name, q in queries.items():
-            out[name] = sorted(tuple(r) for r in conn.execute(text(q)))
-    return out
-
-
 def _cross_check(
     cat: Catalog, store: ObjectStore, hist: History, rng: random.Random, n: int
 ) -> int:
@@ -175,11 +152,11 @@ def test_offsets_for_all_partitions_read_at_most_once_each(
 
 def test_rerun_adds_nothing(archived: Archived, catalog: Catalog) -> None:
     first = build_catalog(catalog, archived.store_uri, interval_bytes=700)
-    before = _dump(catalog)
+    before = dump_catalog(catalog)
     again = build_catalog(catalog, archived.store_uri, interval_bytes=700)
     assert again.segments_added == 0 and again.intervals_added == 0 and again.bytes_read == 0
     assert again.already_cataloged == first.manifests
-    assert _dump(catalog) == before
+    assert dump_catalog(catalog) == before
 
 
 def test_interrupted_build_is_completed_by_rerun(
@@ -202,13 +179,13 @@ def test_interrupted_build_is_completed_by_rerun(
             wave_segments=20,
             progress=die_after_three,
         )
-    partial = _dump(catalog)
+    partial = dump_catalog(catalog)
     assert len(partial["segments"]) > 0
     rest = build_catalog(catalog, archived.store_uri, interval_bytes=700)
     assert rest.segments_added > 0 and rest.already_cataloged == len(partial["segments"])
     with open_catalog(tmp_path / "fresh.db") as fresh:
         build_catalog(fresh, archived.store_uri, interval_bytes=700)
-        assert _dump(fresh) == _dump(catalog)
+        assert dump_catalog(fresh) == dump_catalog(catalog)
     with catalog.engine.connect() as conn:
         runs = [r[0] for r in conn.execute(text("SELECT status FROM build_runs ORDER BY id"))]
     assert runs == ["failed", "ok"]
@@ -244,12 +221,12 @@ def test_killed_process_is_completed_by_rerun(archived: Archived, tmp_path: Path
     assert proc.returncode == 9, proc.stderr
     cat = open_catalog(db)
     try:
-        partial = _dump(cat)
+        partial = dump_catalog(cat)
         assert partial["segments"]
         build_catalog(cat, archived.store_uri, interval_bytes=700)
         ref = open_catalog(tmp_path / "ref.db")
         build_catalog(ref, archived.store_uri, interval_bytes=700)
-        assert _dump(cat) == _dump(ref)
+        assert dump_catalog(cat) == dump_catalog(ref)
         ref.close()
     finally:
         cat.close()

@@ -24,9 +24,12 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafka_archive.catalog.build import SegmentRef
+from kafka_archive.catalog.db import Catalog
 from kafka_archive.store import ObjectStore
+from sqlalchemy import text
 
 from segment_lib.compression import Codec
 from segment_lib.consumer_offsets import encode_offset_commit_key, encode_offset_commit_value
@@ -242,4 +245,28 @@ def sample_times(records: list[Record], rng: random.Random, n: int) -> list[int]
     for _ in range(n):
         pick = rng.choice(stamps)
         out.extend((pick, pick + 1, pick - 1, rng.randint(stamps[0], stamps[-1])))
+    return out
+
+
+def dump_catalog(cat: Catalog) -> dict[str, list[tuple[Any, ...]]]:
+    """Table contents without surrogate ids or times, for comparing two catalogs."""
+    queries = {
+        "segments": "SELECT p.topic, p.partition, s.manifest_key, s.first_offset, "
+        "s.last_offset, s.status, s.record_count FROM segments s JOIN partitions p "
+        "ON p.id = s.partition_id",
+        "chain": "SELECT p.topic, p.partition, c.lo, c.hi, s.manifest_key FROM chain_pieces c "
+        "JOIN partitions p ON p.id = c.partition_id JOIN segments s ON s.id = c.segment_id",
+        "time_index": "SELECT p.topic, p.partition, t.start_offset, t.end_offset, t.byte_start,"
+        " t.byte_end, t.max_ts, t.record_max_ts, t.running_max_ts, t.record_count "
+        "FROM time_index t JOIN partitions p ON p.id = t.partition_id",
+        "histogram": "SELECT p.topic, p.partition, h.bucket_ms, h.records, h.bytes "
+        "FROM histogram h JOIN partitions p ON p.id = h.partition_id",
+        "commits": "SELECT group_id, topic, partition, kind, committed_offset, log_offset, "
+        "txn_state, effective_offset, visible_ts FROM offset_commits",
+        "markers": "SELECT log_offset, producer_id, committed, timestamp FROM txn_markers",
+    }
+    out = {}
+    with cat.engine.connect() as conn:
+        for name, q in queries.items():
+            out[name] = sorted(tuple(r) for r in conn.execute(text(q)))
     return out

@@ -1,0 +1,116 @@
+"""
+# kafka_archive_catalog
+
+Catalogs every archived segment that is not cataloged yet, so that `kafka-archive catalog ...`
+(and replay planning) can answer "which offset was current at time T" exactly, for any moment
+of archived history. See `docs/catalog.md`.
+
+Scheduled on the Asset `kafka-archive://archive/segments`, which the archive DAG
+(`kafka_archive_segments`) updates whenever it archived new segments. Also runnable by hand.
+
+## Tasks
+
+* `choose` reads the configuration and picks how Spark runs:
+  * `build_local` - no master configured (or a `local[...]` one): the build runs in this task
+    with an in-process local Spark session (SQLite or PostgreSQL catalog). The embedded,
+    single-machine default.
+  * `spark_submit` - a cluster master is configured (`spark://...`, `k8s://...`, `yarn`):
+    `spark-submit` runs `spark_jobs/build_catalog.py` on the cluster, as Airflow's
+    SparkSubmitOperator would; the task streams its log and reads its JSON report.
+* `report` logs what the build added (segments, intervals, commits, bytes) and returns it.
+
+The build is idempotent: a re-run adds nothing, a run killed midway is completed by the next,
+so retries (with exponential backoff) are always safe. One run at a time.
+
+## Configuration
+
+Airflow Variable `kafka_archive_catalog` (JSON: `store_uri`, `db_url`, `spark_master`,
+`cluster`, `interval_bytes`, `store_options`, `spark_conf`, `spark_submit`, `application`,
+`py_files`), else the environment: `KAFKA_ARCHIVE_STORE`, `KAFKA_ARCHIVE_DB`,
+`KAFKA_ARCHIVE_SPARK_MASTER`. Store credentials come from the environment or instance roles
+(for a cluster, pass them to executors with `spark_conf` `spark.executorEnv.*` or roles).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Asset, dag, task
+from kafka_archive.archive import ARCHIVE_SEGMENTS_ASSET_URI
+
+DEFAULT_ARGS: dict[str, Any] = {
+    "owner": "kafka-archive",
+    "retries": 2,
+    "retry_delay": timedelta(minutes=1),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": timedelta(minutes=15),
+    "execution_timeout": timedelta(hours=12),
+}
+
+
+def _config() -> Any:
+    from airflow.sdk import Variable
+    from kafka_archive.catalog.dag_tasks import CONFIG_VARIABLE, load_catalog_config
+
+    return load_catalog_config(Variable.get(CONFIG_VARIABLE, default=None))
+
+
+@dag(
+    dag_id="kafka_archive_catalog",
+    schedule=[Asset(ARCHIVE_SEGMENTS_ASSET_URI)],
+    start_date=datetime(2024, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["kafka-archive", "catalog", "spark"],
+    doc_md=__doc__,
+    default_args=DEFAULT_ARGS,
+)
+def kafka_archive_catalog() -> None:
+    @task.branch
+    def choose() -> str:
+        return "build_local" if _config().mode() == "local" else "spark_submit"
+
+    @task
+    def build_local() -> dict[str, Any]:
+        from kafka_archive.catalog.dag_tasks import run_local_build
+
+        return run_local_build(_config())
+
+    @task
+    def spark_submit() -> dict[str, Any]:
+        import logging
+
+        from kafka_archive.catalog.dag_tasks import run_spark_submit
+
+        log = logging.getLogger("kafka_archive.catalog.spark_submit")
+        return run_spark_submit(_config(), log.info)
+
+    @task(trigger_rule="none_failed_min_one_success")
+    def report() -> dict[str, Any]:
+        import logging
+
+        from airflow.sdk import get_current_context
+
+        ti = get_current_context()["ti"]
+        pulled = ti.xcom_pull(task_ids=["build_local", "spark_submit"])
+        results = [r for r in (pulled if isinstance(pulled, list) else [pulled]) if r]
+        result = dict(results[0]) if results else {}
+        logging.getLogger("kafka_archive.catalog").info(
+            "catalog build: %s segment(s) added, %s already cataloged, %s interval(s), "
+            "%s commit(s), %s byte(s) read in %ss",
+            result.get("segments_added"),
+            result.get("already_cataloged"),
+            result.get("intervals_added"),
+            result.get("commits_added"),
+            result.get("bytes_read"),
+            result.get("seconds"),
+        )
+        return result
+
+    runs = [build_local(), spark_submit()]
+    choose() >> runs
+    runs >> report()
+
+
+DAG = kafka_archive_catalog()

@@ -1,0 +1,200 @@
+"""What the ``kafka_archive_catalog`` DAG's tasks do, without Airflow (so tests call it directly).
+
+Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_archive_catalog``
+(JSON) when set, else the environment::
+
+    {"store_uri": "s3://bucket/archive",          # or $KAFKA_ARCHIVE_STORE
+     "db_url": "postgresql://catalog@db/catalog",  # or $KAFKA_ARCHIVE_DB
+     "spark_master": "spark://spark:7077",         # or $KAFKA_ARCHIVE_SPARK_MASTER; default local
+     "interval_bytes": 1048576,
+     "spark_conf": {"spark.executor.memory": "4g"},
+     "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
+     "application": "/opt/airflow/spark_jobs/build_catalog.py",
+     "py_files": "/opt/airflow/kafka_archive.zip"}
+
+Two ways to run, chosen per run by :meth:`CatalogJobConfig.mode`:
+
+* ``local`` (no master, or a ``local[...]`` one): the build runs inside the task with an
+  in-process local Spark session - the embedded, single-machine default;
+* ``submit`` (any other master URL): ``spark-submit`` runs ``spark_jobs/build_catalog.py`` on
+  the cluster; the task waits for it and reads the JSON report it prints. (This is what
+  Airflow's ``SparkSubmitOperator`` does; the provider package is not used because it installs
+  ``pyspark-client``, which overwrites the ``pyspark`` package the job itself needs.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_archive.catalog.db import DB_ENV
+from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+
+__all__ = [
+    "CONFIG_VARIABLE",
+    "CatalogJobConfig",
+    "CatalogJobError",
+    "load_catalog_config",
+    "run_local_build",
+    "run_spark_submit",
+    "spark_submit_command",
+]
+
+CONFIG_VARIABLE = "kafka_archive_catalog"
+STORE_ENV = "KAFKA_ARCHIVE_STORE"
+MASTER_ENV = "KAFKA_ARCHIVE_SPARK_MASTER"
+#: spark_jobs/build_catalog.py in a source checkout (plugins/kafka_archive/catalog/ -> root)
+_DEFAULT_APPLICATION = Path(__file__).resolve().parents[3] / "spark_jobs" / "build_catalog.py"
+
+
+class CatalogJobError(RuntimeError):
+    """The build could not run, or finished with failed segments (``report`` says which)."""
+
+    def __init__(self, message: str, report: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.report = dict(report or {})
+
+
+class CatalogJobConfig(BaseModel):
+    """Where the archive and the catalog are, and where Spark runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store_uri: str
+    db_url: str
+    spark_master: str | None = None
+    cluster: str | None = None
+    interval_bytes: int = Field(default=DEFAULT_INTERVAL_BYTES, ge=256)
+    store_options: dict[str, Any] = Field(default_factory=dict)
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    spark_submit: str | None = None
+    application: str | None = None
+    py_files: str | None = None
+
+    def mode(self) -> str:
+        """``local`` (in-process Spark) or ``submit`` (spark-submit to a cluster)."""
+        m = self.spark_master
+        return "local" if not m or m.startswith("local") else "submit"
+
+
+def load_catalog_config(
+    variable: str | None = None, env: Mapping[str, str] | None = None
+) -> CatalogJobConfig:
+    """The configuration from the Variable's JSON text (if any) over the environment."""
+    env = os.environ if env is None else env
+    raw: dict[str, Any] = {}
+    if variable:
+        try:
+            raw = json.loads(variable)
+        except json.JSONDecodeError as exc:
+            raise CatalogJobError(f"Variable {CONFIG_VARIABLE} is not JSON: {exc}") from None
+    raw.setdefault("store_uri", env.get(STORE_ENV))
+    raw.setdefault("db_url", env.get(DB_ENV))
+    raw.setdefault("spark_master", env.get(MASTER_ENV) or None)
+    missing = [k for k in ("store_uri", "db_url") if not raw.get(k)]
+    if missing:
+        raise CatalogJobError(
+            f"catalog job not configured: {', '.join(missing)} missing; set the Airflow "
+            f"Variable {CONFIG_VARIABLE} or {STORE_ENV} / {DB_ENV}"
+        )
+    return CatalogJobConfig.model_validate(raw)
+
+
+def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
+    """Build with an in-process local Spark session; return the report (raise if segments
+    failed, so the task retries them)."""
+    from kafka_archive.catalog.build import build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+
+    spark = make_spark_session(config.spark_master or "local[*]", conf=config.spark_conf)
+    with open_catalog(config.db_url) as catalog:
+        report = build_catalog(
+            catalog,
+            config.store_uri,
+            cluster=config.cluster,
+            runner=SparkRunner(spark),
+            store_options=config.store_options,
+            interval_bytes=config.interval_bytes,
+        ).to_json()
+    if report["failed"]:
+        raise CatalogJobError(f"{report['failed']} segment(s) failed", report)
+    return report
+
+
+def _spark_submit_binary(config: CatalogJobConfig) -> str:
+    if config.spark_submit:
+        return config.spark_submit
+    home = os.environ.get("SPARK_HOME")
+    if home and Path(home, "bin", "spark-submit").exists():
+        return str(Path(home, "bin", "spark-submit"))
+    found = shutil.which("spark-submit")
+    if found:
+        return found
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def spark_submit_command(config: CatalogJobConfig) -> list[str]:
+    """The ``spark-submit`` command line of the catalog job for ``config``."""
+    cmd = [
+        _spark_submit_binary(config),
+        "--master",
+        config.spark_master or "local[*]",
+        "--name",
+        "kafka-archive-catalog",
+    ]
+    for k, v in sorted(config.spark_conf.items()):
+        cmd += ["--conf", f"{k}={v}"]
+    if config.py_files:
+        cmd += ["--py-files", config.py_files]
+    cmd.append(config.application or str(_DEFAULT_APPLICATION))
+    cmd += [
+        "--store",
+        config.store_uri,
+        "--db",
+        config.db_url,
+        "--interval-bytes",
+        str(config.interval_bytes),
+    ]
+    if config.cluster:
+        cmd += ["--cluster", config.cluster]
+    return cmd
+
+
+def run_spark_submit(
+    config: CatalogJobConfig, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Run the job with ``spark-submit``, stream its output to ``log``, return its report."""
+    cmd = spark_submit_command(config)
+    log("running: " + " ".join(c if "://" not in c else "<uri>" for c in cmd))
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    report: dict[str, Any] | None = None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        if line.startswith('{"kind": "build"'):
+            report = json.loads(line)
+        else:
+            log(line)
+    code = proc.wait()
+    if report is None:
+        raise CatalogJobError(f"spark-submit exited with {code} without a report")
+    if code != 0 or report.get("failed"):
+        raise CatalogJobError(
+            f"spark-submit exited with {code}; {report.get('failed')} segment(s) failed", report
+        )
+    return report
