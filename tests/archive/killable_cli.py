@@ -22,7 +22,7 @@ from typing import Any
 
 from kafka_archive.cli import archive as cli_archive
 
-_real_open_store = cli_archive.open_store
+_real_open_store = cli_archive.open_store  # type: ignore[attr-defined]
 _lock = threading.Lock()
 
 
@@ -33,7 +33,7 @@ def _freeze() -> None:
 
 
 def _open_store(uri: str, **options: Any) -> Any:
-    store = _real_open_store(uri, **options)
+    store: Any = _real_open_store(uri, **options)
     after = int(os.environ.get("KA_FREEZE_AFTER_UPLOADS", "0"))
     on_part = int(os.environ.get("KA_FREEZE_ON_PART", "0"))
     if after:
@@ -61,11 +61,12 @@ def _open_store(uri: str, **options: Any) -> Any:
             if fire:
                 _freeze()
 
-        store.client.meta.events.register("before-call.s3.UploadPart", before_part)
+        events = store.client.meta.events  # an S3Store: the test passes an s3:// URI
+        events.register("before-call.s3.UploadPart", before_part)
     return store
 
 
-cli_archive.open_store = _open_store  # type: ignore[assignment]
+cli_archive.open_store = _open_store  # type: ignore[attr-defined]
 
 if __name__ == "__main__":
     from kafka_archive.cli import main

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from archive_checks import check_archive, snapshot
@@ -69,7 +69,7 @@ def run_killed(args: list[str], env: dict[str, str], marker: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def run_cli(args: list[str], env: dict[str, str]) -> tuple[int, dict[str, object]]:
+def run_cli(args: list[str], env: dict[str, str]) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
         [sys.executable, str(HERE / "killable_cli.py"), *args, "--json"],
         env=_cli_env(env),
