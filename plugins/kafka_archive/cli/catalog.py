@@ -140,16 +140,13 @@ def _run(as_json: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
         )
 
 
+_LEFT = {"topic", "object", "kind", "detail", "time", "start", "first time", "last time", "what"}
+
+
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     t = Table(title=title, title_justify="left")
     for c in columns:
-        t.add_column(
-            c,
-            justify="right"
-            if c
-            not in ("topic", "object", "kind", "detail", "time", "start", "first time", "last time")
-            else "left",
-        )
+        t.add_column(c, justify="left" if c in _LEFT else "right", overflow="fold")
     for r in rows:
         t.add_row(*[str(x) for x in r])
     console.print(t)
@@ -253,33 +250,19 @@ def build(
     if as_json:
         emit_json({"kind": "build", **out})
     else:
-        _table(
-            "catalog build",
-            [
-                "manifests",
-                "already cataloged",
-                "segments added",
-                "intervals added",
-                "commits added",
-                "corrupt",
-                "failed",
-                "bytes read",
-                "seconds",
-            ],
-            [
-                [
-                    out["manifests"],
-                    out["already_cataloged"],
-                    out["segments_added"],
-                    out["intervals_added"],
-                    out["commits_added"],
-                    out["corrupt"],
-                    out["failed"],
-                    out["bytes_read"],
-                    out["seconds"],
-                ]
-            ],
-        )
+        labels = [
+            ("manifests", "manifests in the store"),
+            ("already_cataloged", "already cataloged"),
+            ("segments_added", "segments added"),
+            ("re_extracted", "segments re-indexed"),
+            ("intervals_added", "time-index intervals added"),
+            ("commits_added", "offset commits added"),
+            ("corrupt", "corrupt segments"),
+            ("failed", "failed segments"),
+            ("bytes_read", "bytes read"),
+            ("seconds", "seconds"),
+        ]
+        _table("catalog build", ["what", "count"], [[label, out[k]] for k, label in labels])
         for f in report.failed:
             err_console.print(f"[red]failed:[/] {f.get('manifest_key')}: {f.get('detail')}")
         if report.corrupt:

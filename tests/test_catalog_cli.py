@@ -1,0 +1,299 @@
+"""``kafka-archive catalog ...``: every command's ``--json`` lines, readable output, time forms,
+environment variables, and errors with hints."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_archive.archive import run_archive
+from kafka_archive.cli import _register_groups, app
+from kafka_archive.store import open_store
+from support.catalog_data import History, all_records, brute_force_offset, write_history
+from typer.testing import CliRunner
+
+pytest_plugins = ["support.spark", "support.s3server"]
+
+C = "c1"
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, str]:
+    root = tmp_path_factory.mktemp("cli")
+    hist = write_history(root / "logs", seed=3, appends=60)
+    store = open_store(str(root / "store"))
+    run_archive(
+        cluster=C, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
+    )
+    return hist, store.uri
+
+
+@pytest.fixture(scope="module")
+def cli() -> CliRunner:
+    _register_groups()
+    return CliRunner()
+
+
+def _run(cli: CliRunner, *args: str, env: dict[str, str] | None = None, code: int = 0) -> str:
+    result = cli.invoke(app, ["catalog", *args], env=env)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def _lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def built(
+    archive: tuple[History, str], cli: CliRunner, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[History, str, str]:
+    hist, store = archive
+    db = str(tmp_path_factory.mktemp("clidb") / "catalog.db")
+    (report,) = _lines(
+        _run(
+            cli,
+            "build",
+            "--in-process",
+            "--json",
+            "--store",
+            store,
+            "--db",
+            db,
+            "--interval-bytes",
+            "4096",
+        )
+    )
+    assert report["kind"] == "build" and report["segments_added"] > 10 and report["failed"] == 0
+    (again,) = _lines(_run(cli, "build", "--in-process", "--json", "--store", store, "--db", db))
+    assert again["segments_added"] == 0 and again["already_cataloged"] == report["manifests"]
+    return hist, store, db
+
+
+def test_build_with_spark_and_environment(
+    spark: Any, archive: tuple[History, str], cli: CliRunner, tmp_path: Path
+) -> None:
+    _hist, store = archive
+    env = {"KAFKA_ARCHIVE_DB": str(tmp_path / "env.db"), "KAFKA_ARCHIVE_STORE": store}
+    (report,) = _lines(_run(cli, "build", "--json", "--spark-master", "local[2]", env=env))
+    assert report["segments_added"] > 10
+    text = _run(cli, "build", "--spark-master", "local[2]", env=env)
+    assert "segments added" in text
+
+
+def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli: CliRunner) -> None:
+    hist, store, db = built
+    recs = {p: list(all_records(hist.dirs[("orders", p)])) for p in range(3)}
+    rng = random.Random(2)
+    stamps = sorted(r.timestamp for rs in recs.values() for r in rs)
+    for ts in [stamps[0] - 5, stamps[-1] + 5, *rng.sample(stamps, 6)]:
+        iso = datetime.fromtimestamp(ts / 1000, tz=UTC).isoformat(timespec="milliseconds")
+        naive = iso.replace("+00:00", "")
+        for at in (str(ts), iso, naive):
+            lines = _lines(
+                _run(
+                    cli,
+                    "offsets",
+                    "--cluster",
+                    C,
+                    "--topic",
+                    "orders",
+                    "--at",
+                    at,
+                    "--json",
+                    "--db",
+                    db,
+                    "--store",
+                    store,
+                )
+            )
+            assert [set(x) for x in lines] == [{"partition", "offset", "timestamp"}] * 3
+            for x in lines:
+                assert (x["offset"], x["timestamp"]) == brute_force_offset(recs[x["partition"]], ts)
+    # relative: an hour ago lies after the archive (2023): nothing that late
+    lines = _lines(
+        _run(
+            cli,
+            "offsets",
+            "--cluster",
+            C,
+            "--topic",
+            "orders",
+            "--at",
+            "now-1h",
+            "-p",
+            "1",
+            "--json",
+            "--db",
+            db,
+            "--store",
+            store,
+        )
+    )
+    assert lines == [{"partition": 1, "offset": -1, "timestamp": -1}]
+    text = _run(
+        cli,
+        "offsets",
+        "--cluster",
+        C,
+        "--topic",
+        "orders",
+        "--at",
+        str(stamps[0]),
+        "--db",
+        db,
+        "--store",
+        store,
+    )
+    assert "partition" in text and "orders" in text
+
+
+def test_locate_stats_gaps_topics(
+    built: tuple[History, str, str], cli: CliRunner, tmp_path: Path
+) -> None:
+    hist, store, db = built
+    rec = list(all_records(hist.dirs[("events", 1)]))[42]
+    (loc,) = _lines(
+        _run(
+            cli,
+            "locate",
+            "--cluster",
+            C,
+            "--topic",
+            "events",
+            "-p",
+            "1",
+            "--offset",
+            str(rec.offset),
+            "--json",
+            "--db",
+            db,
+            "--store",
+            store,
+        )
+    )
+    assert loc["exact"] and loc["timestamp"] == rec.timestamp
+    assert loc["byte_start"] < loc["byte_end"] and loc["object_key"].endswith(".log")
+    first = min(r.timestamp for r in all_records(hist.dirs[("events", 0)]))
+    png = tmp_path / "chart.png"
+    args = [
+        "stats",
+        "--cluster",
+        C,
+        "--topic",
+        "events",
+        "--from",
+        str(first - 60_000),
+        "--to",
+        str(first + 3_600_000),
+        "--bucket",
+        "10m",
+        "--db",
+        db,
+    ]
+    buckets = _lines(_run(cli, *args, "--json"))
+    assert len(buckets) == 7 and all(b["width_ms"] == 600_000 for b in buckets)
+    total = sum(1 for p in range(2) for r in all_records(hist.dirs[("events", p)]))
+    assert sum(b["records"] for b in buckets) == total
+    text = _run(cli, *args, "--png", str(png))
+    assert "records" in text and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _lines(_run(cli, "gaps", "--cluster", C, "--json", "--db", db)) == []
+    assert "no gaps" in _run(cli, "gaps", "--cluster", C, "--db", db)
+    held = _lines(_run(cli, "topics", "--cluster", C, "--json", "--db", db))
+    assert {(h["topic"], h["partition"]) for h in held} == set(hist.dirs)
+    assert "events" in _run(cli, "topics", "--cluster", C, "--db", db)
+
+
+def test_group_offsets(built: tuple[History, str, str], cli: CliRunner) -> None:
+    hist, _store, db = built
+    history = {(t, p): v for (g, t, p), v in hist.commits.items() if g == "billing"}
+    at = sorted(ts for v in history.values() for ts, _ in v)[len(history)]
+    lines = _lines(
+        _run(
+            cli,
+            "group-offsets",
+            "--cluster",
+            C,
+            "--group",
+            "billing",
+            "--at",
+            str(at),
+            "--json",
+            "--db",
+            db,
+        )
+    )
+    assert all(set(x) == {"topic", "partition", "offset", "commit_timestamp"} for x in lines)
+    expected = {k: [o for ts, o in v if ts <= at] for k, v in history.items()}
+    assert {(x["topic"], x["partition"]): x["offset"] for x in lines} == {
+        k: v[-1] for k, v in expected.items() if v
+    }
+    assert "billing" in _run(cli, "group-offsets", "--cluster", C, "--group", "billing", "--db", db)
+
+
+def test_errors_are_explained(built: tuple[History, str, str], cli: CliRunner) -> None:
+    _hist, store, db = built
+    out = _run(
+        cli,
+        "offsets",
+        "--cluster",
+        C,
+        "--topic",
+        "nope",
+        "--at",
+        "-1h",
+        "--json",
+        "--db",
+        db,
+        "--store",
+        store,
+        code=1,
+    )
+    (err,) = _lines(out)
+    assert err["kind"] == "error" and "nope" in err["message"] and err["hint"]
+    out = _run(
+        cli,
+        "offsets",
+        "--cluster",
+        C,
+        "--topic",
+        "orders",
+        "--at",
+        "yesterday-ish",
+        "--json",
+        "--db",
+        db,
+        "--store",
+        store,
+        code=1,
+    )
+    assert "ISO-8601" in _lines(out)[0]["message"]
+    out = _run(
+        cli,
+        "stats",
+        "--cluster",
+        C,
+        "--topic",
+        "orders",
+        "--from",
+        "-1h",
+        "--bucket",
+        "90s",
+        "--db",
+        db,
+        code=1,
+    )
+    assert "minute" in out
+    out = _run(cli, "topics", "--cluster", C, "--json", env={"KAFKA_ARCHIVE_DB": ""}, code=1)
+    assert "KAFKA_ARCHIVE_DB" in _lines(out)[0]["hint"]
+
+
+def test_help_has_examples(cli: CliRunner) -> None:
+    out = _run(cli, "--help")
+    assert "offsets" in out and "KAFKA_ARCHIVE_DB" in out
+    for cmd in ("build", "offsets", "locate", "stats", "gaps", "group-offsets", "topics"):
+        assert "Example" in _run(cli, cmd, "--help")
