@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from archive_checks import CountingStore, check_archive, eligible_segments, snapshot
+from archive_helpers import archive_cluster
 from cluster_data import CLUSTER, Cluster, build_cluster, rolled_segments, sync_tree
-from helpers import archive_cluster
 from kafka_archive.archive import (
     SegmentStatus,
     iter_manifests,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from archive_checks import check_archive
+from archive_helpers import archive_cluster
 from cluster_data import CLUSTER, Cluster, build_cluster
-from helpers import archive_cluster
 from kafka_archive.archive import SegmentStatus, iter_manifests, run_archive
 from kafka_archive.store import S3Store
 from support.faultproxy import FaultProxy
