@@ -430,3 +430,25 @@ def test_result_does_not_depend_on_concurrency(
     assert keys == sorted(k for k in snapshot(reference) if "/manifests/" in k)
     assert report.ok
     assert os.path.isdir(tmp_path / f"store-{concurrency}")
+
+
+def test_partition_dir_vanishing_during_discovery_is_not_an_error(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from segment_lib.partition import PartitionView
+
+    real_open = PartitionView.open.__func__  # type: ignore[attr-defined]
+
+    def open_or_vanish(cls: type[PartitionView], path: Path) -> PartitionView:
+        if Path(path).name == "state-0":  # e.g. renamed to state-0.<id>-delete meanwhile
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        result: PartitionView = real_open(cls, path)
+        return result
+
+    monkeypatch.setattr(PartitionView, "open", classmethod(open_or_vanish))
+    d = discover_log_dir(CLUSTER, 1, cluster.dirs(1)[0])
+    assert d.errors == []
+    assert [(s.reason, Path(s.path).name) for s in d.skipped if s.reason == "vanished"] == [
+        ("vanished", "state-0")
+    ]
+    assert {c.topic for c in d.candidates} == {"orders"}

@@ -119,7 +119,7 @@ class SkipReason(StrEnum):
     OTHER_REPLICA = "other_replica"
     #: known corrupt (quarantined earlier) and its range is archived from another replica
     QUARANTINED_REPLACED = "quarantined_replaced"
-    #: the segment was deleted (retention) between discovery and upload
+    #: the segment (or its partition directory) was deleted or renamed while being archived
     VANISHED = "vanished"
     #: the segment's bytes changed between discovery and upload (it is re-planned next run)
     CHANGED = "changed"
@@ -345,7 +345,16 @@ class _Discoverer:
         for entry in sorted(os.scandir(self.log_dir), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            self._partition_dir(Path(entry.path), rp, hw)
+            try:
+                self._partition_dir(Path(entry.path), rp, hw)
+            except FileNotFoundError:
+                # Renamed (-delete, -future) or removed while we looked: not an error, the
+                # next run sees its new state.
+                self.skip(
+                    SkipReason.VANISHED,
+                    Path(entry.path),
+                    "partition directory disappeared during discovery",
+                )
 
     def _check_meta(self) -> bool:
         path = self.log_dir / META_PROPERTIES
@@ -413,6 +422,8 @@ class _Discoverer:
         self.partitions += 1
         try:
             view = PartitionView.open(path)
+        except FileNotFoundError:
+            raise
         except (OSError, SegmentError) as exc:
             self.errors.append(ProblemInfo.from_exception(exc, path=str(path)))
             return
