@@ -50,6 +50,7 @@ __all__ = [
     "CatalogQueryError",
     "GapEntry",
     "GroupOffset",
+    "IntervalToRead",
     "Location",
     "OffsetAnswer",
     "PartitionHoldings",
@@ -57,6 +58,7 @@ __all__ = [
     "gaps",
     "group_offsets",
     "locate",
+    "offset_intervals",
     "offsets_for_time",
     "stats",
     "topics",
@@ -129,21 +131,37 @@ def _first_record_at_or_after(
     return None
 
 
-def offsets_for_time(
+@dataclass(frozen=True, slots=True)
+class IntervalToRead:
+    """The one interval of one partition that holds the answer: read
+    ``object_key[byte_start:byte_end]`` and take the first record with offset in
+    ``start_offset..end_offset`` and timestamp >= T."""
+
+    partition: int
+    object_key: str
+    byte_start: int
+    byte_end: int
+    start_offset: int
+    end_offset: int
+
+
+def offset_intervals(
     catalog: Catalog,
-    store: ObjectStore,
     cluster: str,
     topic: str,
     timestamp: int,
     partitions: Sequence[int] | None = None,
-) -> list[OffsetAnswer]:
-    """ListOffsets at ``timestamp`` (epoch ms) for each archived partition of ``topic``."""
+) -> list[tuple[int, IntervalToRead | None]]:
+    """The SQL part of :func:`offsets_for_time`: per partition the interval to read, or
+    ``None`` when no record is that late (no read needed)."""
     if timestamp < 0:
         raise ValueError("timestamp must be epoch milliseconds >= 0")
     ti = TimeIndexEntry
+    out: list[tuple[int, IntervalToRead | None]] = []
     with catalog.session() as s:
         parts = _partitions(s, cluster, topic, partitions)
         pids = [pid for pid, _ in parts]
+        # per partition, one index seek: the first interval whose running max is >= T
         first = (
             select(ti.start_offset)
             .where(ti.partition_id == Partition.id, ti.running_max_ts >= timestamp)
@@ -160,21 +178,11 @@ def offsets_for_time(
         rows: dict[int, Any] = {}
         if starts:
             for hit_row in s.execute(
-                select(
-                    ti.partition_id,
-                    ti.start_offset,
-                    ti.end_offset,
-                    ti.byte_start,
-                    ti.byte_end,
-                    ti.record_max_ts,
-                    ti.segment_id,
-                    Segment.object_key,
-                )
+                select(*_INTERVAL_COLUMNS)
                 .join(Segment, Segment.id == ti.segment_id)
                 .where(tuple_(ti.partition_id, ti.start_offset).in_(list(starts.items())))
             ):
                 rows[int(hit_row.partition_id)] = hit_row
-        answers = []
         for pid, part in parts:
             row: Any = rows.get(pid)
             if row is not None and row.record_max_ts < timestamp:
@@ -182,24 +190,66 @@ def offsets_for_time(
                 # batch kept the max timestamp): the answer is later in the same segment or -1
                 row = _next_in_segment(s, pid, row, timestamp)
             if row is None:
-                answers.append(OffsetAnswer(part, -1, -1))
-                continue
-            data = store.get_range(row.object_key, row.byte_start, row.byte_end)
-            hit = _first_record_at_or_after(
-                data,
-                timestamp,
-                row.start_offset,
-                row.end_offset,
-                f"{store.uri.rstrip('/')}/{row.object_key}[{row.byte_start}:{row.byte_end}]",
-            )
-            if hit is None:
-                raise CatalogQueryError(
-                    f"partition {part}: the interval at offset {row.start_offset} holds no record "
-                    f"at or after {timestamp} although the catalog says it does",
-                    hint="the catalog and the archive disagree: rebuild the catalog",
+                out.append((part, None))
+            else:
+                out.append(
+                    (
+                        part,
+                        IntervalToRead(
+                            part,
+                            row.object_key,
+                            row.byte_start,
+                            row.byte_end,
+                            row.start_offset,
+                            row.end_offset,
+                        ),
+                    )
                 )
-            answers.append(OffsetAnswer(part, hit[0], hit[1]))
+    return out
+
+
+def offsets_for_time(
+    catalog: Catalog,
+    store: ObjectStore,
+    cluster: str,
+    topic: str,
+    timestamp: int,
+    partitions: Sequence[int] | None = None,
+) -> list[OffsetAnswer]:
+    """ListOffsets at ``timestamp`` (epoch ms) for each archived partition of ``topic``."""
+    answers = []
+    for part, iv in offset_intervals(catalog, cluster, topic, timestamp, partitions):
+        if iv is None:
+            answers.append(OffsetAnswer(part, -1, -1))
+            continue
+        data = store.get_range(iv.object_key, iv.byte_start, iv.byte_end)
+        hit = _first_record_at_or_after(
+            data,
+            timestamp,
+            iv.start_offset,
+            iv.end_offset,
+            f"{store.uri.rstrip('/')}/{iv.object_key}[{iv.byte_start}:{iv.byte_end}]",
+        )
+        if hit is None:
+            raise CatalogQueryError(
+                f"partition {part}: the interval at offset {iv.start_offset} holds no record "
+                f"at or after {timestamp} although the catalog says it does",
+                hint="the catalog and the archive disagree: rebuild the catalog",
+            )
+        answers.append(OffsetAnswer(part, hit[0], hit[1]))
     return answers
+
+
+_INTERVAL_COLUMNS = (
+    TimeIndexEntry.partition_id,
+    TimeIndexEntry.start_offset,
+    TimeIndexEntry.end_offset,
+    TimeIndexEntry.byte_start,
+    TimeIndexEntry.byte_end,
+    TimeIndexEntry.record_max_ts,
+    TimeIndexEntry.segment_id,
+    Segment.object_key,
+)
 
 
 def _next_in_segment(s: Session, pid: int, row: Any, timestamp: int) -> Any:
@@ -211,16 +261,7 @@ def _next_in_segment(s: Session, pid: int, row: Any, timestamp: int) -> Any:
         .limit(1)
     ).scalar_one()
     return s.execute(
-        select(
-            ti.partition_id,
-            ti.start_offset,
-            ti.end_offset,
-            ti.byte_start,
-            ti.byte_end,
-            ti.record_max_ts,
-            ti.segment_id,
-            Segment.object_key,
-        )
+        select(*_INTERVAL_COLUMNS)
         .join(Segment, Segment.id == ti.segment_id)
         .where(
             ti.partition_id == pid,
