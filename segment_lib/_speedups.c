@@ -1,5 +1,16 @@
 /*
- * segment_lib._speedups: the compiled magic-2 record decoder.
+ * segment_lib._speedups: the compiled hot loops of segment_lib.
+ *
+ *   decode_records_v2  the magic-2 record decoder (this header comment, then the decoder);
+ *   scan_batches_v2    the magic-2 batch-header scan with CRC-32C verification, which
+ *                      segment_lib.log_file.iter_batches uses for runs of magic-2 batches (its
+ *                      contract is at "the batch scan" below);
+ *   crc32c             the CRC-32C the scan uses, exposed for tests and benchmarks (see
+ *                      "CRC-32C" below: why it is here, and how it is made fast).
+ *
+ * Each has a specification outside this file that is also what runs when the extension is not
+ * built: the Python decoder and the Python loop of iter_batches, and for the checksum the
+ * `crc32c` package.  Tests compare them (tests/test_speedups.py, tests/test_scan_speedups.py).
  *
  * Contract: decode_records_v2(data, count, base_offset, first_timestamp, log_append_ts)
  * returns exactly what segment_lib.record_batch._decode_records_python returns for the same
@@ -646,9 +657,10 @@ done:
  *     single stream for the tail (< 768 bytes).  Why so small: the scan reads batches from the
  *     page cache, i.e. from memory, not from CPU caches, and there the stream spacing decides
  *     the speed.  Measured on the benchmark segments (AMD EPYC, see docs/performance.md), a
- *     CRC over 66 MB in memory took 3.3 ms with L = 256, 3.7 with 128, 4.9 with 320, 5.4 with
- *     384, 4.8 with 4096, 10.4 with 768 (the hardware prefetcher follows three nearby streams as
- *     one; spread-out streams defeat it), while the combine step per 768 bytes costs little
+ *     CRC over 66 MB in memory took (best of 15) 3.3 ms with L = 256, 3.7 with 128, 4.9 with
+ *     320, 5.4 with 384, 4.8 with 4096, 10.4 with 768 (presumably the hardware prefetchers
+ *     follow three nearby streams as one; spread-out streams defeat them), while the combine
+ *     step per 768 bytes costs little
  *     when the data is cached (19.6 GB/s on a cached 16 KiB buffer vs 22 GB/s with L = 768).
  *     Each stream is first aligned to 8 bytes: loads straddling cache lines nearly halved the
  *     throughput on data streamed from memory (batches start at any byte).
