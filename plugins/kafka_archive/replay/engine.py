@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -222,7 +223,7 @@ class PartitionReplay:
             "transactional.id": transactional_id(plan.replay_id, partition),
             "enable.idempotence": True,
             "acks": "all",
-            "linger.ms": 20,
+            "linger.ms": 5,
             "batch.size": 1_000_000,
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": 512 * 1024,
@@ -403,6 +404,13 @@ class PartitionReplay:
                 self._raise_kafka(exc)
             return _Txn(started=time.monotonic())
 
+        def one(r: Record, q: int, cb: Any, ok_ts: bool) -> None:
+            hdrs: list[Any] | None = list(r.headers) if r.headers else None
+            if provenance:
+                prov = (PROVENANCE_HEADER, (prov_prefix + str(r.offset)).encode())
+                hdrs = [*hdrs, prov] if hdrs else [prov]
+            send(r.value, r.key, q, cb, r.timestamp if ok_ts else 0, hdrs)
+
         def send(
             value: bytes | None, key: bytes | None, q: int, cb: Any, ts: int, headers: Any
         ) -> None:
@@ -415,50 +423,62 @@ class PartitionReplay:
                 except KafkaException as exc:
                     self._raise_kafka(exc)
 
+        bytes_mark = reader.stats.bytes_read
         for group in reader:
             if txn is None:
                 txn = begin()
             n = len(group)
             # target partitions and runs of this source batch
             if mapping == "same":
-                targets = None
-            elif mapping == "murmur2":
-                targets = [
-                    murmur2_partition(r.key, nparts)
-                    if r.key is not None
-                    else source_partition % nparts
-                    for r in group
-                ]
+                runs = _same_runs(group, source_partition)
             else:
-                targets = [(r.offset + rr) % nparts for r in group]
-            runs = _plan_runs(group, targets, source_partition, exact=mapping == "same")
-            nbytes = 0
-            slots = runs.slots
-            tq = runs.targets
-            sq = runs.same_q
-            for idx, r in enumerate(group):
-                slot = slots.get(idx)
-                if slot is not None:
-                    q, cb = slot
-                else:
-                    q = sq if tq is None else tq[idx]
-                    cb = None
-                headers: list[Any] | None = list(r.headers) if r.headers else None
-                if provenance:
-                    headers = (headers or []) + [
-                        (PROVENANCE_HEADER, (prov_prefix + str(r.offset)).encode())
+                if mapping == "murmur2":
+                    targets = [
+                        murmur2_partition(r.key, nparts)
+                        if r.key is not None
+                        else source_partition % nparts
+                        for r in group
                     ]
-                ts = r.timestamp if keep_ts and r.timestamp >= 0 else 0
-                send(r.value, r.key, q, cb, ts, headers)
-                nbytes += (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0)
-            txn.runs.extend(runs.runs)
+                else:
+                    targets = [(r.offset + rr) % nparts for r in group]
+                runs = _hashed_runs(group, targets)
+            ok_ts = keep_ts and group[0].timestamp >= 0 and group[-1].timestamp >= 0
+            for run, members in runs:
+                q = run.target_partition
+                k = len(members)
+                # delivery reports (target offsets) only for each run's first and last record
+                one(members[0], q, run.both if k == 1 else run.first, ok_ts)
+                if k > 2:
+                    if provenance:
+                        for r in islice(members, 1, k - 1):
+                            one(r, q, None, ok_ts)
+                    else:
+                        for r in islice(members, 1, k - 1):
+                            try:
+                                produce(
+                                    topic, r.value, r.key, q, None, None,
+                                    r.timestamp if ok_ts else 0,
+                                    list(r.headers) if r.headers else None,
+                                )  # fmt: skip
+                            except BufferError:
+                                one(r, q, None, ok_ts)
+                            except KafkaException as exc:
+                                self._raise_kafka(exc)
+                if k > 1:
+                    one(members[-1], q, run.last, ok_ts)
+            nbytes = reader.stats.bytes_read - bytes_mark
+            bytes_mark = reader.stats.bytes_read
+            if limiter is not None:
+                if limiter.bytes is not None:
+                    # payload bytes: only computed when a MB/s limit asks for them
+                    nbytes = sum(len(r.value or b"") + len(r.key or b"") for r in group)
+                limiter.acquire(n, nbytes)
+            txn.runs.extend(run for run, _m in runs)
             if txn.first_offset < 0:
                 txn.first_offset = group[0].offset
             txn.last_offset = group[-1].offset
             txn.records += n
             txn.bytes += nbytes
-            if limiter is not None:
-                limiter.acquire(n, nbytes)
             poll(0)
             if self.hook is not None:
                 self._hook("produced", records=n, offset=group[-1].offset)
@@ -597,52 +617,30 @@ class PartitionReplay:
                 self._raise_kafka(exc)
 
 
-@dataclass(slots=True)
-class _GroupRuns:
-    runs: list[_Run]
-    #: record index -> (target partition, delivery callback) for run boundaries
-    slots: dict[int, tuple[int, Any]]
-    same_q: int
-    targets: list[int] | None
+def _same_runs(group: list[Record], q: int) -> list[tuple[_Run, list[Record]]]:
+    """``same`` mapping: one run per stretch of consecutive source offsets (usually one)."""
+    first, last = group[0].offset, group[-1].offset
+    if last - first == len(group) - 1:
+        return [(_Run(q, first, last, len(group)), group)]
+    out: list[tuple[_Run, list[Record]]] = []
+    start = 0
+    for i in range(1, len(group) + 1):
+        if i == len(group) or group[i].offset != group[i - 1].offset + 1:
+            members = group[start:i]
+            out.append((_Run(q, members[0].offset, members[-1].offset, len(members)), members))
+            start = i
+    return out
 
-    def default_q(self, idx: int) -> int:
-        return self.same_q if self.targets is None else self.targets[idx]
 
-
-def _plan_runs(
-    group: list[Record], targets: list[int] | None, source_partition: int, *, exact: bool
-) -> _GroupRuns:
-    """Split a source batch's records into runs per target partition and pick the records that
-    carry delivery callbacks (first and last of each run)."""
-    runs: list[_Run] = []
-    slots: dict[int, tuple[int, Any]] = {}
-    if targets is None:
-        q = source_partition
-        start = 0
-        for i in range(1, len(group) + 1):
-            if i == len(group) or group[i].offset != group[i - 1].offset + 1:
-                run = _Run(q, group[start].offset, group[i - 1].offset, i - start)
-                runs.append(run)
-                if i - 1 == start:
-                    slots[start] = (q, run.both)
-                else:
-                    slots[start] = (q, run.first)
-                    slots[i - 1] = (q, run.last)
-                start = i
-        return _GroupRuns(runs, slots, q, None)
-    by_q: dict[int, list[int]] = {}
-    for i, q in enumerate(targets):
-        by_q.setdefault(q, []).append(i)
-    for q, idxs in by_q.items():
-        first, last = idxs[0], idxs[-1]
-        run = _Run(q, group[first].offset, group[last].offset, len(idxs))
-        runs.append(run)
-        if first == last:
-            slots[first] = (q, run.both)
-        else:
-            slots[first] = (q, run.first)
-            slots[last] = (q, run.last)
-    return _GroupRuns(runs, slots, source_partition, targets)
+def _hashed_runs(group: list[Record], targets: list[int]) -> list[tuple[_Run, list[Record]]]:
+    """Hashed mappings: one run per target partition of the batch (only its bounds exact)."""
+    by_q: dict[int, list[Record]] = {}
+    for r, q in zip(group, targets, strict=True):
+        by_q.setdefault(q, []).append(r)
+    return [
+        (_Run(q, members[0].offset, members[-1].offset, len(members)), members)
+        for q, members in by_q.items()
+    ]
 
 
 def _merge_runs(runs: list[_Run]) -> list[OffsetRange]:

@@ -141,6 +141,8 @@ class KafkaCommittedReader:
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
+                # progress partitions are small: do not let the broker hold fetches back
+                "fetch.wait.max.ms": 10,
             }
         )
         try:
