@@ -55,7 +55,7 @@ from segment_lib.consumer_offsets import (
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import CorruptRecordError, SegmentError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
-from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Record
+from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Codec, Record
 
 __all__ = [
     "CONSUMER_OFFSETS_TOPIC",
@@ -240,7 +240,7 @@ class SegmentExtractor:
         self._first = self._last = -1
         self._first_ts = self._max_ts = self._off_max = -1
         self._records = self._batches = self._txn = self._control = 0
-        self._codecs: set[str] = set()
+        self._codecs: set[Codec] = set()
         self._magics: set[int] = set()
         self._runs: list[list[int]] = []
         # outputs
@@ -256,23 +256,32 @@ class SegmentExtractor:
     # -- streaming ------------------------------------------------------------------------------
 
     def feed(self, chunk: bytes | memoryview) -> None:
-        """Parse as many whole batches as ``chunk`` completes."""
+        """Parse as many whole batches as ``chunk`` completes.
+
+        A batch cut by the end of the previous chunk is completed by copying only the bytes it
+        still misses; the rest of ``chunk`` is parsed in place (no copy of the whole chunk).
+        """
         if self._finished:
             raise ValueError("extractor already finished")
-        if not chunk:
+        view = memoryview(chunk)
+        while self._pending_len and len(view):
+            take = self._need - self._pending_len
+            if len(view) < take:
+                self._pending.append(bytes(view))
+                self._pending_len += len(view)
+                return
+            piece = b"".join([*self._pending, view[:take]])
+            view = view[take:]
+            self._pending, self._pending_len = [], 0
+            pos = self._parse(piece, final=False)
+            if pos < len(piece):  # only the header was complete: now the size is known
+                self._pending, self._pending_len = [piece[pos:]], len(piece) - pos
+        if not len(view):
             return
-        self._pending.append(bytes(chunk))
-        self._pending_len += len(chunk)
-        if self._pending_len < self._need:
-            return  # the batch being assembled is still incomplete
-        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
-        self._pending = []
-        self._pending_len = 0
-        pos = self._parse(data, final=False)
-        if pos < len(data):
-            rest = data[pos:]
-            self._pending = [rest]
-            self._pending_len = len(rest)
+        pos = self._parse(view, final=False)
+        if pos < len(view):
+            rest = bytes(view[pos:])
+            self._pending, self._pending_len = [rest], len(rest)
 
     def finish(self) -> SegmentExtract:
         """Parse what is left (it must be whole batches) and return the extract."""
@@ -294,7 +303,7 @@ class SegmentExtractor:
             record_count=self._records,
             batch_count=self._batches,
             size_bytes=self._base,
-            codecs=tuple(sorted(self._codecs)),
+            codecs=tuple(sorted(c.label for c in self._codecs)),
             magics=tuple(sorted(self._magics)),
             transactional_batches=self._txn,
             control_batches=self._control,
@@ -312,7 +321,7 @@ class SegmentExtractor:
             undecodable_offsets_records=self._undecodable,
         )
 
-    def _parse(self, data: bytes, *, final: bool) -> int:
+    def _parse(self, data: bytes | memoryview, *, final: bool) -> int:
         """Handle every whole batch of ``data`` (which starts at ``self._base``); return how many
         bytes were consumed. A torn tail is kept for the next chunk unless ``final``."""
         consumed = 0
@@ -348,7 +357,7 @@ class SegmentExtractor:
 
     # -- per batch ------------------------------------------------------------------------------
 
-    def _on_batch(self, data: bytes, b: BatchHeader) -> None:
+    def _on_batch(self, data: bytes | memoryview, b: BatchHeader) -> None:
         # whole-segment stats
         if self._first < 0:
             self._first, self._first_ts = b.base_offset, b.first_timestamp
@@ -358,7 +367,7 @@ class SegmentExtractor:
         self._txn += b.is_transactional
         self._control += b.is_control
         self._magics.add(b.magic)
-        self._codecs.add(b.codec.label)
+        self._codecs.add(b.codec)
         if b.max_timestamp > self._max_ts:
             self._max_ts, self._off_max = b.max_timestamp, b.last_offset
         epoch = b.partition_leader_epoch
@@ -394,7 +403,7 @@ class SegmentExtractor:
                     slot[0] += count
                 slot[1] += b.size
 
-    def _decode(self, data: bytes, b: BatchHeader) -> list[Record]:
+    def _decode(self, data: bytes | memoryview, b: BatchHeader) -> list[Record]:
         # positions in ``data`` are relative to it; errors are re-anchored by _parse
         return decode_batch(data, b)
 
