@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, select, tuple_
+from sqlalchemy import and_, func, select, true
 from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.build import version_of_segment
@@ -156,35 +156,17 @@ def offset_intervals(
     ``None`` when no record is that late (no read needed)."""
     if timestamp < 0:
         raise ValueError("timestamp must be epoch milliseconds >= 0")
-    ti = TimeIndexEntry
     out: list[tuple[int, IntervalToRead | None]] = []
     with catalog.session() as s:
-        parts = _partitions(s, cluster, topic, partitions)
-        pids = [pid for pid, _ in parts]
-        # per partition, one index seek: the first interval whose running max is >= T
-        first = (
-            select(ti.start_offset)
-            .where(ti.partition_id == Partition.id, ti.running_max_ts >= timestamp)
-            .order_by(ti.running_max_ts, ti.start_offset)
-            .limit(1)
-            .correlate(Partition)
-            .scalar_subquery()
-        )
-        starts = {
-            int(pid): so
-            for pid, so in s.execute(select(Partition.id, first).where(Partition.id.in_(pids)))
-            if so is not None
+        rows = {
+            int(r.pid): r
+            for r in s.execute(_interval_query(s, cluster, topic, timestamp, partitions))
         }
-        rows: dict[int, Any] = {}
-        if starts:
-            for hit_row in s.execute(
-                select(*_INTERVAL_COLUMNS)
-                .join(Segment, Segment.id == ti.segment_id)
-                .where(tuple_(ti.partition_id, ti.start_offset).in_(list(starts.items())))
-            ):
-                rows[int(hit_row.partition_id)] = hit_row
+        if not rows or (partitions and len(rows) < len(set(partitions))):
+            _partitions(s, cluster, topic, partitions)  # raises the explanatory error
+        parts = sorted(((pid, int(r.partition)) for pid, r in rows.items()), key=lambda x: x[1])
         for pid, part in parts:
-            row: Any = rows.get(pid)
+            row: Any = rows[pid] if rows[pid].start_offset is not None else None
             if row is not None and row.record_max_ts < timestamp:
                 # the broker's segment has no qualifying record in this interval (an emptied
                 # batch kept the max timestamp): the answer is later in the same segment or -1
@@ -206,6 +188,58 @@ def offset_intervals(
                     )
                 )
     return out
+
+
+def _interval_query(
+    s: Session, cluster: str, topic: str, timestamp: int, partitions: Sequence[int] | None
+) -> Any:
+    """One statement: every partition of the topic with the first time-index interval whose
+    running maximum is >= T (NULLs when there is none). Each partition costs one index seek
+    on ``(partition_id, running_max_ts, start_offset)`` and one primary-key lookup."""
+    ti = TimeIndexEntry.__table__.alias("ti")
+    cols = (
+        ti.c.start_offset,
+        ti.c.end_offset,
+        ti.c.byte_start,
+        ti.c.byte_end,
+        ti.c.record_max_ts,
+        ti.c.segment_id,
+    )
+    where = [Partition.cluster == cluster, Partition.topic == topic]
+    if partitions:
+        where.append(Partition.partition.in_(sorted(set(partitions))))
+    if s.get_bind().dialect.name == "postgresql":
+        hit = (
+            select(*cols)
+            .where(ti.c.partition_id == Partition.id, ti.c.running_max_ts >= timestamp)
+            .order_by(ti.c.running_max_ts, ti.c.start_offset)
+            .limit(1)
+            .lateral("hit")
+        )
+        return (
+            select(Partition.id.label("pid"), Partition.partition, *hit.c, Segment.object_key)
+            .select_from(Partition)
+            .outerjoin(hit, true())
+            .outerjoin(Segment, Segment.id == hit.c.segment_id)
+            .where(*where)
+        )
+    # SQLite has no LATERAL: join on the correlated "first start offset" instead
+    t2 = TimeIndexEntry.__table__.alias("t2")
+    first = (
+        select(t2.c.start_offset)
+        .where(t2.c.partition_id == Partition.id, t2.c.running_max_ts >= timestamp)
+        .order_by(t2.c.running_max_ts, t2.c.start_offset)
+        .limit(1)
+        .correlate(Partition)
+        .scalar_subquery()
+    )
+    return (
+        select(Partition.id.label("pid"), Partition.partition, *cols, Segment.object_key)
+        .select_from(Partition)
+        .outerjoin(ti, and_(ti.c.partition_id == Partition.id, ti.c.start_offset == first))
+        .outerjoin(Segment, Segment.id == ti.c.segment_id)
+        .where(*where)
+    )
 
 
 def offsets_for_time(
