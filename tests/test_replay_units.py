@@ -116,3 +116,41 @@ def test_token_bucket_refills_but_caps_burst() -> None:
     assert bucket.take(50) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         TokenBucket(0)
+
+
+def test_dag_params_and_target_resolution() -> None:
+    from types import SimpleNamespace
+
+    import jsonschema
+    from kafka_archive.replay.dag_tasks import resolve_target, spec_from_params
+    from kafka_archive.replay.plan import ReplayPlan, TargetSpec
+
+    conn = SimpleNamespace(
+        host="k1:9093,k2", port=9094, login="replay", password="s3cret",
+        extra_dejson={"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},
+    )  # fmt: skip
+    t = resolve_target("kafka_dr", {"ssl.ca.location": "/ca.pem"}, lambda cid: conn)
+    assert t.bootstrap_servers == "k1:9093,k2:9094" and t.name == "kafka_dr"
+    assert t.config["sasl.password"] == "s3cret" and t.config["sasl.username"] == "replay"
+    assert t.config["security.protocol"] == "SASL_SSL" and t.config["ssl.ca.location"] == "/ca.pem"
+    # host:port is taken as bootstrap servers without asking for a connection
+    plain = resolve_target("h:9092", None, lambda cid: (_ for _ in ()).throw(AssertionError))
+    assert plain.bootstrap_servers == "h:9092" and plain.config == {}
+    # secrets never reach the stored plan
+    red = t.redacted()
+    assert red.config["sasl.password"] == "***" and red.config["sasl.username"] == "replay"
+    spec = spec_from_params(
+        {"cluster": "c", "topic": "t", "from": "offset:5", "target": "h:9092",
+         "partition_mapping": "murmur2", "partitions": [1]},
+        TargetSpec(bootstrap_servers="h:9092", config={"sasl.password": "x"}),
+    )  # fmt: skip
+    assert spec.partition_mapping == "murmur2" and spec.partitions == [1]
+    plan = ReplayPlan(replay_id="r-1", spec=spec, partitions=[], source_partition_count=1,
+                      created_at_ms=0)  # fmt: skip
+    assert '"x"' not in plan.to_json() and ReplayPlan.from_json(plan.to_json()).has_redacted_secrets
+    assert '"x"' in plan.to_json(redact=False)
+    with pytest.raises(jsonschema.ValidationError):
+        spec_from_params({"cluster": "c", "topic": "t", "from": "-2h", "target": "h:1",
+                          "partition_mapping": "hash"})  # fmt: skip
+    with pytest.raises(jsonschema.ValidationError):
+        spec_from_params({"cluster": "", "topic": "t", "from": "-2h", "target": "h:1"})
