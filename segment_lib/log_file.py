@@ -47,10 +47,16 @@ _OFFSET_SIZE = struct.Struct(">qi")
 
 _ScanV2 = Callable[[memoryview, int, int, bool, int], tuple[list[BatchHeader], int, str]]
 _scan_v2: _ScanV2 | None = None
+#: whether the compiled scan checks CRCs with hardware instructions; with only its portable
+#: table CRC (~2.5 GB/s: no SSE4.2, or a non-x86 CPU where the `crc32c` package may use ARMv8
+#: instructions) CRC-verifying scans keep to the Python path, which calls the package
+_scan_crc_in_hardware = False
 try:  # the compiled magic-2 scan (see iter_batches); absent without a C compiler
+    from segment_lib._speedups import CRC32C_IMPL as _crc_impl
     from segment_lib._speedups import scan_batches_v2 as _scan_compiled
 
     _scan_v2 = _scan_compiled
+    _scan_crc_in_hardware = _crc_impl != "table"
 except ImportError:  # pragma: no cover - depends on the build
     pass
 #: most batches returned by one call of the compiled scan
@@ -101,6 +107,7 @@ def iter_batches(
     scan = (
         _scan_v2
         if _scan_v2 is not None
+        and (_scan_crc_in_hardware or not verify_crc)
         and type(start) is int
         and type(limit) is int
         and start >= 0

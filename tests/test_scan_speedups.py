@@ -449,6 +449,9 @@ def test_fast_path_is_taken_for_magic_2_batches(monkeypatch: pytest.MonkeyPatch)
     """The reader really uses the compiled scan: the Python header parser is never called on a
     v2-only segment, and only for the legacy message in a mixed one."""
     assert log_file._scan_v2 is scan
+    # CRC-verifying scans use the compiled path only with a hardware CRC (else the package's)
+    assert log_file._scan_crc_in_hardware is (_speedups.CRC32C_IMPL != "table")
+    verify_crc = log_file._scan_crc_in_hardware
     calls: list[int] = []
     real = legacy.parse_legacy_header
 
@@ -462,12 +465,36 @@ def test_fast_path_is_taken_for_magic_2_batches(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("segment_lib.log_file.parse_batch_header_v2", counting_v2)
     monkeypatch.setattr("segment_lib.log_file.parse_legacy_header", counting_legacy)
     v2 = b"".join(_v2(base=3 * i) for i in range(40))
-    assert len(list(iter_batches(v2))) == 40
+    assert len(list(iter_batches(v2, verify_crc=verify_crc))) == 40
     message = encode_legacy_batches(1, 500, [WriteRecord(b"k", b"v", (), 7)])[0].data
     mixed = v2 + message + v2
-    headers = list(iter_batches(mixed))
+    headers = list(iter_batches(mixed, verify_crc=verify_crc))
     assert [h.magic for h in headers] == [2] * 40 + [1] + [2] * 40
     assert calls == [len(v2)]
+
+
+def test_without_hardware_crc_verifying_scans_keep_to_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With only the portable table CRC in C, a CRC-verifying iteration takes the Python path
+    (the `crc32c` package may have hardware support there); a non-verifying one still uses C."""
+    calls: list[bool] = []
+
+    def spy(buf: Any, start: int, end: int, verify_crc: bool, max_batches: int) -> Any:
+        calls.append(verify_crc)
+        return scan(buf, start, end, verify_crc, max_batches)
+
+    monkeypatch.setattr(log_file, "_scan_v2", spy)
+    monkeypatch.setattr(log_file, "_scan_crc_in_hardware", False)
+    buf = b"".join(_v2(base=3 * i) for i in range(5))
+    assert len(list(iter_batches(buf))) == 5
+    assert calls == []
+    assert len(list(iter_batches(buf, verify_crc=False))) == 5
+    assert calls and not any(calls)
+    monkeypatch.setattr(log_file, "_scan_crc_in_hardware", True)
+    calls.clear()
+    assert len(list(iter_batches(buf))) == 5
+    assert calls and all(calls)
 
 
 def test_iteration_stays_lazy() -> None:
