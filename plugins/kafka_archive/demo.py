@@ -1,23 +1,59 @@
 """The end-to-end demo behind ``./dev demo`` / ``kafka-archive demo``.
 
-Everything lives under one folder (default ``.work/demo``): a realistic multi-broker Kafka log
-directory written by :func:`segment_lib.writer.write_demo_cluster`, and whatever the later
-stages make of it. Each stage is a function returning a JSON-ready dict, so the CLI can print a
-readable report or ``--json``, and tests can call the stages one by one.
+Everything lives under one folder (default ``.work/demo``), nothing needs root or a network:
+
+1. **cluster**: a realistic 3-broker Kafka log directory written by
+   :func:`segment_lib.writer.write_demo_cluster` (several topics and partitions, every codec,
+   transactions with commits and aborts, LogAppendTime, compaction, ``__consumer_offsets``
+   commits, a crashed broker with a torn tail), its records stamped over the last half hour;
+2. **archive**: the ``kafka_archive_segments`` DAG, run through Airflow (``airflow dags test``
+   against the demo's own Airflow home and metadata DB), copies the rolled segments to a local
+   object store;
+3. **catalog**: the ``kafka_archive_catalog`` DAG builds the SQLite catalog with a local Spark
+   session;
+4. **replay**: an embedded Kafka-protocol target (librdkafka's mock cluster) is started in this
+   process and the ``kafka_archive_replay`` DAG replays topic ``orders`` from time T into it;
+5. **answers**: the catalog's "offsets of orders at T" (checked against the broker-equivalent
+   lookup on the original log dirs), a consumer group's committed position at T from the
+   archived ``__consumer_offsets``, and a verification that the target holds exactly the
+   expected records (keys, values, headers, timestamps, partitions, order).
+
+Each stage is a function, so tests can run them one by one; :func:`run_demo` runs them all and
+returns a JSON-ready report.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
 from segment_lib.writer import DemoCluster, write_demo_cluster
 
-__all__ = ["DemoPaths", "answer_offsets_at", "write_cluster"]
+__all__ = ["DemoError", "DemoPaths", "run_demo"]
+
+CLUSTER = "demo"
+TOPIC = "orders"
+DAG_ARCHIVE = "kafka_archive_segments"
+DAG_CATALOG = "kafka_archive_catalog"
+DAG_REPLAY = "kafka_archive_replay"
+PROGRESS_TOPIC = "__kafka_archive_replay_progress"
+#: where the checkout keeps the DAGs (the demo runs from a source checkout)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class DemoError(RuntimeError):
+    """A demo stage failed; the message says which and where its log is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,28 +78,269 @@ class DemoPaths:
     def airflow_home(self) -> Path:
         return self.root / "airflow"
 
+    @property
+    def config(self) -> Path:
+        return self.root / "archive-config.json"
 
-def write_cluster(paths: DemoPaths, *, seed: int = 0, fresh: bool = True) -> DemoCluster:
-    """Write the demo cluster's log dirs (removing an earlier demo's when ``fresh``)."""
-    if fresh and paths.root.exists():
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def store_uri(self) -> str:
+        return self.store.as_uri()
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.catalog_db}"
+
+
+def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
+    """Stage 1: a fresh demo folder and cluster whose records end about five minutes ago."""
+    if paths.root.exists():
         shutil.rmtree(paths.root)
-    paths.cluster.mkdir(parents=True, exist_ok=True)
-    return write_demo_cluster(paths.cluster, seed=seed)
+    paths.cluster.mkdir(parents=True)
+    paths.logs.mkdir()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
+    shutil.rmtree(paths.root / "probe")
+    start = now - 5 * 60_000 - (probe.end_ms - probe.start_ms)
+    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
+    config = {
+        "store_uri": paths.store_uri,
+        "state_dir": str(paths.root / "archive-state"),
+        "clusters": [
+            {
+                "name": CLUSTER,
+                "brokers": [
+                    {"id": b, "log_dirs": [str(d) for d in dirs]}
+                    for b, dirs in sorted(cluster.broker_dirs.items())
+                ],
+            }
+        ],
+    }
+    paths.config.write_text(json.dumps(config, indent=2))
+    return cluster
 
 
-def answer_offsets_at(cluster: DemoCluster, topic: str, timestamp_ms: int) -> list[dict[str, Any]]:
-    """ListOffsets for every partition of ``topic`` at ``timestamp_ms``, from the leaders'
-    log dirs (what the broker would answer while it still holds the data)."""
-    out = []
-    for (name, partition), hosts in sorted(cluster.replicas.items()):
-        if name != topic:
+def airflow_env(paths: DemoPaths) -> dict[str, str]:
+    """The environment of the demo's own Airflow (home, SQLite metadata DB, our DAGs)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(
+        AIRFLOW_HOME=str(paths.airflow_home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(REPO_ROOT / "dags"),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO_ROOT / "plugins"),
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{paths.airflow_home / 'airflow.db'}",
+        KAFKA_ARCHIVE_CONFIG=str(paths.config),
+        KAFKA_ARCHIVE_STORE=paths.store_uri,
+        KAFKA_ARCHIVE_DB=paths.db_url,
+        KAFKA_ARCHIVE_SPARK_MASTER="local[2]",
+        PYSPARK_PYTHON=sys.executable,
+    )
+    return env
+
+
+def _airflow(paths: DemoPaths, name: str, *args: str) -> None:
+    """Run one ``airflow`` command for the demo; its output goes to ``logs/<name>.log``."""
+    log = paths.logs / f"{name}.log"
+    exe = Path(sys.executable).with_name("airflow")
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [str(exe), *args],
+            env=airflow_env(paths),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+            check=False,
+        )
+    text = log.read_text(errors="replace")
+    failed = proc.returncode != 0 or (args[:2] == ("dags", "test") and "state=success" not in text)
+    if failed:
+        tail = "\n".join(text.splitlines()[-25:])
+        raise DemoError(f"`airflow {' '.join(args[:3])}` failed; full log: {log}\n{tail}")
+
+
+def run_archive_and_catalog(paths: DemoPaths) -> None:
+    """Stages 2-3: Airflow's metadata DB, then the archive and catalog DAGs."""
+    paths.airflow_home.mkdir(parents=True, exist_ok=True)
+    _airflow(paths, "airflow-db-migrate", "db", "migrate")
+    _airflow(paths, "dag-archive", "dags", "test", DAG_ARCHIVE)
+    _airflow(paths, "dag-catalog", "dags", "test", DAG_CATALOG)
+
+
+def run_replay(paths: DemoPaths, bootstrap: str, from_ms: int) -> None:
+    """Stage 4: the replay DAG, with Params, into the embedded target."""
+    from kafka_archive.timeparse import format_ms
+
+    conf = {
+        "cluster": CLUSTER,
+        "topic": TOPIC,
+        "from": format_ms(from_ms),
+        "to": None,
+        "target": bootstrap,
+        "partition_mapping": "same",
+        "preserve_timestamps": True,
+    }
+    _airflow(paths, "dag-replay", "dags", "test", DAG_REPLAY, "-c", json.dumps(conf))
+
+
+def _leader_dir(cluster: DemoCluster, topic: str, partition: int) -> Path:
+    leader = cluster.replicas[(topic, partition)][0]
+    for log_dir in cluster.broker_dirs[leader]:
+        if (log_dir / f"{topic}-{partition}").is_dir():
+            return log_dir / f"{topic}-{partition}"
+    raise DemoError(f"no directory for {topic}-{partition} on broker {leader}")
+
+
+def catalog_offsets(paths: DemoPaths, cluster: DemoCluster, at_ms: int) -> list[dict[str, Any]]:
+    """The catalog's ListOffsets answer at ``at_ms`` beside segment_lib's lookup on the leader's
+    original log dir (what the broker itself would have answered)."""
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.queries import offsets_for_time
+    from kafka_archive.store import open_store
+
+    catalog = open_catalog(paths.db_url)
+    store = open_store(paths.store_uri)
+    rows = []
+    for answer in offsets_for_time(catalog, store, CLUSTER, TOPIC, at_ms):
+        broker = find_offset_for_timestamp(
+            PartitionView.open(_leader_dir(cluster, TOPIC, answer.partition)), at_ms
+        )
+        rows.append(
+            {
+                "partition": answer.partition,
+                "offset": answer.offset,
+                "timestamp": answer.timestamp,
+                "broker_lookup_offset": broker.offset,
+            }
+        )
+    return rows
+
+
+def group_position(paths: DemoPaths, cluster: DemoCluster, at_ms: int) -> dict[str, Any]:
+    """A consumer group's committed offsets at ``at_ms``, from the archived commits (the first
+    demo group, by name, that had committed by then)."""
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.queries import CatalogQueryError, group_offsets
+
+    catalog = open_catalog(paths.db_url)
+    for group in sorted(cluster.committed):
+        try:
+            rows = group_offsets(catalog, CLUSTER, group, at_ms)
+        except CatalogQueryError:
             continue
-        for log_dir in cluster.broker_dirs[hosts[0]]:
-            part_dir = log_dir / f"{topic}-{partition}"
-            if part_dir.is_dir():
-                answer = find_offset_for_timestamp(PartitionView.open(part_dir), timestamp_ms)
-                out.append(
-                    {"partition": partition, "offset": answer.offset, "timestamp": answer.timestamp}
-                )
-                break
+        if rows:
+            return {"group": group, "at": at_ms, "offsets": [r.to_json() for r in rows]}
+    raise DemoError(f"no demo group had archived commits at {at_ms}")
+
+
+Expected = dict[int, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]]]
+
+
+def expected_records(paths: DemoPaths, cluster: DemoCluster, starts: dict[int, int]) -> Expected:
+    """What the target must hold: every record of ``orders`` from each partition's start offset
+    to the end of what was archived, read from the original log dirs."""
+    from kafka_archive.archive import iter_manifests
+    from kafka_archive.store import open_store
+
+    store = open_store(paths.store_uri)
+    ends: dict[int, int] = {}
+    for m in iter_manifests(store, CLUSTER, TOPIC):
+        ends[m.partition] = max(ends.get(m.partition, 0), m.end_offset)
+    out: Expected = {}
+    for partition, start in starts.items():
+        rows = out.setdefault(partition, [])
+        if start < 0:
+            continue
+        view = PartitionView.open(_leader_dir(cluster, TOPIC, partition))
+        for seg in view.segments:
+            with open_log(seg.log) as log:
+                for _batch, r in log.iter_records(allow_torn_tail=view.is_active(seg)):
+                    if start <= r.offset < ends.get(partition, 0):
+                        rows.append(
+                            (r.key, r.value, [(h.key, h.value) for h in r.headers], r.timestamp)
+                        )
     return out
+
+
+def read_target(bootstrap: str, partitions: list[int], timeout_s: float = 30.0) -> Expected:
+    """Everything the target's ``orders`` partitions hold, in order, via a confluent consumer."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "demo-verify",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    out: Expected = {p: [] for p in partitions}
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+            for p in partitions
+        }
+        todo = {p for p in partitions if ends[p] > 0}
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in partitions])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            p = msg.partition() or 0
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF and (msg.offset() or 0) >= ends[p]:
+                    todo.discard(p)
+                continue
+            headers = cast(list[tuple[str, bytes | None]], list(msg.headers() or []))
+            out[p].append((msg.key(), msg.value(), headers, msg.timestamp()[1]))
+    finally:
+        consumer.close()
+    return out
+
+
+def run_demo(
+    root: Path, *, seed: int = 0, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run every stage; returns the report (raises :class:`DemoError` on a failed stage)."""
+    from kafka_archive.embedded_kafka import EmbeddedKafka
+
+    say = progress or (lambda _msg: None)
+    started = time.monotonic()
+    paths = DemoPaths(root.resolve())
+    say(f"writing a 3-broker Kafka log directory under {paths.cluster}")
+    cluster = write_cluster(paths, seed=seed)
+    say("archive DAG, then catalog DAG (through Airflow)")
+    run_archive_and_catalog(paths)
+    at = cluster.start_ms + (cluster.end_ms - cluster.start_ms) // 2
+    offsets = catalog_offsets(paths, cluster, at)
+    group = group_position(paths, cluster, at)
+    partitions = sorted(p for (t, p) in cluster.replicas if t == TOPIC)
+    with EmbeddedKafka(3) as target:
+        target.create_topic(TOPIC, len(partitions))
+        # the mock cannot serve CreateTopics: make the replay's progress topic up front
+        target.create_topic(PROGRESS_TOPIC, 4)
+        say(f"replay DAG: {TOPIC} from {at} into the embedded target {target.bootstrap_servers}")
+        run_replay(paths, target.bootstrap_servers, at)
+        got = read_target(target.bootstrap_servers, partitions)
+    want = expected_records(paths, cluster, {r["partition"]: r["offset"] for r in offsets})
+    mismatched = [p for p in partitions if got.get(p, []) != want.get(p, [])]
+    return {
+        "root": str(paths.root),
+        "topics": sorted(cluster.topics),
+        "offsets_at": {"topic": TOPIC, "timestamp": at, "partitions": offsets},
+        "catalog_matches_broker": all(r["offset"] == r["broker_lookup_offset"] for r in offsets),
+        "group_position": group,
+        "replay": {
+            "records_expected": sum(len(v) for v in want.values()),
+            "records_in_target": sum(len(v) for v in got.values()),
+            "partitions_mismatched": mismatched,
+            "exact": not mismatched,
+        },
+        "seconds": round(time.monotonic() - started, 1),
+        "logs": str(paths.logs),
+    }

@@ -123,7 +123,9 @@ def write_demo_cluster(
     topics = {t.name: t for t in _TOPICS}
     replicas: dict[tuple[str, int], list[int]] = {}
     leaders: dict[tuple[str, int], PartitionWriter] = {}
-    specs = [*_TOPICS, TopicSpec(CONSUMER_OFFSETS, offsets_partitions, 3, {})]
+    # small segments so that commits roll into archivable segments during the demo
+    offsets_config: dict[str, object] = {"segment_bytes": 1024, "index_interval_bytes": 256}
+    specs = [*_TOPICS, TopicSpec(CONSUMER_OFFSETS, offsets_partitions, 3, offsets_config)]
     for spec in specs:
         rf = min(spec.replication_factor, brokers)
         for p in range(spec.partitions):
