@@ -22,22 +22,16 @@ app = typer.Typer(
 
 
 def _register_groups() -> None:
-    from kafka_archive.cli import segments
-
-    app.add_typer(segments.app, name="segments")
+    """Attach every sub-command group (imported here so ``--help`` of one group does not pay
+    for the imports of the others at module import time)."""
+    from kafka_archive.cli import archive, catalog, replay, segments
     from kafka_archive.cli.demo import demo
 
-    app.command(name="demo")(demo)
-    from kafka_archive.cli import archive
-
+    app.add_typer(segments.app, name="segments")
     archive.register(app)
-    from kafka_archive.cli import catalog
-
     catalog.register(app)
-    from kafka_archive.cli import catalog
-
-    catalog.register(app)
-    app.add_typer(__import__("kafka_archive.cli.replay", fromlist=["app"]).app, name="replay")
+    app.add_typer(replay.app, name="replay")
+    app.command(name="demo")(demo)
 
 
 def main() -> None:
