@@ -10,8 +10,9 @@ them with a **transactional** confluent-kafka producer whose ``transactional.id`
    ordered) order;
 2. ``flush``: every record delivered, the target offsets of run boundaries known;
 3. produce the progress record (:mod:`.progress`) - next source offset, cumulative counters and
-   this transaction's source->target offset ranges - to the progress topic, and ``flush``;
-4. ``commit_transaction``: data and progress become visible together, or neither does;
+   this transaction's source->target offset ranges - to the progress topic;
+4. ``commit_transaction`` (which first flushes the progress record and fails if any message of
+   the transaction failed): data and progress become visible together, or neither does;
 5. mirror the progress record into the catalog (:mod:`.ledger`).
 
 Crash anywhere: before 4 the transaction never commits (the restarted producer's
@@ -28,12 +29,26 @@ Offset ranges cost no per-message callback: delivery callbacks are attached only
 and last record of each *run* (records of one source batch going to one target partition with
 consecutive source offsets - in ``same`` mapping, source gaps split runs; in hashed mappings a
 run is a batch's records for one partition and only its bounds are exact).
+
+Cost per record (see docs/performance.md, Replay): the archive's batches are decoded whole by
+the compiled decoder (``segment_lib.log_file.decode_batch``); the records between a run's bounds
+are then unpacked and handed to ``produce()`` in one tight loop with no callback and no other
+per-record Python object than the header list ``produce()`` requires (only when the record has
+headers). Everything else - runs, offset-map bookkeeping, rate limiting, ``poll(0)``, progress
+callbacks, hooks - happens once per source batch, and commit work once per transaction.
+
+:meth:`PartitionReplay.prepare` (producer, ``init_transactions``, committed progress) can run
+ahead of :meth:`PartitionReplay.run`, so that a runner replaying partitions one after another
+overlaps the next partition's round trips with the current one's production.
 """
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -76,6 +91,24 @@ PROVENANCE_HEADER = "kafka-archive.source"
 Hook = Callable[[str, dict[str, Any]], None]
 
 _MAX_TXN_RETRIES = 8
+
+#: the replay producer's librdkafka settings (before the target's client settings and the
+#: transactional id; ``producer_config`` overrides them). Also the reference configuration of
+#: ``benchmarks/bench_replay.py``'s bare produce loops.
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "transaction.timeout.ms": 60_000,
+}
+
+# The hot loop unpacks records as tuples (faster than attribute access): fail loudly at import if
+# segment_lib's Record ever changes its field order.
+if Record._fields != ("offset", "timestamp", "key", "value", "headers"):  # pragma: no cover
+    raise ImportError(f"segment_lib.records.Record fields changed: {Record._fields}")
 
 
 def transactional_id(replay_id: str, source_partition: int) -> str:
@@ -218,16 +251,13 @@ class PartitionReplay:
         self._progress_partitions = progress_partitions
         self._committed: ProgressRecord | None = None
         self._open_txns: list[tuple[int, int]] = []
+        #: (producer, committed progress, progress partition) once :meth:`prepare` has run
+        self._prepared: tuple[Producer, ProgressRecord | None, int] | None = None
+        self._started: float | None = None
         self.producer_config: dict[str, Any] = {
             **client,
             "transactional.id": transactional_id(plan.replay_id, partition),
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 500_000,
-            "queue.buffering.max.kbytes": 512 * 1024,
-            "transaction.timeout.ms": 60_000,
+            **PRODUCER_DEFAULTS,
             **(producer_config or {}),
         }
 
@@ -274,12 +304,29 @@ class PartitionReplay:
 
     # -- the replay ------------------------------------------------------------------------------
 
-    def run(self) -> PartitionResult:
-        started = time.monotonic()
+    def prepare(self) -> None:
+        """Create the producer, ``init_transactions()`` (fencing any zombie of this partition's
+        transactional id), *then* read the committed progress. Idempotent; :meth:`run` calls it
+        if nobody did. Nothing is produced here, so preparing ahead of time is always safe."""
+        if self._prepared is not None:
+            return
+        self._started = time.monotonic()
         producer = Producer(self.producer_config)
         try:
             self._init(producer)
             progress, ppart = self._resume_point(producer)
+        except BaseException:
+            producer.flush(0)
+            raise
+        self._prepared = (producer, progress, ppart)
+
+    def run(self) -> PartitionResult:
+        if self._prepared is None:
+            self.prepare()
+        assert self._prepared is not None and self._started is not None
+        producer, progress, ppart = self._prepared
+        started = self._started
+        try:
             if progress is not None and progress.done:
                 return self._result(progress, None, started, 0, 0, 0, 0, "already-done")
             resumed_from = progress.next_offset if progress is not None else None
@@ -312,6 +359,8 @@ class PartitionReplay:
             return result
         finally:
             producer.flush(5)
+            # a later run() prepares a fresh producer; this one is released with the object
+            self._prepared = self._started = None
 
     def _init(self, producer: Producer) -> None:
         try:
@@ -423,11 +472,18 @@ class PartitionReplay:
                 except KafkaException as exc:
                     self._raise_kafka(exc)
 
-        bytes_mark = reader.stats.bytes_read
-        for group in reader:
-            if txn is None:
-                txn = begin()
-            n = len(group)
+        stats = reader.stats
+        batches = iter(reader)
+
+        def produce_batch(txn: _Txn) -> tuple[int, int] | None:
+            """Read (decode) the next source batch and produce it; ``(records, payload bytes)``
+            or ``None`` at the end. Runs with the garbage collector paused (see _gc_paused): the
+            batch's records must not outlive this call, so they never leave its frame."""
+            bytes_before = stats.bytes_read
+            group = next(batches, None)
+            if group is None:
+                return None
+            produce_, topic_ = produce, topic
             # target partitions and runs of this source batch
             if mapping == "same":
                 runs = _same_runs(group, source_partition)
@@ -453,35 +509,50 @@ class PartitionReplay:
                         for r in islice(members, 1, k - 1):
                             one(r, q, None, ok_ts)
                     else:
-                        for r in islice(members, 1, k - 1):
+                        # The per-record path: tuple unpacking (Record is a NamedTuple, checked at
+                        # import) instead of attribute lookups, no callback, a header list only
+                        # when there are headers (produce() takes lists, not tuples). Try blocks
+                        # cost nothing in 3.11 until they catch.
+                        for _off, ts, key, value, hdrs in members[1:-1]:
                             try:
-                                produce(
-                                    topic, r.value, r.key, q, None, None,
-                                    r.timestamp if ok_ts else 0,
-                                    list(r.headers) if r.headers else None,
+                                produce_(
+                                    topic_, value, key, q, None, None, ts if ok_ts else 0,
+                                    [*hdrs] if hdrs else None,
                                 )  # fmt: skip
                             except BufferError:
-                                one(r, q, None, ok_ts)
+                                send(value, key, q, None, ts if ok_ts else 0,
+                                     [*hdrs] if hdrs else None)  # fmt: skip
                             except KafkaException as exc:
                                 self._raise_kafka(exc)
                 if k > 1:
                     one(members[-1], q, run.last, ok_ts)
-            nbytes = reader.stats.bytes_read - bytes_mark
-            bytes_mark = reader.stats.bytes_read
-            if limiter is not None:
-                if limiter.bytes is not None:
-                    # payload bytes: only computed when a MB/s limit asks for them
-                    nbytes = sum(len(r.value or b"") + len(r.key or b"") for r in group)
-                limiter.acquire(n, nbytes)
+            n = len(group)
+            if limiter is not None and limiter.bytes is not None:
+                # payload bytes: only computed when a MB/s limit asks for them
+                nbytes = sum(len(r.value or b"") + len(r.key or b"") for r in group)
+            else:
+                nbytes = stats.bytes_read - bytes_before
             txn.runs.extend(run for run, _m in runs)
             if txn.first_offset < 0:
                 txn.first_offset = group[0].offset
             txn.last_offset = group[-1].offset
             txn.records += n
             txn.bytes += nbytes
+            return n, nbytes
+
+        while True:
+            if txn is None:
+                txn = begin()
+            with _gc_paused():
+                produced = produce_batch(txn)
+            if produced is None:
+                break
+            n, nbytes = produced
+            if limiter is not None:
+                limiter.acquire(n, nbytes)
             poll(0)
             if self.hook is not None:
-                self._hook("produced", records=n, offset=group[-1].offset)
+                self._hook("produced", records=n, offset=txn.last_offset)
             if self.on_records is not None:
                 self.on_records(n)
             if (
@@ -590,15 +661,26 @@ class PartitionReplay:
                 ppart,
                 on_progress,
             )
-            producer.flush(60)
         except KafkaException as exc:
             self._raise_kafka(exc)
-        if not offsets:
-            raise _Abort("the progress record was not delivered")
         self._hook("before_commit", seq=seq)
+        # commit_transaction() flushes first (the progress record included) and fails if any
+        # message of the transaction failed; it also serves the delivery reports, so no flush of
+        # our own (one round trip per transaction less)
         self._commit_txn(producer)
         self._committed = record
         self._hook("after_commit", seq=seq)
+        if not offsets:
+            # committed, hence delivered: its report is at most one poll away
+            deadline = time.monotonic() + 30
+            while not offsets and time.monotonic() < deadline:
+                producer.poll(0.1)
+            if not offsets:
+                raise ReplayTargetError(
+                    f"partition {self.partition}: transaction {seq} is committed but the progress "
+                    "record's delivery report never came; the catalog mirror is behind",
+                    hint="Run the replay again: it resumes from Kafka and completes the mirror.",
+                )
         if self.ledger is not None:
             self.ledger.mirror(record, ppart, offsets[0])
         self._hook("after_catalog", seq=seq)
@@ -615,6 +697,51 @@ class PartitionReplay:
                     time.sleep(0.5 * (attempt + 1))
                     continue
                 self._raise_kafka(exc)
+
+
+# -- garbage collector pauses -------------------------------------------------------------------
+#
+# Decoding a batch creates three GC-tracked tuples per record (the Record, its headers tuple, each
+# Header) that live only until the batch is produced. Left alone, the cyclic collector runs every
+# 700 tracked allocations, finds the batch alive and promotes it to the older generations; those
+# promotions then trigger full collections, which walk the whole heap: in a process holding a
+# large heap (an Airflow worker; the benchmark's reference messages) that cost more than the
+# decoding itself (profile: one ~0.18 s full collection per 300,000 replayed records on a heap of
+# 700,000 objects). So the collector is paused while one batch is decoded and produced - reference
+# counting frees the batch at the end of the pause, nothing of it is ever promoted - and resumed
+# between batches, where any collection that came due runs on an almost empty young generation.
+# The pause is process-wide (gc.disable): it is reference-counted across replay threads, never
+# enables a collector that was disabled before, and when overlapping pauses of parallel partitions
+# keep it off for more than _GC_VALVE_S, a young-generation collection runs anyway so that cyclic
+# garbage of other threads cannot pile up.
+
+_GC_VALVE_S = 5.0
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+_gc_paused_since = 0.0
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    global _gc_pauses, _gc_was_enabled, _gc_paused_since
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+            _gc_paused_since = time.monotonic()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0:
+                if _gc_was_enabled:
+                    gc.enable()
+            elif _gc_was_enabled and time.monotonic() - _gc_paused_since > _GC_VALVE_S:
+                _gc_paused_since = time.monotonic()
+                gc.collect(1)
 
 
 def _same_runs(group: list[Record], q: int) -> list[tuple[_Run, list[Record]]]:

@@ -8,7 +8,9 @@ The same three steps run from the CLI, the Airflow DAG and the Spark job:
    partition count when asked), the partition mapping can hold, the progress topic exists;
 3. :func:`execute` - one :class:`~.engine.PartitionReplay` per source partition, in threads
    (in-process) or as Spark tasks (``spark_jobs/replay.py`` calls :func:`run_partition` on the
-   executors); the driver collects per-partition results into a :class:`ReplayReport`.
+   executors); the driver collects per-partition results into a :class:`ReplayReport`. With
+   fewer threads than partitions, the partition that starts next is prepared (producer,
+   ``init_transactions``, committed progress) while the current one produces.
 
 A dry run stops after step 1 (and, when the target is reachable, step 2) and reports the plan.
 """
@@ -16,9 +18,10 @@ A dry run stops after step 1 (and, when the target is reachable, step 2) and rep
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,10 +96,9 @@ def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = No
     return build_plan(spec, source, now_ms=now_ms)
 
 
-def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | None, int | None]:
-    """``(cluster id, partition count or None when the topic does not exist)`` - asked without
-    letting the broker auto-create the topic."""
-    consumer = Consumer(
+def _metadata_client(client_config: dict[str, str]) -> Consumer:
+    # a consumer, so that asking about a missing topic cannot auto-create it
+    return Consumer(
         {
             **client_config,
             "group.id": "kafka-archive-replay-check",
@@ -104,12 +106,23 @@ def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | No
             "enable.auto.commit": False,
         }
     )
+
+
+def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | None, int | None]:
+    """``(cluster id, partition count or None when the topic does not exist)`` - asked without
+    letting the broker auto-create the topic."""
+    consumer = _metadata_client(client_config)
+    try:
+        return _topic_metadata(consumer, topic)
+    finally:
+        consumer.close()
+
+
+def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | None]:
     try:
         md = consumer.list_topics(topic, timeout=30)
     except KafkaException as exc:
         raise ReplayTargetError(f"cannot reach the target cluster: {exc.args[0].str()}") from None
-    finally:
-        consumer.close()
     meta = md.topics.get(topic)
     if meta is None or meta.error is not None:
         if meta is not None and meta.error.code() not in (
@@ -153,7 +166,17 @@ def check_target(plan: ReplayPlan) -> TargetInfo:
     """
     spec = plan.spec
     client = spec.target.client_config()
-    cluster_id, partitions = target_metadata(client, plan.target_topic)
+    # one metadata client for every question (a client costs a bootstrap connection each)
+    consumer = _metadata_client(client)
+    try:
+        return _check_target(plan, client, consumer)
+    finally:
+        consumer.close()
+
+
+def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) -> TargetInfo:
+    spec = plan.spec
+    cluster_id, partitions = _topic_metadata(consumer, plan.target_topic)
     if plan.target_topic == spec.topic and not spec.allow_same_topic:
         if plan.source_cluster_id is None:
             raise SameTopicError(
@@ -175,7 +198,7 @@ def check_target(plan: ReplayPlan) -> TargetInfo:
                 f"the target topic {plan.target_topic!r} does not exist on the target cluster"
             )
         _create_topic(client, plan.target_topic, plan.source_partition_count)
-        _cid, partitions = target_metadata(client, plan.target_topic)
+        _cid, partitions = _topic_metadata(consumer, plan.target_topic)
         if partitions is None:
             raise TargetTopicMissingError(
                 f"{plan.target_topic!r} was created but is not visible on the target yet",
@@ -189,7 +212,7 @@ def check_target(plan: ReplayPlan) -> TargetInfo:
                 f"--partition-mapping same needs target partitions 0..{highest}, but "
                 f"{plan.target_topic!r} has {partitions} partition(s)"
             )
-    _cid, progress_parts = target_metadata(client, spec.progress_topic)
+    _cid, progress_parts = _topic_metadata(consumer, spec.progress_topic)
     if progress_parts is None:
         _create_topic(
             client,
@@ -251,9 +274,8 @@ def execute(
         ledger.set_status(plan.replay_id, "running")
     todo = [p.partition for p in plan.partitions]
     workers = max(1, min(parallelism or len(todo), len(todo)))
-
-    def one(p: int) -> PartitionResult:
-        return run_partition(
+    replays: list[PartitionReplay | None] = [
+        PartitionReplay(
             plan,
             p,
             store=store,
@@ -264,11 +286,37 @@ def execute(
             on_records=on_records,
             producer_config=producer_config,
         )
+        for p in todo
+    ]
+    # With fewer workers than partitions, partition i + workers starts when partition i ends:
+    # prepare it (producer, init_transactions, committed progress: round trips, little CPU)
+    # while partition i runs. prepare() produces nothing, so this changes no guarantee.
+    prepared: dict[int, Future[None]] = {}
+    lock = threading.Lock()
+
+    def one(i: int, preparer: ThreadPoolExecutor | None) -> PartitionResult:
+        with lock:
+            ahead = prepared.get(i)
+            nxt = i + workers
+            if preparer is not None and nxt < len(replays) and nxt not in prepared:
+                later = replays[nxt]
+                assert later is not None  # partitions run in order: nxt has not run yet
+                prepared[nxt] = preparer.submit(later.prepare)
+        if ahead is not None:
+            ahead.result()  # its failure is this partition's failure
+        replay = replays[i]
+        assert replay is not None
+        replays[i] = None  # drop the reference: its producer goes when run() returns
+        return replay.run()
 
     results: list[PartitionResult] = []
     errors: list[BaseException] = []
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay") as pool:
-        futures = [pool.submit(one, p) for p in todo]
+    with (
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay") as pool,
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay-prepare") as preparer,
+    ):
+        ahead_pool = preparer if workers < len(todo) else None
+        futures = [pool.submit(one, i, ahead_pool) for i in range(len(todo))]
         for fut in futures:
             try:
                 results.append(fut.result())
