@@ -96,7 +96,7 @@ class DemoPaths:
 
 
 def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
-    """Stage 1: a fresh demo folder and cluster whose records end about five minutes ago."""
+    """Stage 1: a fresh demo folder and cluster whose records end a minute ago."""
     if paths.root.exists():
         shutil.rmtree(paths.root)
     paths.cluster.mkdir(parents=True)
@@ -104,7 +104,7 @@ def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
     shutil.rmtree(paths.root / "probe")
-    start = now - 5 * 60_000 - (probe.end_ms - probe.start_ms)
+    start = now - 60_000 - (probe.end_ms - probe.start_ms)
     cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
     config = {
         "store_uri": paths.store_uri,
@@ -264,8 +264,10 @@ def expected_records(paths: DemoPaths, cluster: DemoCluster, starts: dict[int, i
     return out
 
 
-def read_target(bootstrap: str, partitions: list[int], timeout_s: float = 30.0) -> Expected:
-    """Everything the target's ``orders`` partitions hold, in order, via a confluent consumer."""
+def read_target(
+    bootstrap: str, partitions: list[int], timeout_s: float = 30.0, *, topic: str = TOPIC
+) -> Expected:
+    """Everything the target's ``topic`` partitions hold, in order, via a confluent consumer."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     consumer = Consumer(
@@ -280,11 +282,11 @@ def read_target(bootstrap: str, partitions: list[int], timeout_s: float = 30.0) 
     out: Expected = {p: [] for p in partitions}
     try:
         ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
             for p in partitions
         }
         todo = {p for p in partitions if ends[p] > 0}
-        consumer.assign([TopicPartition(TOPIC, p, 0) for p in partitions])
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             msg = consumer.poll(0.5)

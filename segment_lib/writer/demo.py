@@ -67,7 +67,7 @@ class DemoCluster:
 
 
 _TOPICS = (
-    TopicSpec("orders", 3, 2, {"segment_bytes": 8 * 1024, "index_interval_bytes": 1024}),
+    TopicSpec("orders", 3, 2, {"segment_bytes": 4 * 1024, "index_interval_bytes": 1024}),
     TopicSpec("payments", 2, 3, {"segment_bytes": 6 * 1024, "index_interval_bytes": 1024}),
     TopicSpec(
         "clicks",

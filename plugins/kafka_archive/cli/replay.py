@@ -527,6 +527,13 @@ def translate_group_cmd(
     replay_id: Annotated[
         str | None, typer.Option("--replay", help="Replay whose offset map to use.")
     ] = None,
+    target_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--target-topic",
+            help="Use the finished replay into this topic (when several replays exist).",
+        ),
+    ] = None,
     apply: Annotated[
         bool,
         typer.Option(
@@ -553,7 +560,7 @@ def translate_group_cmd(
     db_url = _env(db, DB_ENV, "db", as_json)
     _store, source, ledger = _open(store_uri, db_url, as_json)
     try:
-        plan = find_replay(ledger, cluster, topic, replay_id)
+        plan = find_replay(ledger, cluster, topic, replay_id, target_topic)
         if at is not None:
             positions = positions_at_time(plan, source, parse_time_ms(at))
             basis = f"source time {at}"

@@ -130,10 +130,15 @@ def translate(
 
 
 def find_replay(
-    ledger: ReplayLedger, cluster: str, topic: str, replay_id: str | None = None
+    ledger: ReplayLedger,
+    cluster: str,
+    topic: str,
+    replay_id: str | None = None,
+    target_topic: str | None = None,
 ) -> ReplayPlan:
     """The replay whose offset map to use: ``replay_id``, or the only finished replay of
-    ``cluster/topic`` (ambiguity is an error naming the candidates)."""
+    ``cluster/topic`` (into ``target_topic`` when given); ambiguity is an error naming the
+    candidates."""
     if replay_id is not None:
         plan = ledger.plan(replay_id)
         if plan is None:
@@ -142,7 +147,11 @@ def find_replay(
                 hint="List replays with `kafka-archive replay status`.",
             )
         return plan
-    runs = [r for r in ledger.runs(cluster=cluster, topic=topic) if r.status == "done"]
+    runs = [
+        r
+        for r in ledger.runs(cluster=cluster, topic=topic)
+        if r.status == "done" and (target_topic is None or r.target_topic == target_topic)
+    ]
     if not runs:
         raise GroupTranslationError(
             f"no finished replay of {cluster}/{topic} in the catalog: there is no offset map",
@@ -152,7 +161,7 @@ def find_replay(
         ids = ", ".join(f"{r.replay_id} (-> {r.target_topic})" for r in runs)
         raise GroupTranslationError(
             f"several finished replays of {cluster}/{topic}: {ids}",
-            hint="Choose one with --replay ID.",
+            hint="Choose one with --replay ID or --target-topic NAME.",
         )
     plan = ledger.plan(runs[0].replay_id)
     assert plan is not None
