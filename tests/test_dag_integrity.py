@@ -6,6 +6,8 @@ subprocess, see ``support.airflow``), with the network and the metadata database
 
 * it imports without error and defines at least one DAG;
 * every DAG has tags, ``doc_md``, ``default_args['retries'] >= 1`` and ``catchup`` off;
+* every Param has a JSON Schema type (validated in the trigger form), and a DAG that is only
+  triggered by hand declares its Params;
 * parsing has no side effects: no network connection, no metadata-database connection, no file
   created or changed in the working directory or the DAGs folder, and parsing twice gives the
   same DAG structure (no randomness, no time-dependent task lists).
@@ -82,6 +84,10 @@ for folder, name in targets:
             "retries": (dag.default_args or {{}}).get("retries"),
             "catchup": dag.catchup,
             "stable": other is not None and structure(dag) == structure(other),
+            "manual": type(dag.timetable).__name__ == "NullTimetable",
+            "params": {{
+                name: dag.params.get_param(name).schema for name in dag.params.keys()
+            }},
         }}
     result[str(path)] = {{
         "errors": {{k: str(v)[-2000:] for k, v in bags[0].import_errors.items()}},
@@ -107,7 +113,8 @@ try:
 except OSError:
     pass
 
-@dag(dag_id="bad_dag", schedule=None, start_date=datetime(2024, 1, 1), catchup=True)
+@dag(dag_id="bad_dag", schedule=None, start_date=datetime(2024, 1, 1), catchup=True,
+     params={"unchecked": 1})
 def bad_dag():
     @task
     def t():
@@ -148,6 +155,10 @@ def test_dag_file_loads_and_follows_the_rules(parsed: Any, dag_file: str) -> Non
         )
         assert dag["catchup"] is False, f"{dag_id} has catchup on"
         assert dag["stable"], f"{dag_id} differs between two parses (randomness or time)"
+        for name, schema in dag["params"].items():
+            assert schema.get("type"), f"{dag_id}: param {name!r} has no JSON Schema type"
+        if dag["manual"]:
+            assert dag["params"], f"{dag_id} is triggered by hand but declares no Params"
 
 
 @pytest.mark.parametrize("dag_file", DAG_FILES)
@@ -164,5 +175,12 @@ def test_the_checks_catch_a_bad_dag(parsed: Any) -> None:
     dag = bad["dags"]["bad_dag"]
     assert not dag["tags"] and not dag["doc_md"] and not dag["retries"]
     assert dag["catchup"] is True and dag["stable"] is False
+    assert dag["params"] == {"unchecked": {}}
     assert any(e.startswith("socket connect") for e in bad["side_effects"])
     assert bad["cwd_changed"]
+
+
+def test_the_replay_dag_is_manual_with_a_validated_form(parsed: Any) -> None:
+    replay = parsed["kafka_archive_replay.py"]["dags"]["kafka_archive_replay"]
+    assert replay["manual"]
+    assert replay["params"]["partition_mapping"]["enum"] == ["same", "murmur2", "round-robin"]
