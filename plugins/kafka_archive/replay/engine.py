@@ -252,6 +252,8 @@ class PartitionReplay:
         self._committed: ProgressRecord | None = None
         self._open_txns: list[tuple[int, int]] = []
         #: (producer, committed progress, progress partition) once :meth:`prepare` has run
+        self._lock = threading.Lock()  # connect/prepare/close may come from another thread
+        self._producer: Producer | None = None
         self._prepared: tuple[Producer, ProgressRecord | None, int] | None = None
         self._started: float | None = None
         self.producer_config: dict[str, Any] = {
@@ -304,21 +306,43 @@ class PartitionReplay:
 
     # -- the replay ------------------------------------------------------------------------------
 
+    def connect(self) -> None:
+        """Create the producer, which starts connecting to the target and fetching metadata in
+        the background; nothing transactional happens, nothing is written, and it does not
+        block. Lets a caller overlap the client's start-up with other work (the target checks).
+        Idempotent; :meth:`prepare` calls it if nobody did."""
+        with self._lock:
+            if self._producer is None:
+                self._started = time.monotonic()
+                self._producer = Producer(self.producer_config)
+
+    def close(self) -> None:
+        """Drop a producer that :meth:`connect` or :meth:`prepare` made, without running (the
+        client closes when released; an initialised but unused transactional id is harmless)."""
+        with self._lock:
+            producer = self._producer
+            self._producer = self._prepared = self._started = None
+        if producer is not None:
+            producer.flush(0)
+
     def prepare(self) -> None:
-        """Create the producer, ``init_transactions()`` (fencing any zombie of this partition's
+        """:meth:`connect`, ``init_transactions()`` (fencing any zombie of this partition's
         transactional id), *then* read the committed progress. Idempotent; :meth:`run` calls it
         if nobody did. Nothing is produced here, so preparing ahead of time is always safe."""
-        if self._prepared is not None:
-            return
-        self._started = time.monotonic()
-        producer = Producer(self.producer_config)
-        try:
-            self._init(producer)
-            progress, ppart = self._resume_point(producer)
-        except BaseException:
-            producer.flush(0)
-            raise
-        self._prepared = (producer, progress, ppart)
+        self.connect()
+        with self._lock:  # one preparation, whichever thread asks first
+            if self._prepared is not None:
+                return
+            producer = self._producer
+            assert producer is not None
+            try:
+                self._init(producer)
+                progress, ppart = self._resume_point(producer)
+            except BaseException:
+                self._producer = None
+                producer.flush(0)
+                raise
+            self._prepared = (producer, progress, ppart)
 
     def run(self) -> PartitionResult:
         if self._prepared is None:
@@ -360,7 +384,7 @@ class PartitionReplay:
         finally:
             producer.flush(5)
             # a later run() prepares a fresh producer; this one is released with the object
-            self._prepared = self._started = None
+            self._producer = self._prepared = self._started = None
 
     def _init(self, producer: Producer) -> None:
         try:

@@ -267,11 +267,6 @@ def execute(
     finished keep their committed progress, so running again resumes only what is missing.
     """
     started = time.monotonic()
-    if target is None:
-        target = check_target(plan)
-    if ledger is not None:
-        ledger.register(plan)
-        ledger.set_status(plan.replay_id, "running")
     todo = [p.partition for p in plan.partitions]
     workers = max(1, min(parallelism or len(todo), len(todo)))
     replays: list[PartitionReplay | None] = [
@@ -279,7 +274,7 @@ def execute(
             plan,
             p,
             store=store,
-            target_partitions=target.partitions,
+            target_partitions=target.partitions if target is not None else 0,  # set below
             ledger=ledger,
             committed_reader=committed_reader,
             hook=hook,
@@ -288,20 +283,44 @@ def execute(
         )
         for p in todo
     ]
-    # With fewer workers than partitions, partition i + workers starts when partition i ends:
-    # prepare it (producer, init_transactions, committed progress: round trips, little CPU)
-    # while partition i runs. prepare() produces nothing, so this changes no guarantee.
+    # Partitions start in waves of `workers`. A producer's start-up (connections, metadata) and
+    # preparation (init_transactions, committed progress) are round trips with little CPU, so
+    # they are overlapped with other work: the producers of the first two waves connect while
+    # the guard rails run; when partition i starts, partition i + workers (next wave) is prepared
+    # and partition i + 2 * workers (the wave after) connects. Neither writes anything, so this
+    # changes no guarantee; with workers >= partitions every partition starts at once anyway.
+    for early in replays[: 2 * workers]:
+        assert early is not None
+        early.connect()
+    if target is None:
+        try:
+            target = check_target(plan)
+        except BaseException:
+            for early in replays[: 2 * workers]:
+                assert early is not None
+                early.close()
+            raise
+        for pending in replays:
+            assert pending is not None
+            pending.target_partitions = target.partitions
+    if ledger is not None:
+        ledger.register(plan)
+        ledger.set_status(plan.replay_id, "running")
     prepared: dict[int, Future[None]] = {}
     lock = threading.Lock()
 
     def one(i: int, preparer: ThreadPoolExecutor | None) -> PartitionResult:
         with lock:
             ahead = prepared.get(i)
-            nxt = i + workers
+            nxt, far = i + workers, i + 2 * workers
             if preparer is not None and nxt < len(replays) and nxt not in prepared:
                 later = replays[nxt]
-                assert later is not None  # partitions run in order: nxt has not run yet
+                assert later is not None  # partitions start in order: nxt has not run yet
                 prepared[nxt] = preparer.submit(later.prepare)
+            if far < len(replays):
+                farther = replays[far]
+                assert farther is not None
+                farther.connect()  # does not block
         if ahead is not None:
             ahead.result()  # its failure is this partition's failure
         replay = replays[i]
