@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import pytest
 from kafka_archive.replay.errors import ReplayConfigError
@@ -154,3 +155,43 @@ def test_dag_params_and_target_resolution() -> None:
                           "partition_mapping": "hash"})  # fmt: skip
     with pytest.raises(jsonschema.ValidationError):
         spec_from_params({"cluster": "", "topic": "t", "from": "-2h", "target": "h:1"})
+
+
+def test_ledger_mirror_is_idempotent_and_monotone(tmp_path: Path) -> None:
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.replay.ledger import ReplayLedger
+    from kafka_archive.replay.progress import OffsetRange, ProgressRecord
+
+    ledger = ReplayLedger(open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}").engine)
+
+    def rng(q: int, first: int, n: int, target_first: int) -> OffsetRange:
+        return OffsetRange(
+            target_partition=q, source_first=first, source_last=first + n - 1,
+            target_first=target_first, target_last=target_first + n - 1, count=n,
+        )  # fmt: skip
+
+    def record(seq: int, ranges: list[OffsetRange], done: bool = False) -> ProgressRecord:
+        return ProgressRecord(
+            replay_id="r-1", source_cluster="c", source_topic="t", source_partition=4,
+            target_topic="x", next_offset=100 * seq, end_offset=300, txn_seq=seq,
+            records_sent=100 * seq, first_offset=0, last_offset=100 * seq - 1, done=done,
+            ranges=ranges,
+        )  # fmt: skip
+
+    first = record(1, [rng(0, 0, 100, 0)])
+    second = record(2, [rng(0, 100, 60, 101), rng(1, 160, 40, 7)])
+    assert ledger.mirror(first, 3, 10)
+    assert not ledger.mirror(first, 3, 10)  # the same record again: nothing changes
+    assert ledger.mirror(second, 3, 11)
+    assert not ledger.mirror(first, 3, 10)  # an older record never overwrites a newer one
+    mirrored = ledger.progress("r-1", 4)
+    assert mirrored is not None
+    assert (mirrored.record.txn_seq, mirrored.record.next_offset) == (2, 200)
+    assert (mirrored.progress_partition, mirrored.progress_offset) == (3, 11)
+    # a newer record repeating ranges already stored (a resume re-mirroring from Kafka) adds
+    # only the new one, and the progress row follows it
+    assert ledger.mirror(record(3, [*second.ranges, rng(0, 200, 100, 170)], done=True), 3, 12)
+    rows = [(r.target_partition, r.source_first, r.count, r.txn_seq) for r in ledger.ranges("r-1")]
+    assert rows == [(0, 0, 100, 1), (0, 100, 60, 2), (0, 200, 100, 3), (1, 160, 40, 2)]
+    final = ledger.progress("r-1", 4)
+    assert final is not None and final.record.done and final.progress_offset == 12

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from kafka_archive.replay.models import ReplayOffsetRangeRow, ReplayProgressRow, ReplayRun
@@ -127,51 +127,66 @@ class ReplayLedger:
 
     def mirror(self, record: ProgressRecord, progress_partition: int, progress_offset: int) -> bool:
         """Store ``record`` (and its ranges) unless the row already holds it or a newer one.
-        Returns whether anything changed."""
-        with self.session() as s, s.begin():
-            row = s.get(ReplayProgressRow, (record.replay_id, record.source_partition))
-            if row is not None and row.txn_seq >= record.txn_seq:
+        Returns whether anything changed.
+
+        Called after every committed replay transaction, so it runs prebuilt Core statements
+        (one select, one insert or update, and for the ranges one select and one insert):
+        building statements or going through the ORM costs several times more per call."""
+        rid, spart = record.replay_id, record.source_partition
+        values = {
+            "next_offset": record.next_offset,
+            "end_offset": record.end_offset,
+            "txn_seq": record.txn_seq,
+            "records_sent": record.records_sent,
+            "first_offset": record.first_offset,
+            "last_offset": record.last_offset,
+            "aborted_records": record.aborted_records,
+            "control_batches": record.control_batches,
+            "filtered_records": record.filtered_records,
+            "open_txn_records": record.open_txn_records,
+            "done": record.done,
+            "progress_partition": progress_partition,
+            "progress_offset": progress_offset,
+            "updated_at_ms": record.updated_at_ms or _now(),
+        }
+        with self.engine.begin() as conn:
+            seq = conn.execute(_PROGRESS_SEQ, {"b_rid": rid, "b_sp": spart}).scalar_one_or_none()
+            if seq is not None and seq >= record.txn_seq:
                 return False
-            if row is None:
-                row = ReplayProgressRow(
-                    replay_id=record.replay_id, source_partition=record.source_partition
+            if seq is None:
+                conn.execute(
+                    _PROGRESS_INSERT, {"replay_id": rid, "source_partition": spart, **values}
                 )
-                s.add(row)
-            row.next_offset = record.next_offset
-            row.end_offset = record.end_offset
-            row.txn_seq = record.txn_seq
-            row.records_sent = record.records_sent
-            row.first_offset = record.first_offset
-            row.last_offset = record.last_offset
-            row.aborted_records = record.aborted_records
-            row.control_batches = record.control_batches
-            row.filtered_records = record.filtered_records
-            row.open_txn_records = record.open_txn_records
-            row.done = record.done
-            row.progress_partition = progress_partition
-            row.progress_offset = progress_offset
-            row.updated_at_ms = record.updated_at_ms or _now()
-            for r in record.ranges:
-                key = (
-                    record.replay_id,
-                    record.source_partition,
-                    r.target_partition,
-                    r.source_first,
+            else:
+                conn.execute(_PROGRESS_UPDATE, {"b_rid": rid, "b_sp": spart, **values})
+            if record.ranges:
+                known = set(
+                    conn.execute(
+                        _RANGES_KNOWN,
+                        {
+                            "b_rid": rid,
+                            "b_sp": spart,
+                            "b_firsts": sorted({r.source_first for r in record.ranges}),
+                        },
+                    ).tuples()
                 )
-                if s.get(ReplayOffsetRangeRow, key) is None:
-                    s.add(
-                        ReplayOffsetRangeRow(
-                            replay_id=record.replay_id,
-                            source_partition=record.source_partition,
-                            target_partition=r.target_partition,
-                            source_first=r.source_first,
-                            source_last=r.source_last,
-                            target_first=r.target_first,
-                            target_last=r.target_last,
-                            count=r.count,
-                            txn_seq=record.txn_seq,
-                        )
-                    )
+                rows = [
+                    {
+                        "replay_id": rid,
+                        "source_partition": spart,
+                        "target_partition": r.target_partition,
+                        "source_first": r.source_first,
+                        "source_last": r.source_last,
+                        "target_first": r.target_first,
+                        "target_last": r.target_last,
+                        "count": r.count,
+                        "txn_seq": record.txn_seq,
+                    }
+                    for r in record.ranges
+                    if (r.target_partition, r.source_first) not in known
+                ]
+                if rows:
+                    conn.execute(_RANGES_INSERT, rows)
             return True
 
     def ranges(
@@ -197,6 +212,23 @@ class ReplayLedger:
             for model in (ReplayOffsetRangeRow, ReplayProgressRow):
                 s.execute(delete(model).where(model.replay_id == replay_id))  # type: ignore[attr-defined]
             s.execute(delete(ReplayRun).where(ReplayRun.replay_id == replay_id))
+
+
+# the statements of ReplayLedger.mirror, built once (parameters: b_* for keys, columns by name)
+_P, _R = ReplayProgressRow, ReplayOffsetRangeRow
+_PROGRESS_SEQ = select(_P.txn_seq).where(
+    _P.replay_id == bindparam("b_rid"), _P.source_partition == bindparam("b_sp")
+)
+_PROGRESS_INSERT = insert(_P)
+_PROGRESS_UPDATE = update(_P).where(
+    _P.replay_id == bindparam("b_rid"), _P.source_partition == bindparam("b_sp")
+)
+_RANGES_KNOWN = select(_R.target_partition, _R.source_first).where(
+    _R.replay_id == bindparam("b_rid"),
+    _R.source_partition == bindparam("b_sp"),
+    _R.source_first.in_(bindparam("b_firsts", expanding=True)),
+)
+_RANGES_INSERT = insert(_R)
 
 
 def _record_of(row: ReplayProgressRow, s: Session) -> ProgressRecord:
