@@ -315,6 +315,8 @@ class PartitionReplay:
             if self._producer is None:
                 self._started = time.monotonic()
                 self._producer = Producer(self.producer_config)
+                if isinstance(self.reader_of_progress, KafkaCommittedReader):
+                    self.reader_of_progress.connect()  # read only after init_transactions
 
     def close(self) -> None:
         """Drop a producer that :meth:`connect` or :meth:`prepare` made, without running (the

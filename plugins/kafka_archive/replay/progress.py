@@ -129,11 +129,10 @@ class KafkaCommittedReader:
     def __init__(self, client_config: dict[str, str], *, timeout_s: float = 120.0) -> None:
         self.config = client_config
         self.timeout_s = timeout_s
+        self._warm: Consumer | None = None
 
-    def read(
-        self, topic: str, partition: int, start_offset: int
-    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        consumer = Consumer(
+    def _consumer(self) -> Consumer:
+        return Consumer(
             {
                 **self.config,
                 "group.id": "kafka-archive-replay-progress-reader",
@@ -145,6 +144,19 @@ class KafkaCommittedReader:
                 "fetch.wait.max.ms": 10,
             }
         )
+
+    def connect(self) -> None:
+        """Create the consumer of the next :meth:`read` now: it connects and fetches metadata
+        in the background but reads nothing (partitions are assigned only by :meth:`read`), so
+        a caller can overlap the client's start-up with its own (e.g. ``init_transactions``,
+        which must come *before* the read, not before the consumer exists)."""
+        if self._warm is None:
+            self._warm = self._consumer()
+
+    def read(
+        self, topic: str, partition: int, start_offset: int
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        consumer, self._warm = self._warm or self._consumer(), None
         try:
             tp = TopicPartition(topic, partition)
             _low, high = consumer.get_watermark_offsets(tp, timeout=30)
