@@ -27,7 +27,8 @@ so retries (with exponential backoff) are always safe. One run at a time.
 Airflow Variable `kafka_archive_catalog` (JSON: `store_uri`, `db_url`, `spark_master`,
 `cluster`, `interval_bytes`, `store_options`, `spark_conf`, `spark_submit`, `application`,
 `py_files`), else the environment: `KAFKA_ARCHIVE_STORE`, `KAFKA_ARCHIVE_DB`,
-`KAFKA_ARCHIVE_SPARK_MASTER`. Store credentials come from the environment or instance roles
+`KAFKA_ARCHIVE_SPARK_MASTER`. Store credentials come from the environment, instance roles, or the
+Airflow connection named by `KAFKA_ARCHIVE_AWS_CONN_ID` / Variable `kafka_archive_aws_conn_id`
 (for a cluster, pass them to executors with `spark_conf` `spark.executorEnv.*` or roles).
 """
 
@@ -73,16 +74,20 @@ def kafka_archive_catalog() -> None:
 
     @task
     def build_local() -> dict[str, Any]:
+        from kafka_archive.airflow.store_connection import use_store_connection
         from kafka_archive.catalog.dag_tasks import run_local_build
 
+        use_store_connection()
         return run_local_build(_config())
 
     @task
     def spark_submit() -> dict[str, Any]:
         import logging
 
+        from kafka_archive.airflow.store_connection import use_store_connection
         from kafka_archive.catalog.dag_tasks import run_spark_submit
 
+        use_store_connection()  # spark-submit and its local executors inherit the environment
         log = logging.getLogger("kafka_archive.catalog.spark_submit")
         return run_spark_submit(_config(), log.info)
 

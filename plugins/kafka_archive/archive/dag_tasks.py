@@ -143,6 +143,9 @@ def state_dir(config: ArchiveConfig) -> str:
 
 
 def _store(config: ArchiveConfig, uri: str) -> ObjectStore:
+    from kafka_archive.airflow.store_connection import use_store_connection
+
+    use_store_connection()
     return open_store(uri, **config.store_options)
 
 

@@ -191,6 +191,9 @@ def _open(variable_getter: Callable[[str], str | None] | None) -> tuple[Any, Any
     db_url = _setting(DB_ENV, variable_getter)
     if not store_uri or not db_url:
         raise ValueError(f"set {STORE_ENV} and {DB_ENV} (environment or Airflow Variables)")
+    from kafka_archive.airflow.store_connection import use_store_connection
+
+    use_store_connection()
     store = open_store(store_uri)
     catalog = open_catalog(db_url)
     return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine), store_uri, db_url
