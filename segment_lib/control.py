@@ -52,7 +52,8 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
     if key is None or len(key) < _KEY.size:
         raise CorruptRecordError(
             "control record key is missing or shorter than 4 bytes",
-            position=0, expected="key version int16, type int16",
+            position=0,
+            expected="key version int16, type int16",
         )
     version, raw_type = _KEY.unpack_from(key, 0)
     try:
@@ -64,7 +65,8 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
         if value is None or len(value) < _MARKER_VALUE.size:
             raise CorruptRecordError(
                 f"{ctype.name} marker value is missing or shorter than 6 bytes",
-                position=0, expected="value version int16, coordinatorEpoch int32",
+                position=0,
+                expected="value version int16, coordinatorEpoch int32",
             )
         _v, epoch = _MARKER_VALUE.unpack_from(value, 0)
     return ControlRecord(ctype, raw_type, version, epoch)

@@ -98,8 +98,9 @@ def find_offset(view: PartitionView, offset: int) -> BatchLocation | None:
                 start = 0  # an index pointing past the data is stale: scan it all
             for batch in log.batches(start, allow_torn_tail=view.is_active(segment)):
                 if batch.last_offset >= offset:
-                    return BatchLocation(segment, batch.position, batch.base_offset,
-                                         batch.last_offset, batch.size)
+                    return BatchLocation(
+                        segment, batch.position, batch.base_offset, batch.last_offset, batch.size
+                    )
     return None
 
 
@@ -134,8 +135,13 @@ def _search_segment(
                 continue
             for record in log.records(batch):
                 if record.timestamp >= target and record.offset >= start_offset:
-                    return TimestampAnswer(record.offset, record.timestamp, segment,
-                                           batch.position, batch.partition_leader_epoch)
+                    return TimestampAnswer(
+                        record.offset,
+                        record.timestamp,
+                        segment,
+                        batch.position,
+                        batch.partition_leader_epoch,
+                    )
     return None
 
 

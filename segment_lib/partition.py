@@ -137,8 +137,16 @@ class PartitionView:
             )
             for base in sorted(logs)
         )
-        return cls(p, name.topic, name.partition, name.state, segments, tuple(sorted(snapshots)),
-                   tuple(transient), tuple(other))
+        return cls(
+            p,
+            name.topic,
+            name.partition,
+            name.state,
+            segments,
+            tuple(sorted(snapshots)),
+            tuple(transient),
+            tuple(other),
+        )
 
     @property
     def active(self) -> SegmentFiles | None:
@@ -204,9 +212,23 @@ class PartitionView:
                 if b.max_timestamp > max_ts:
                     max_ts, off_max = b.max_timestamp, b.last_offset
             torn = log.torn_tail_position
-        result = SegmentSummary(segment, active, size, batches, records, first, last, first_ts,
-                                max_ts, off_max, frozenset(magics), frozenset(codecs), txn,
-                                control, torn)
+        result = SegmentSummary(
+            segment,
+            active,
+            size,
+            batches,
+            records,
+            first,
+            last,
+            first_ts,
+            max_ts,
+            off_max,
+            frozenset(magics),
+            frozenset(codecs),
+            txn,
+            control,
+            torn,
+        )
         self._summaries[segment.base_offset] = result
         return result
 
@@ -260,5 +282,6 @@ def segment_files_for(directory: Path, base_offset: int) -> SegmentFiles:
     log = directory / segment_file_name(base_offset, ".log")
     if not log.exists():
         raise InvalidFileNameError(f"no segment {log.name} in {directory}", path=directory)
-    return SegmentFiles(base_offset, log, present(".index"), present(".timeindex"),
-                        present(".txnindex"))
+    return SegmentFiles(
+        base_offset, log, present(".index"), present(".timeindex"), present(".txnindex")
+    )

@@ -8,7 +8,7 @@ Schema (big-endian; `KIP-98 <https://cwiki.apache.org/confluence/display/KAFKA/K
       partitionLeaderEpoch int32
       magic int8                        # 2
       crc uint32                        # CRC-32C of attributes .. end of batch
-      attributes int16                  # bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+      attributes int16                  # bits 0-2 codec, 3 ts type, 4 transactional, 5 control
       lastOffsetDelta int32
       firstTimestamp int64
       maxTimestamp int64
@@ -192,8 +192,9 @@ def decode_records_v2(buf: bytes | memoryview, header: BatchHeader) -> list[Reco
         header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
     )
     try:
-        return _decode(data, header.record_count, header.base_offset,
-                       header.first_timestamp, log_append_ts)
+        return _decode(
+            data, header.record_count, header.base_offset, header.first_timestamp, log_append_ts
+        )
     except CorruptRecordError as exc:
         if error_base is None:
             raise CorruptRecordError(
@@ -233,7 +234,8 @@ def _decode_records_python(
             if p >= end:
                 raise CorruptRecordError(
                     f"varint {what} runs past the end of the records",
-                    position=start, expected="a complete varint",
+                    position=start,
+                    expected="a complete varint",
                 )
             b = buf[p]
             p += 1
@@ -243,7 +245,8 @@ def _decode_records_python(
             shift += 7
             if shift > 63:
                 raise CorruptRecordError(
-                    f"varint {what} is longer than 10 bytes", position=start,
+                    f"varint {what} is longer than 10 bytes",
+                    position=start,
                     expected="a varint of at most 10 bytes",
                 )
 
@@ -258,7 +261,8 @@ def _decode_records_python(
         if p + n > end:
             raise CorruptRecordError(
                 f"{what} of {n} bytes runs past the end of the records",
-                position=p, expected=f"at most {end - p} bytes",
+                position=p,
+                expected=f"at most {end - p} bytes",
             )
         return buf[p : p + n], p + n
 
@@ -269,7 +273,8 @@ def _decode_records_python(
         if length < 0 or pos + length > end:
             raise CorruptRecordError(
                 f"record length {length} does not fit in the batch",
-                position=start, expected=f"a length between 0 and {end - pos}",
+                position=start,
+                expected=f"a length between 0 and {end - pos}",
             )
         pos += 1  # attributes (unused)
         ts_delta, pos = varint(pos, "timestampDelta")
@@ -299,7 +304,8 @@ def _decode_records_python(
         if pos != body_start + length:
             raise CorruptRecordError(
                 f"record fields end at byte {pos}, its length says {body_start + length}",
-                position=start, expected="fields to fill exactly the record length",
+                position=start,
+                expected="fields to fill exactly the record length",
             )
         append(
             Record(
@@ -313,7 +319,8 @@ def _decode_records_python(
     if pos != end:
         raise CorruptRecordError(
             f"{end - pos} bytes left after the {count} records the header declares",
-            position=pos, expected="recordCount to cover the whole batch",
+            position=pos,
+            expected="recordCount to cover the whole batch",
         )
     return out
 
