@@ -18,7 +18,9 @@ consumer would have received, in offset order, grouped per source batch:
   :attr:`ReaderStats.open_txn_records` and it is listed in :attr:`ReaderStats.open_txns`; the
   other records held behind it are yielded;
 * the key filter (if any) applies to committed and non-transactional records; dropped ones are
-  counted in ``filtered_records``.
+  counted in ``filtered_records``;
+* with ``read_ahead`` (default for remote stores) the next chunk is fetched in a background
+  thread while the current one is processed; what is read, checked and yielded is the same.
 
 After each yielded group, :attr:`PartitionReader.position` is a safe resume offset: every
 record below it has been yielded or deliberately dropped. When iteration ends it equals
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kafka_archive.replay.errors import ReplayDataError
@@ -86,6 +89,11 @@ class PartitionReader:
         start_offset: resume point (defaults to ``plan.start_offset``); must lie in the range.
         key_filter: records whose key does not match are dropped (counted as filtered).
         chunk_bytes: bytes per ranged read.
+        read_ahead: fetch the next chunk in a background thread while this one is processed
+            (see ``_batches``). Default: on for remote stores, off for ``file:`` stores, where a
+            ranged read is a page-cache copy (~2 ms per 8 MB) that costs less than handing it
+            to another thread (measured on the replay benchmark: +8% CPU, -12% throughput on
+            two busy cores), while an S3 GET waits tens of milliseconds per chunk.
     """
 
     def __init__(
@@ -96,6 +104,7 @@ class PartitionReader:
         start_offset: int | None = None,
         key_filter: KeyFilter | None = None,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        read_ahead: bool | None = None,
     ) -> None:
         self.store = store
         self.plan = plan
@@ -108,9 +117,12 @@ class PartitionReader:
         self.end = plan.end_offset
         self.key_filter = key_filter
         self.chunk_bytes = chunk_bytes
+        self.read_ahead = not store.uri.startswith("file:") if read_ahead is None else read_ahead
         self.stats = ReaderStats()
         self.position = self.start
         self._aborted = self._load_aborted(list(plan.objects) + list(plan.tail_objects))
+        #: the read-ahead thread (see _batches), started on first use, stopped with iteration
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- .txnindex -------------------------------------------------------------------------------
 
@@ -141,14 +153,31 @@ class PartitionReader:
     # -- bytes -----------------------------------------------------------------------------------
 
     def _batches(self, obj: ObjectRange) -> Iterator[tuple[memoryview, BatchHeader]]:
-        """Every batch of one object from ``obj.start``, CRC-checked, fetched in chunks."""
+        """Every batch of one object from ``obj.start``, CRC-checked, fetched in chunks.
+
+        Read-ahead (when enabled): as soon as a chunk is in memory, the chunk that will follow
+        it is fetched in a background thread while this one is checked, decoded and produced (a
+        ranged read is a network round trip on S3; it releases the GIL). Where the
+        next chunk starts is predicted by walking this chunk's batch headers without checksums;
+        the prefetched bytes are used only if the checked walk ends exactly there, otherwise
+        they are dropped and the range is read as before - so what is read, checked and yielded,
+        and every error and where it is raised, are unchanged."""
         pos = obj.start
         chunk = self.chunk_bytes
+        ahead: tuple[int, int, Future[bytes]] | None = None
         while pos < obj.end:
             stop = min(pos + chunk, obj.end)
-            data = self.store.get_range(obj.key, pos, stop)
+            if ahead is not None and ahead[:2] == (pos, stop):
+                data = ahead[2].result()  # a failed read raises here, as get_range would
+            else:
+                if ahead is not None:
+                    ahead[2].cancel()
+                data = self.store.get_range(obj.key, pos, stop)
+            ahead = None
             self.stats.bytes_read += len(data)
             view = memoryview(data)
+            if stop < obj.end and self.read_ahead:
+                ahead = self._read_ahead(obj, pos, view)
             consumed = 0
             try:
                 for header in iter_batches(view):
@@ -171,6 +200,28 @@ class PartitionReader:
             pos += consumed
             chunk = self.chunk_bytes
 
+    def _read_ahead(
+        self, obj: ObjectRange, pos: int, view: memoryview
+    ) -> tuple[int, int, Future[bytes]] | None:
+        """Start fetching the chunk after ``view`` (read at ``pos``): ``(start, stop, future)``,
+        or ``None`` when this chunk holds no complete batch or reaches past the object's range
+        (the checked walk then doubles the chunk, raises or stops: nothing to guess)."""
+        end = 0
+        try:
+            for header in iter_batches(view, verify_crc=False):
+                if header.base_offset > obj.last_offset:
+                    return None
+                end = header.next_position
+        except SegmentError:
+            pass  # a torn tail (the usual end of a chunk) or bad bytes the checked walk reports
+        if end == 0:
+            return None
+        start = pos + end
+        stop = min(start + self.chunk_bytes, obj.end)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="replay-read-ahead")
+        return start, stop, self._pool.submit(self.store.get_range, obj.key, start, stop)
+
     def _decode(self, view: memoryview, header: BatchHeader, obj: ObjectRange) -> list[Record]:
         try:
             return decode_batch(view, header)
@@ -181,6 +232,14 @@ class PartitionReader:
 
     def __iter__(self) -> Iterator[list[Record]]:
         """Yield the committed records, one list per source batch, in offset order."""
+        try:
+            yield from self._records()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+
+    def _records(self) -> Iterator[list[Record]]:
         stats = self.stats
         start, end = self.start, self.end
         if start >= end:
