@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_archive.archive.layout import cluster_prefix, parse_manifest_key
 from kafka_archive.archive.manifest import SegmentManifest, read_manifest
-from kafka_archive.store import ObjectStore
+from kafka_archive.store import LocalStore, ObjectStore
 
 if TYPE_CHECKING:
     from kafka_archive.catalog.build import SegmentRef
@@ -52,6 +52,7 @@ def ref_from_manifest(m: SegmentManifest, key: str) -> SegmentRef:
         object_key=log.key,
         size=log.size,
         sha256=log.sha256,
+        crc32c=log.crc32c,
         base_offset=m.base_offset,
         archived_at_ms=int(m.archived_at.timestamp() * 1000),
         broker_id=m.source.broker_id,
@@ -61,15 +62,20 @@ def ref_from_manifest(m: SegmentManifest, key: str) -> SegmentRef:
 
 
 def read_refs(
-    store: ObjectStore, listed: Iterable[ListedManifest], *, threads: int = 16
+    store: ObjectStore, listed: Iterable[ListedManifest], *, threads: int | None = None
 ) -> list[SegmentRef]:
-    """Fetch and parse the given manifests."""
+    """Fetch and parse the given manifests: concurrently from a remote store, where each read
+    is a round trip (default 16 threads); one after the other from a local one, where the
+    work is parsing and threads only contend for the GIL (measured: 68 manifests in ~9 ms on
+    one thread, 9-25 ms on 16)."""
     items = list(listed)
+    if threads is None:
+        threads = 1 if isinstance(store, LocalStore) else 16
 
     def one(item: ListedManifest) -> SegmentRef:
         return ref_from_manifest(read_manifest(store, item.key), item.key)
 
-    if len(items) <= 1:
+    if len(items) <= 1 or threads <= 1:
         return [one(i) for i in items]
     with ThreadPoolExecutor(min(threads, len(items))) as pool:
         return list(pool.map(one, items))
