@@ -7,8 +7,9 @@ Spark executors). The driver does the rest:
 1. list the archived segments (one :class:`SegmentRef` per manifest) and drop the ones the
    catalog already holds (``segments`` has a unique ``(partition, manifest_key)``);
 2. in waves of segments (sorted by partition and offset), run **pass 1**: every executor reads
-   its object from the store with ranged reads, verifies CRCs (and the manifest's SHA-256), and
-   extracts stats, time-index intervals, histogram and consumer-offset commits;
+   its object from the store with ranged reads, verifies every batch CRC and the whole object
+   against the manifest's CRC-32C (or SHA-256, ``verify``), and extracts stats, time-index
+   intervals, histogram and consumer-offset commits;
 3. per touched partition, recompute the canonical chain (:mod:`kafka_archive.catalog.chain`)
    over old and new versions. A new version whose chain share is its whole range uses its pass-1
    rows as they are; a version that serves only part of its range (an overlap with a version
@@ -25,15 +26,19 @@ build killed at any point leaves whole partitions done or untouched, and the nex
 the rest; a run with nothing new adds nothing. If another build changed a partition between
 the read and the write phase, the partition is left for the next run (``deferred``).
 
-Failures: a segment whose bytes are corrupt (:class:`~segment_lib.errors.SegmentError`) is
-recorded with status ``corrupt`` and the error (so ``gaps`` shows it) and is not retried; a
-store failure (unreachable, missing object, SHA-256 mismatch) is reported and the segment is
-left for the next run.
+Failures: a segment whose bytes match its manifest but are corrupt
+(:class:`~segment_lib.errors.SegmentError`) is recorded with status ``corrupt`` and the error
+(so ``gaps`` shows it) and is not retried; a store failure (unreachable, missing object, bytes
+that differ from the manifest's checksum:
+:class:`~kafka_archive.catalog.integrity.ObjectIntegrityError`, naming the key and, when it can
+be located, the byte position) is reported, nothing of the segment is written, and the segment
+is left for the next run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import defaultdict
@@ -41,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.orm import Session
 
@@ -55,6 +60,7 @@ from kafka_archive.catalog.extract import (
     SegmentExtract,
     extract_object,
 )
+from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES, ObjectIntegrityError
 from kafka_archive.catalog.models import (
     BuildRun,
     ChainPiece,
@@ -69,6 +75,7 @@ from kafka_archive.store import ObjectStore, StoreError, open_store
 from segment_lib.errors import SegmentError
 
 __all__ = [
+    "VERIFY_ENV",
     "BuildReport",
     "ExtractTask",
     "InProcessRunner",
@@ -84,6 +91,8 @@ __all__ = [
 ]
 
 Pieces = tuple[tuple[int, int], ...]
+#: environment variable naming the default whole-object check (``crc32c`` or ``sha256``)
+VERIFY_ENV = "KAFKA_ARCHIVE_CATALOG_VERIFY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,9 @@ class SegmentRef:
     log_dir: str | None = None
     #: exclusive end of the segment's offset range (next segment's base offset), -1 unknown
     end_offset: int = -1
+    #: CRC-32C of the whole ``.log`` (8 hex digits) from the manifest; ``None`` when unknown
+    #: (refs rebuilt from catalog rows, which keep only the SHA-256)
+    crc32c: str | None = None
 
     @property
     def partition_key(self) -> tuple[str, str, int]:
@@ -119,6 +131,8 @@ class ExtractTask(NamedTuple):
     interval_bytes: int
     histogram_ms: int
     chunk_bytes: int
+    #: whole-object check: ``crc32c`` or ``sha256`` (see :mod:`kafka_archive.catalog.integrity`)
+    verify: str = DEFAULT_VERIFY
 
 
 class TaskResult(NamedTuple):
@@ -162,6 +176,8 @@ def run_extract_task(task: ExtractTask) -> TaskResult:
             topic=ref.topic,
             size=ref.size,
             sha256=ref.sha256,
+            crc32c=ref.crc32c,
+            verify=task.verify,
             interval_bytes=task.interval_bytes,
             histogram_ms=task.histogram_ms,
             pieces=task.pieces,
@@ -171,6 +187,9 @@ def run_extract_task(task: ExtractTask) -> TaskResult:
         return TaskResult(
             ref, task.pieces, None, exc.to_dict(), True, ref.size, time.perf_counter() - t0
         )
+    except ObjectIntegrityError as exc:
+        err = {**exc.to_dict(), "detail": str(exc), "key": ref.object_key}
+        return TaskResult(ref, task.pieces, None, err, False, ref.size, time.perf_counter() - t0)
     except StoreError as exc:
         err = {"error": type(exc).__name__, "detail": str(exc), "key": ref.object_key}
         return TaskResult(ref, task.pieces, None, err, False, 0, time.perf_counter() - t0)
@@ -408,6 +427,7 @@ def build_catalog(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     wave_segments: int | None = None,
     progress: ProgressFn | None = None,
+    verify: str | None = None,
 ) -> BuildReport:
     """Catalog every archived segment not cataloged yet (see the module docstring).
 
@@ -419,10 +439,18 @@ def build_catalog(
         refs: the archived segments, when the caller already listed them (default: read the
             manifests from the store).
         interval_bytes / histogram_ms / chunk_bytes: extraction settings.
-        wave_segments: segments per wave (default: 16 per unit of runner parallelism, >= 64).
+        wave_segments: most segments per wave (default: 32 per unit of runner parallelism,
+            >= 256); waves are made equal in size.
         progress: called as segments are extracted and partitions written.
+        verify: the integrity check, ``crc32c`` (default), ``crc32c+batches`` or ``sha256``
+            (:mod:`kafka_archive.catalog.integrity`); ``None`` reads
+            ``$KAFKA_ARCHIVE_CATALOG_VERIFY`` (so every entry point honours it), else the
+            default.
     """
     t0 = time.perf_counter()
+    verify = verify or os.environ.get(VERIFY_ENV) or DEFAULT_VERIFY
+    if verify not in VERIFY_CHOICES:
+        raise ValueError(f"verify must be one of {VERIFY_CHOICES}, not {verify!r}")
     runner = runner if runner is not None else InProcessRunner()
     options = dict(store_options or {})
     report = BuildReport()
@@ -464,8 +492,13 @@ def build_catalog(
         key=lambda r: (r.partition_key, r.base_offset, r.archived_at_ms, r.manifest_key),
     )
     report.already_cataloged = extra_known + len(all_refs) - len(todo)
-    # big waves amortize a Spark job's fixed cost (~0.4 s); results of a wave are small
-    wave = wave_segments or max(64, 16 * runner.parallelism)
+    # big waves amortize a Spark job's fixed cost (~0.3-0.5 s); results of a wave are small
+    # (a few rows per MiB). Waves of equal size: 68 segments in waves of 64 would be a second
+    # job for 4 segments, on fewer executors than there are.
+    wave = wave_segments or max(256, 32 * runner.parallelism)
+    if todo:
+        waves = -(-len(todo) // wave)
+        wave = -(-len(todo) // waves)
     done = 0
     done_bytes = 0
     written = 0
@@ -473,7 +506,7 @@ def build_catalog(
 
     def task(ref: SegmentRef, pieces: Pieces | None) -> ExtractTask:
         return ExtractTask(
-            store_uri, options, ref, pieces, interval_bytes, histogram_ms, chunk_bytes
+            store_uri, options, ref, pieces, interval_bytes, histogram_ms, chunk_bytes, verify
         )
 
     if progress:
@@ -577,6 +610,13 @@ def _pass2_needed(plan: _Plan) -> dict[int, Pieces]:
     return out
 
 
+def _table(model: type[Any]) -> Table:
+    """A model's Core table: Core executemany inserts skip the ORM's per-row work."""
+    tbl = model.__table__
+    assert isinstance(tbl, Table)
+    return tbl
+
+
 def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
     """One transaction: everything this wave changes in one partition."""
     cluster, topic, part = plan.key
@@ -595,6 +635,7 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
         now = _now_ms()
         ids: dict[int, int] = {k: k for k in plan.existing.refs}
         extracts: dict[int, SegmentExtract | None] = {}
+        seg_rows: list[dict[str, Any]] = []
         for i, r in enumerate(plan.new):
             k = -(i + 1)
             pieces = plan.new_pieces.get(k, ())
@@ -646,8 +687,23 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
                     control_batches=0,
                     epoch_runs="[]",
                 )
-            new_id = s.execute(insert(Segment).values(**row).returning(Segment.id)).scalar_one()
-            ids[k] = new_id
+            seg_rows.append(row)
+        # one executemany (Core, RETURNING in parameter order) instead of a statement per row:
+        # the ORM and per-row compiles cost more than SQLite's work at these row counts
+        new_ids: list[int] = []
+        if seg_rows:
+            seg_tbl = _table(Segment)
+            new_ids = [
+                row_id
+                for (row_id,) in s.execute(
+                    insert(seg_tbl).returning(seg_tbl.c.id, sort_by_parameter_order=True),
+                    seg_rows,
+                )
+            ]
+        for i, r in enumerate(plan.new):
+            k = -(i + 1)
+            pieces = plan.new_pieces.get(k, ())
+            ids[k] = new_ids[i]
             report.segments_added += 1
             if r.corrupt:
                 report.corrupt += 1
@@ -688,7 +744,7 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
             if ex is not None
         ]
         if piece_rows:
-            s.execute(insert(ChainPiece), piece_rows)
+            s.execute(insert(_table(ChainPiece)), piece_rows)
         interval_rows: list[dict[str, Any]] = []
         hist_rows: list[dict[str, Any]] = []
         for k, ex in extracts.items():
@@ -726,7 +782,7 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
         _write_intervals(s, pid, interval_rows, changed_lo)
         report.intervals_added += len(interval_rows)
         if hist_rows:
-            s.execute(insert(HistogramBucket), hist_rows)
+            s.execute(insert(_table(HistogramBucket)), hist_rows)
         if topic == CONSUMER_OFFSETS_TOPIC:
             report.commits_added += _write_offsets(s, cluster, pid, extracts, ids, changed_lo)
     return "written"
@@ -773,7 +829,7 @@ def _write_intervals(
         elif old != cur:
             updates.append({"pid": pid, "so": so, "rm": cur})
     if new_rows:
-        s.execute(insert(TimeIndexEntry), new_rows)
+        s.execute(insert(_table(TimeIndexEntry)), new_rows)
     if updates:
         from sqlalchemy import bindparam
 
@@ -840,9 +896,9 @@ def _write_offsets(
                 }
             )
     if commit_rows:
-        s.execute(insert(OffsetCommitRow), commit_rows)
+        s.execute(insert(_table(OffsetCommitRow)), commit_rows)
     if marker_rows:
-        s.execute(insert(TxnMarker), marker_rows)
+        s.execute(insert(_table(TxnMarker)), marker_rows)
     if changed_lo is None:
         return len(commit_rows)
     oc = OffsetCommitRow

@@ -1,9 +1,16 @@
 """Running catalog extraction on Spark (the only Spark-aware module of the platform layer).
 
 :class:`SparkRunner` is a :class:`~kafka_archive.catalog.build.TaskRunner`: it spreads
-:class:`~kafka_archive.catalog.build.ExtractTask` s over the executors (one Spark task per
-segment object, or small groups of them when there are many) and brings the extracts back to
-the driver, which writes them (:func:`~kafka_archive.catalog.build.build_catalog`). Executors
+:class:`~kafka_archive.catalog.build.ExtractTask` s over the executors and brings the extracts
+back to the driver, which writes them (:func:`~kafka_archive.catalog.build.build_catalog`).
+
+Fixed costs are kept down because at archive sizes of a few GiB they, not the extraction,
+decide the wall time: each wave is **one** Spark job of at most :data:`_TASKS_PER_CORE` tasks
+per core, each task a group of segments balanced by bytes (largest first onto the least
+loaded group) and run one after the other by ``mapPartitions`` in one Python worker, which
+reuses its store client (:func:`~kafka_archive.catalog.build.run_extract_task` keeps one per
+URI per process); the function shipped is a module-level one (pickled by reference) and the
+tasks carry only segment references and settings. Executors
 open the object store themselves from the task's URI and read their objects with ranged reads
 (boto3 for ``s3://``; no Hadoop S3 connector is involved), so on a cluster they need the
 ``kafka-archive`` package installed (or shipped with ``--py-files``) and the store's
@@ -15,9 +22,10 @@ Kubernetes are all just the master URL.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_task
@@ -25,11 +33,13 @@ from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_tas
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["APP_NAME", "SparkRunner", "make_spark_session"]
+__all__ = ["APP_NAME", "SparkRunner", "balanced_groups", "make_spark_session"]
 
 APP_NAME = "kafka-archive-catalog"
-#: at most this many Spark tasks per unit of parallelism in one wave (small segments are grouped)
-_TASKS_PER_CORE = 4
+#: at most this many Spark tasks per unit of parallelism in one wave: 2 leaves some room to
+#: even out a slow executor, while each task costs ~10-30 ms of scheduling and Python
+#: hand-off (measured on local[2])
+_TASKS_PER_CORE = 2
 
 
 def make_spark_session(
@@ -76,10 +86,36 @@ class SparkRunner:
         items = list(tasks)
         if not items:
             return iter(())
-        # one Spark task per segment, grouped when a wave holds many small ones
-        slices = min(len(items), max(1, self.parallelism * _TASKS_PER_CORE))
+        groups = balanced_groups(items, max(1, self.parallelism * _TASKS_PER_CORE))
         self.sc.setJobDescription(f"catalog: extract {len(items)} segment(s)")
-        results: list[TaskResult] = (
-            self.sc.parallelize(items, slices).map(run_extract_task).collect()
+        results: list[tuple[int, TaskResult]] = (
+            self.sc.parallelize(groups, len(groups)).mapPartitions(_run_groups).collect()
         )
-        return iter(results)
+        results.sort(key=lambda r: r[0])  # the order of the tasks, whatever ran first
+        return iter(r for _i, r in results)
+
+
+def balanced_groups(
+    tasks: Sequence[ExtractTask], groups: int
+) -> list[list[tuple[int, ExtractTask]]]:
+    """Split ``tasks`` into at most ``groups`` groups of about equal bytes (largest first onto
+    the least loaded group), each task with its index."""
+    n = min(groups, len(tasks))
+    heap: list[tuple[int, int]] = [(0, g) for g in range(n)]
+    out: list[list[tuple[int, ExtractTask]]] = [[] for _ in range(n)]
+    for i in sorted(range(len(tasks)), key=lambda i: -tasks[i].ref.size):
+        load, g = heapq.heappop(heap)
+        out[g].append((i, tasks[i]))
+        heapq.heappush(heap, (load + tasks[i].ref.size, g))
+    for group in out:
+        group.sort(key=lambda it: it[0])
+    return out
+
+
+def _run_groups(
+    groups: Iterable[list[tuple[int, ExtractTask]]],
+) -> Iterator[tuple[int, TaskResult]]:
+    """Executor side of one Spark task: its segments, one after the other."""
+    for group in groups:
+        for i, task in group:
+            yield i, run_extract_task(task)
