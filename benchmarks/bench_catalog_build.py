@@ -2,31 +2,44 @@
 Spark scaling from 1 to 2 cores.
 
 Setup: ``--partitions`` partitions of about ``--mib`` MiB in total are written by the
-broker-faithful writer (uncompressed batches of ``--batch-kib`` KiB, out-of-order CreateTime),
-rolled, and archived with the real archiver (``run_archive``) into the store: a local directory
-(``file://``, default) or, with ``--store s3``, a moto S3 server on 127.0.0.1 (the tests' own).
+broker-faithful writer (uncompressed batches of ``--batch-kib`` KiB, out-of-order CreateTime,
+segments of up to ``--segment-mib`` MiB), rolled, and archived with the real archiver
+(``run_archive``) into the store: a local directory (``file://``, default) or, with
+``--store s3``, a moto S3 server on 127.0.0.1 (the tests' own, in a child process).
 
-Measured side by side, interleaved, ``--reps`` times (median):
+Measured side by side, interleaved (order rotated each repetition), ``--reps`` times (median):
 
 * ``raw1`` / ``raw2``: every archived ``.log`` object read with the store's ``get_range`` in the
   same 8 MiB chunks the build uses, by 1 and by 2 threads (objects spread over the threads);
   nothing is done with the bytes. The floor of any reader of this store.
-* ``spark1`` / ``spark2``: ``build_catalog`` into a fresh SQLite catalog with ``SparkRunner`` on
-  ``local[1]`` / ``local[2]`` (Python workers warmed up first, session start not counted): list
-  manifests, read every object with ranged reads, verify every batch CRC and the manifest's
-  SHA-256, extract, write. ``report.seconds`` is the time.
-* ``inproc`` (context): the same build in this process, one thread, no Spark.
+* ``inproc``: ``build_catalog`` into a fresh SQLite catalog in this process, one thread, no
+  Spark, with the default check (``verify=crc32c``: whole-object CRC-32C against the
+  manifest). Everything a build does is timed (``report.seconds``): list the manifests, read
+  the new ones, ranged reads of every object, checks, extraction, SQLite writes.
+* ``inproc_batches`` / ``inproc_sha256``: the same with ``verify=crc32c+batches`` (every
+  batch CRC as well) and ``verify=sha256`` (SHA-256 and every batch CRC: the previous
+  behaviour).
+* ``spark1`` / ``spark2``: the default build with ``SparkRunner`` on ``local[1]`` /
+  ``local[2]`` (session started and Python workers warmed up before timing).
 
-Ratios: ``spark1 / raw1`` and ``spark2 / raw2`` (target >= 0.5x), ``spark2 / spark1`` (scaling).
+Ratios: ``inproc / raw1`` (target >= 0.5x), ``spark1 / raw1``, ``spark2 / raw2``,
+``spark2 / spark1`` (scaling). ``--what`` picks a subset.
 
-    .venv/bin/python benchmarks/bench_catalog_build.py
-    .venv/bin/python benchmarks/bench_catalog_build.py --mib 512 --batch-kib 64 --store s3
+Because the machine may be shared, every measurement also records the load average before
+it, the CPU seconds (user + system) used by this process and its descendants (the Spark JVM
+and Python workers; the moto server counted apart as ``store_cpu``) and by the whole machine
+(``/proc/stat``) during it: with 2 cores, ``machine_busy`` close to 2 x wall means there was
+no idle core to scale onto.
+
+    .venv/bin/python benchmarks/bench_catalog_build.py --mib 1024
+    .venv/bin/python benchmarks/bench_catalog_build.py --mib 1024 --store s3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
@@ -35,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,9 +58,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 CHUNK = 8 << 20
+_TICK = os.sysconf("SC_CLK_TCK")
+ALL = ("raw1", "raw2", "inproc", "inproc_batches", "inproc_sha256", "spark1", "spark2")
 
 
-def write_archive(root: Path, store: Any, mib: int, partitions: int, batch_kib: int) -> int:
+def write_archive(
+    root: Path, store: Any, mib: int, partitions: int, batch_kib: int, segment_mib: int = 16
+) -> None:
     from kafka_archive.archive import run_archive
 
     from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
@@ -59,7 +77,7 @@ def write_archive(root: Path, store: Any, mib: int, partitions: int, batch_kib: 
     per_batch = max(1, batch_kib * 1024 // (record + 20))
     payload = rng.randbytes(record)
     for p in range(partitions):
-        pw = broker.partition("bench", p, segment_bytes=16 << 20)
+        pw = broker.partition("bench", p, segment_bytes=segment_mib << 20)
         written = 0
         while written < per_part:
             now = clock.advance(rng.randint(1, 5))
@@ -70,10 +88,9 @@ def write_archive(root: Path, store: Any, mib: int, partitions: int, batch_kib: 
             written += pw.append(recs).size
         pw.roll()
     broker.close()
-    report = run_archive(
+    run_archive(
         cluster="bench", broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
     )
-    return int(report.bytes_archived) if hasattr(report, "bytes_archived") else 0
 
 
 def log_objects(store: Any) -> list[tuple[str, int]]:
@@ -98,16 +115,90 @@ def raw_read(store: Any, objects: list[tuple[str, int]], threads: int) -> float:
     return dt
 
 
-def build(store_uri: str, options: dict[str, Any], runner: Any, tmp: Path) -> tuple[float, Any]:
+def build(
+    store_uri: str, options: dict[str, Any], runner: Any, tmp: Path, verify: str
+) -> tuple[float, Any]:
     from kafka_archive.catalog.build import build_catalog
     from kafka_archive.catalog.db import open_catalog
 
     db = tmp / f"bench-{time.monotonic_ns()}.db"
     with open_catalog(db) as cat:
-        report = build_catalog(cat, store_uri, runner=runner, store_options=options)
+        report = build_catalog(cat, store_uri, runner=runner, store_options=options, verify=verify)
     db.unlink()
-    assert report.failed == [] and report.segments_added > 0
+    assert report.failed == [] and report.segments_added > 0, report.failed[:1]
     return report.seconds, report
+
+
+# -- CPU accounting ----------------------------------------------------------------------------
+
+
+def _proc_table() -> dict[int, tuple[int, float]]:
+    """pid -> (ppid, user+system CPU seconds) of every live process."""
+    out: dict[int, tuple[int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK)
+    return out
+
+
+def _tree_cpu(table: dict[int, tuple[int, float]], root: int, skip: int | None) -> float:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _cpu) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid == skip:
+            continue
+        total += table.get(pid, (0, 0.0))[1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def _machine_busy() -> float:
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:]]
+    idle = vals[3] + vals[4]  # idle + iowait
+    return (sum(vals[:8]) - idle) / _TICK
+
+
+class CpuMeter:
+    """CPU used by this process tree (minus the store server's), the store server and the
+    machine while ``run`` runs."""
+
+    def __init__(self, store_pid: int | None) -> None:
+        self.store_pid = store_pid
+
+    def measure(self, fn: Callable[[], float]) -> dict[str, float]:
+        load = os.getloadavg()[0]
+        t0 = _proc_table()
+        m0 = _machine_busy()
+        w0 = time.perf_counter()
+        seconds = fn()
+        wall = time.perf_counter() - w0
+        m1 = _machine_busy()
+        t1 = _proc_table()
+        me = os.getpid()
+        own = _tree_cpu(t1, me, self.store_pid) - _tree_cpu(t0, me, self.store_pid)
+        out = {
+            "seconds": seconds,
+            "wall": wall,
+            "load1": load,
+            "own_cpu": own,
+            "machine_busy": m1 - m0,
+        }
+        if self.store_pid is not None:
+            out["store_cpu"] = _tree_cpu(t1, self.store_pid, None) - _tree_cpu(
+                t0, self.store_pid, None
+            )
+        return out
 
 
 def main() -> None:
@@ -115,12 +206,19 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--batch-kib", type=int, default=16)
+    ap.add_argument("--segment-mib", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--store", choices=["local", "s3"], default="local")
+    ap.add_argument(
+        "--what", default=",".join(ALL), help="comma-separated subset of " + ",".join(ALL)
+    )
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = ap.parse_args()
+    what = [w for w in args.what.split(",") if w]
+    assert set(what) <= set(ALL), what
 
     from kafka_archive.catalog.build import InProcessRunner
+    from kafka_archive.catalog.integrity import CRC32C_SOURCE
     from kafka_archive.catalog.spark import SparkRunner, make_spark_session
     from kafka_archive.store import open_store
 
@@ -129,8 +227,6 @@ def main() -> None:
     try:
         options: dict[str, Any] = {}
         if args.store == "s3":
-            import os
-
             from support.s3common import BUCKET, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION
 
             os.environ.update(
@@ -161,7 +257,7 @@ def main() -> None:
             store_uri = (tmp / "store").as_uri()
         store = open_store(store_uri, **options)
         t0 = time.perf_counter()
-        write_archive(tmp, store, args.mib, args.partitions, args.batch_kib)
+        write_archive(tmp, store, args.mib, args.partitions, args.batch_kib, args.segment_mib)
         objects = log_objects(store)
         total = sum(s for _, s in objects)
         print(
@@ -171,50 +267,83 @@ def main() -> None:
         )
         shutil.rmtree(tmp / "broker")
 
+        meter = CpuMeter(moto.pid if moto is not None else None)
         sessions: dict[int, Any] = {}
-        results: dict[str, list[float]] = {
-            k: [] for k in ("raw1", "raw2", "spark1", "spark2", "inproc")
+
+        def spark(cores: int) -> Any:
+            for c, s in list(sessions.items()):
+                if c != cores:
+                    s.stop()
+                    del sessions[c]
+            if cores not in sessions:
+                sessions[cores] = make_spark_session(f"local[{cores}]")
+                sessions[cores].sparkContext.setLogLevel("ERROR")
+                # start and warm the Python workers (imports) before timing
+                sessions[cores].sparkContext.parallelize(range(cores * 4), cores * 4).map(
+                    lambda _: __import__("kafka_archive.catalog.build").__name__
+                ).collect()
+            return sessions[cores]
+
+        runs: dict[str, Callable[[], float]] = {
+            "raw1": lambda: raw_read(store, objects, 1),
+            "raw2": lambda: raw_read(store, objects, 2),
+            "inproc": lambda: build(store_uri, options, InProcessRunner(1), tmp, "crc32c")[0],
+            "inproc_batches": lambda: build(
+                store_uri, options, InProcessRunner(1), tmp, "crc32c+batches"
+            )[0],
+            "inproc_sha256": lambda: build(store_uri, options, InProcessRunner(1), tmp, "sha256")[
+                0
+            ],
+            "spark1": lambda: build(store_uri, options, SparkRunner(spark(1)), tmp, "crc32c")[0],
+            "spark2": lambda: build(store_uri, options, SparkRunner(spark(2)), tmp, "crc32c")[0],
         }
+        results: dict[str, list[dict[str, float]]] = {k: [] for k in what}
+        # one untimed build first: SQLAlchemy compiles, imports and caches are warm for all
+        build(store_uri, options, InProcessRunner(1), tmp, "crc32c")
         for rep in range(args.reps):
-            order = ["raw1", "raw2", "spark1", "spark2", "inproc"]
-            order = order[rep % len(order) :] + order[: rep % len(order)]
-            for what in order:
-                if what.startswith("raw"):
-                    dt = raw_read(store, objects, int(what[-1]))
-                elif what == "inproc":
-                    dt, _ = build(store_uri, options, InProcessRunner(1), tmp)
-                else:
-                    cores = int(what[-1])
-                    for c, s in list(sessions.items()):
-                        if c != cores:
-                            s.stop()
-                            del sessions[c]
-                    if cores not in sessions:
-                        sessions[cores] = make_spark_session(f"local[{cores}]")
-                        sessions[cores].sparkContext.setLogLevel("ERROR")
-                        # start and warm the Python workers (imports) before timing
-                        sessions[cores].sparkContext.parallelize(range(cores * 4), cores * 4).map(
-                            lambda _: __import__("kafka_archive.catalog.build").__name__
-                        ).collect()
-                    dt, _ = build(store_uri, options, SparkRunner(sessions[cores]), tmp)
-                results[what].append(dt)
-                print(f"rep {rep} {what:7s} {dt:7.3f}s {total / dt / 1e6:8.1f} MB/s", flush=True)
+            order = what[rep % len(what) :] + what[: rep % len(what)]
+            for w in order:
+                if w.startswith("spark"):
+                    spark(int(w[-1]))  # session start is not timed
+                m = meter.measure(runs[w])
+                results[w].append(m)
+                print(
+                    f"rep {rep} {w:15s} {m['seconds']:7.3f}s {total / m['seconds'] / 1e6:8.1f} MB/s"
+                    f"  load {m['load1']:.2f}  cpu {m['own_cpu']:.2f}s"
+                    f"  machine busy {m['machine_busy']:.2f}s of {2 * m['wall']:.2f}s",
+                    flush=True,
+                )
         for s in sessions.values():
             s.stop()
-        med = {k: statistics.median(v) for k, v in results.items()}
+        med = {k: statistics.median(x["seconds"] for x in v) for k, v in results.items()}
         mbs = {k: total / v / 1e6 for k, v in med.items()}
-        summary = {
-            "spark1/raw1": med["raw1"] / med["spark1"],
-            "spark2/raw2": med["raw2"] / med["spark2"],
-            "spark2/raw1": med["raw1"] / med["spark2"],
-            "spark2/spark1": med["spark1"] / med["spark2"],
-            "inproc/raw1": med["raw1"] / med["inproc"],
+        pairs = {
+            "inproc/raw1": ("raw1", "inproc"),
+            "inproc_batches/raw1": ("raw1", "inproc_batches"),
+            "inproc_sha256/raw1": ("raw1", "inproc_sha256"),
+            "spark1/raw1": ("raw1", "spark1"),
+            "spark2/raw2": ("raw2", "spark2"),
+            "spark2/raw1": ("raw1", "spark2"),
+            "spark2/spark1": ("spark1", "spark2"),
+            "raw2/raw1": ("raw1", "raw2"),
+        }
+        summary = {k: med[a] / med[b] for k, (a, b) in pairs.items() if a in med and b in med}
+        cpu = {
+            k: {
+                f: statistics.median(x[f] for x in v)
+                for f in v[0]
+                if f in ("own_cpu", "machine_busy", "store_cpu", "load1", "wall")
+            }
+            for k, v in results.items()
         }
         print(
             json.dumps(
                 {
                     "MB/s": {k: round(v, 1) for k, v in mbs.items()},
                     "ratios": {k: round(v, 2) for k, v in summary.items()},
+                    "cpu (medians)": {
+                        k: {f: round(x, 2) for f, x in v.items()} for k, v in cpu.items()
+                    },
                 },
                 indent=1,
             )
@@ -232,14 +361,16 @@ def main() -> None:
                     "args": {k: str(v) for k, v in vars(args).items()},
                     "segments": len(objects),
                     "bytes": total,
-                    "seconds": results,
-                    "median": med,
+                    "runs": results,
+                    "median_seconds": med,
                     "mb_per_s": mbs,
                     "ratios": summary,
+                    "cpu_medians": cpu,
+                    "crc32c": CRC32C_SOURCE,
                     "commit": commit,
                     "machine": {
                         "python": platform.python_version(),
-                        "cpus": __import__("os").cpu_count(),
+                        "cpus": os.cpu_count(),
                         "platform": platform.platform(),
                     },
                 },
