@@ -1,28 +1,40 @@
-"""Replay throughput from the archive vs a bare confluent-kafka produce loop, and Spark scaling.
+"""Replay throughput from the archive vs bare confluent-kafka produce loops, and Spark scaling.
 
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
 ``segment_lib.writer`` and put in a local object store. Target: librdkafka's mock cluster
-(3 brokers) in this process. Per repetition (order rotated, interleaved), each to a fresh topic:
+(3 brokers) in this process. Per repetition (order rotated, interleaved), each to a fresh topic
+with the same partition count:
 
-* ``bare``: the baseline -- every record already decoded in memory (a list of
-  ``(partition, key, value, timestamp, headers)``), produced by one confluent-kafka producer in
-  one Python loop (same settings as the replay's producer: idempotent, acks=all, linger 20 ms,
-  1 MB batches), then ``flush``; nothing else;
-* ``bare-txn``: the same loop with a transactional producer committing every
-  ``--txn-records`` records (what exactly-once costs by itself);
+* ``bare-txn``: **the reference** -- every record already decoded in memory (a list of
+  ``(partition, key, value, timestamp, headers)``: same keys, values, timestamps and header lists
+  as the replay sends), produced in one Python loop by one producer with *the replay's producer
+  configuration* (``kafka_archive.replay.engine.PRODUCER_DEFAULTS``: transactional, idempotent,
+  acks=all, same linger and batch sizes) and the replay's commit cadence: ``begin_transaction``,
+  at most ``--txn-records`` records of one partition, ``commit_transaction``, repeat; then
+  ``flush``. Timed from the first ``begin_transaction`` (the producer's creation and
+  ``init_transactions`` are timed separately as ``bare_txn_startup_s``);
+* ``bare-idem``: the same loop with an idempotent, non-transactional producer (same settings
+  otherwise) and one final ``flush``: a second reference, *not the same work* (no transaction
+  round trips; on the mock cluster it is 2-3x slower than the transactional loop, which is why
+  it is not the reference);
 * ``replay``: ``kafka_archive.replay.runner.execute`` with one partition at a time
-  (``parallelism=1``: one Python thread like the baseline) -- ranged reads of the archived
-  objects, CRC check of every batch, decoding, transaction filtering, transactional produce
-  with a progress record per transaction, catalog mirror (SQLite) after each commit;
+  (``parallelism=1``: one Python thread producing, like the reference): target checks, then per
+  partition a transactional producer (``init_transactions``, committed progress read), ranged
+  reads of the archived objects, CRC check of every batch, decoding, transaction filtering,
+  produce, a progress record per transaction, catalog mirror (SQLite) after each commit, and a
+  final transaction marking the partition done;
 * ``replay-par``: the same with one thread per partition.
 
-The ratio reported is replay throughput / bare throughput (median over repetitions; target
->= 0.8). Then Spark: the same replay as Spark tasks (one per partition) on ``local[1]`` and
-``local[2]`` sessions, timing the job (session start excluded).
+Every run records wall seconds and the process CPU seconds it used (all threads: Python,
+librdkafka, the mock brokers). The headline is ``ratio_replay_vs_bare_txn``: the median over
+repetitions of bare-txn seconds / replay seconds of the same repetition (target >= 0.8).
+``--reps`` >= 5 is what the docs quote. Then Spark: the same replay as Spark tasks (one per
+partition) on ``local[1]`` and ``local[2]`` sessions, timing the job (session start excluded).
 
-    .venv/bin/python benchmarks/bench_replay.py
-    .venv/bin/python benchmarks/bench_replay.py --records 200000 --reps 5 --no-spark
+    .venv/bin/python benchmarks/bench_replay.py --no-spark
+    .venv/bin/python benchmarks/bench_replay.py --records 300000 --reps 5 --no-spark
+    .venv/bin/python benchmarks/bench_replay.py --spark-only --partitions 2 --records 400000
 """
 
 from __future__ import annotations
@@ -34,7 +46,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
 from kafka_archive.replay import models as _models  # noqa: E402, F401
+from kafka_archive.replay.engine import PRODUCER_DEFAULTS  # noqa: E402
 from kafka_archive.replay.ledger import ReplayLedger  # noqa: E402
 from kafka_archive.replay.plan import (  # noqa: E402
     ReplaySpec,
@@ -63,14 +78,9 @@ from segment_lib.writer.encode import WriteRecord  # noqa: E402
 from segment_lib.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
 from tests.support.kafka_mock import MockCluster  # noqa: E402
 
-PRODUCER = {
-    "enable.idempotence": True,
-    "acks": "all",
-    "linger.ms": 5,
-    "batch.size": 1_000_000,
-    "queue.buffering.max.messages": 500_000,
-    "queue.buffering.max.kbytes": 512 * 1024,
-}
+#: the replay's own producer settings, minus what only a transactional producer may have
+PRODUCER: dict[str, Any] = dict(PRODUCER_DEFAULTS)
+IDEMPOTENT: dict[str, Any] = {k: v for k, v in PRODUCER.items() if k != "transaction.timeout.ms"}
 
 
 def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
@@ -109,31 +119,54 @@ def decoded(store: LocalStore, source: SegmentsPlanSource, partitions: int) -> l
     return out
 
 
-def bare(bootstrap: str, topic: str, messages: list[Any], txn_records: int | None) -> float:
-    cfg: dict[str, Any] = {"bootstrap.servers": bootstrap, **PRODUCER}
-    if txn_records:
-        cfg["transactional.id"] = f"bench-bare-{topic}"
-    producer = Producer(cfg)
-    if txn_records:
-        producer.init_transactions(30)
+def bare_txn(
+    bootstrap: str, topic: str, messages: list[Any], txn_records: int
+) -> tuple[float, float, float]:
+    """The reference loop; returns ``(seconds, process CPU seconds, start-up seconds)``."""
+    t_start = time.perf_counter()
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, **PRODUCER, "transactional.id": f"bench-bare-{topic}"}
+    )
+    producer.init_transactions(30)
+    startup = time.perf_counter() - t_start
     produce, poll = producer.produce, producer.poll
-    t0 = time.perf_counter()
-    if txn_records:
-        producer.begin_transaction()
-    for i, (p, k, v, ts, h) in enumerate(messages):
+    begin, commit = producer.begin_transaction, producer.commit_transaction
+    c0, t0 = time.process_time(), time.perf_counter()
+    begin()
+    in_txn, current = 0, messages[0][0] if messages else 0
+    for p, k, v, ts, h in messages:
+        # the replay's cadence: a transaction holds at most txn_records records of one partition
+        if in_txn == txn_records or p != current:
+            commit(60)
+            begin()
+            in_txn, current = 0, p
         while True:
             try:
                 produce(topic, v, k, p, None, None, ts, h)
                 break
             except BufferError:
                 poll(0.05)
-        if txn_records and (i + 1) % txn_records == 0:
-            producer.commit_transaction(60)
-            producer.begin_transaction()
-    if txn_records:
-        producer.commit_transaction(60)
+        in_txn += 1
+    commit(60)
     producer.flush(60)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0, startup
+
+
+def bare_idempotent(bootstrap: str, topic: str, messages: list[Any]) -> tuple[float, float]:
+    """The second reference (not the same work); returns ``(seconds, process CPU seconds)``."""
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT})
+    producer.list_topics(topic, timeout=30)  # connected before the clock starts, like bare-txn
+    produce, poll = producer.produce, producer.poll
+    c0, t0 = time.process_time(), time.perf_counter()
+    for p, k, v, ts, h in messages:
+        while True:
+            try:
+                produce(topic, v, k, p, None, None, ts, h)
+                break
+            except BufferError:
+                poll(0.05)
+    producer.flush(60)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def replay(
@@ -144,7 +177,8 @@ def replay(
     ledger: ReplayLedger,
     args: argparse.Namespace,
     parallelism: int,
-) -> tuple[float, int]:
+) -> tuple[float, float, int]:
+    """One replay through ``execute``; returns ``(seconds, process CPU seconds, records)``."""
     spec = ReplaySpec.model_validate(
         {
             "cluster": "bench-src",
@@ -158,9 +192,128 @@ def replay(
         }
     )
     plan = build_plan(spec, source)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     report = execute(plan, store=store, ledger=ledger, parallelism=parallelism)
-    return time.perf_counter() - t0, report.records_sent
+    return time.perf_counter() - t0, time.process_time() - c0, report.records_sent
+
+
+def breakdown(
+    mock: MockCluster,
+    store: LocalStore,
+    source: SegmentsPlanSource,
+    ledger: ReplayLedger,
+    messages: list[Any],
+    args: argparse.Namespace,
+    topic: Callable[[], str],
+) -> dict[str, Any]:
+    """Where the replay's time goes, next to the reference (``--breakdown``): ``--reps``
+    interleaved pairs of bare-txn and replay (one thread), the replay instrumented by wrapping
+    its parts (a few hundred calls each: the wrappers cost nothing measurable). Medians per
+    run, seconds; ``*_cpu`` are CPU seconds of the calling thread(s)."""
+    import gc
+
+    from kafka_archive.replay import engine, reader, runner
+
+    acc: dict[str, float] = {}
+
+    def add(key: str, value: float) -> None:
+        acc[key] = acc.get(key, 0.0) + value
+
+    def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                add(f"{name}_wall", time.perf_counter() - t)
+                add(f"{name}_cpu", time.thread_time() - c)
+
+        return wrapper
+
+    def timed_iter(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+        def wrapper(*a: Any, **kw: Any) -> Iterator[Any]:
+            it = fn(*a, **kw)
+            while True:
+                c = time.thread_time()
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                finally:
+                    add("scan_cpu", time.thread_time() - c)
+                yield item
+
+        return wrapper
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            add(f"gc_gen{info['generation']}_collections", 1)
+
+    # (owner, attribute) -> wrapper; setattr/getattr because these are deliberate monkeypatches
+    targets: list[tuple[Any, str]] = [
+        (engine.PartitionReplay, "run"),
+        (engine.PartitionReplay, "prepare"),
+        (engine.PartitionReplay, "_commit"),
+        (runner, "check_target"),
+        (reader, "decode_batch"),
+        (reader, "iter_batches"),
+        (LocalStore, "get_range"),
+    ]
+    saved = {key: getattr(*key) for key in targets}
+    original_prepare = saved[(engine.PartitionReplay, "prepare")]
+
+    def prepare(self: Any) -> None:
+        # prepare() runs inside run() for the first partition and ahead, in a thread of its
+        # own, for the others: count the latter here (the former is in partition_run)
+        t, c = time.perf_counter(), time.thread_time()
+        try:
+            original_prepare(self)
+        finally:
+            if threading.current_thread().name.startswith("replay-prepare"):
+                add("prepare_ahead_wall", time.perf_counter() - t)
+                add("prepare_ahead_cpu", time.thread_time() - c)
+
+    wrappers = [
+        timed("partition_run", saved[targets[0]]),
+        prepare,
+        timed("commit", saved[targets[2]]),
+        timed("check_target", saved[targets[3]]),
+        timed("decode", saved[targets[4]]),
+        timed_iter(saved[targets[5]]),
+        timed("read", saved[targets[6]]),
+    ]
+    for key, wrapper in zip(targets, wrappers, strict=True):
+        setattr(*key, wrapper)
+    gc.callbacks.append(on_gc)
+    rows: dict[str, list[float]] = {}
+    try:
+        for rep in range(args.reps):
+            for kind in ("bare-txn", "replay") if rep % 2 == 0 else ("replay", "bare-txn"):
+                acc.clear()
+                c0, m0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
+                if kind == "bare-txn":
+                    dt, _cpu, _up = bare_txn(
+                        mock.bootstrap_servers, topic(), messages, args.txn_records
+                    )
+                    row = {"bare_wall": dt, "bare_process_cpu": time.process_time() - c0,
+                           "bare_thread_cpu": time.thread_time() - m0}  # fmt: skip
+                else:
+                    replay(mock, topic(), store, source, ledger, args, 1)
+                    row = {f"replay_{k}": v for k, v in acc.items()}
+                    row["replay_wall"] = time.perf_counter() - t0
+                    row["replay_process_cpu"] = time.process_time() - c0
+                    # the replay's Python threads: the caller's, the partitions', the preparer's
+                    row["replay_python_cpu"] = (
+                        time.thread_time() - m0 + acc.get("partition_run_cpu", 0.0)
+                        + acc.get("prepare_ahead_cpu", 0.0)
+                    )  # fmt: skip
+                for k, v in row.items():
+                    rows.setdefault(k, []).append(v)
+    finally:
+        for key, original in saved.items():
+            setattr(*key, original)
+        gc.callbacks.remove(on_gc)
+    return {k: statistics.median(v) for k, v in sorted(rows.items())}
 
 
 def _warm(x: int) -> int:
@@ -219,6 +372,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--spark-only", action="store_true", help="skip the bare/replay comparison")
+    ap.add_argument(
+        "--breakdown", action="store_true",
+        help="then --reps more bare-txn/replay pairs with the replay's parts timed",
+    )  # fmt: skip
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
 
@@ -236,8 +393,10 @@ def main() -> int:
     mock.create_topic("__kafka_archive_replay_progress", 6)
     db_url = f"sqlite:///{tmp / 'catalog.db'}"
     ledger = ReplayLedger(open_catalog(db_url).engine)
-    kinds = ["bare", "bare-txn", "replay", "replay-par"]
+    kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     times: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
+    startup: list[float] = []
     n = 0
     for rep in range(0 if args.spark_only else args.reps):
         order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]
@@ -245,22 +404,38 @@ def main() -> int:
             n += 1
             topic = f"t{n}"
             mock.create_topic(topic, args.partitions)
-            if kind == "bare":
-                dt = bare(mock.bootstrap_servers, topic, messages, None)
-            elif kind == "bare-txn":
-                dt = bare(mock.bootstrap_servers, topic, messages, args.txn_records)
+            if kind == "bare-txn":
+                dt, dc, up = bare_txn(mock.bootstrap_servers, topic, messages, args.txn_records)
+                startup.append(up)
+            elif kind == "bare-idem":
+                dt, dc = bare_idempotent(mock.bootstrap_servers, topic, messages)
             else:
-                dt, sent = replay(
+                dt, dc, sent = replay(
                     mock, topic, store, source, ledger, args,
                     1 if kind == "replay" else args.partitions,
                 )  # fmt: skip
                 assert sent == total, (sent, total)
             times[kind].append(dt)
+            cpu[kind].append(dc)
             print(f"rep {rep} {kind:10s} {dt:7.2f} s  {total / dt:10,.0f} rec/s  "
-                  f"{payload / dt / 1e6:7.1f} MB/s", flush=True)  # fmt: skip
+                  f"{payload / dt / 1e6:7.1f} MB/s  cpu {dc:6.2f} s", flush=True)  # fmt: skip
     reps = 0 if args.spark_only else args.reps
-    med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
-    ratios = [times["bare"][i] / times["replay"][i] for i in range(reps)] or [float("nan")]
+
+    def per_rep(ref: str, run: str, table: dict[str, list[float]]) -> list[float]:
+        # same-repetition ratios ref seconds / run seconds: run's throughput relative to ref's
+        return [table[ref][i] / table[run][i] for i in range(reps)] or [float("nan")]
+
+    def med(values: list[float]) -> float:
+        return statistics.median(values) if values else float("nan")
+
+    vs_txn = per_rep("bare-txn", "replay", times)
+    vs_idem = per_rep("bare-idem", "replay", times)
+    par_vs_txn = per_rep("bare-txn", "replay-par", times)
+    cpu_vs_txn = per_rep("bare-txn", "replay", cpu)
+    # the reference with its start-up counted, as the replay's is (producer, init_transactions)
+    with_startup = [
+        (times["bare-txn"][i] + startup[i]) / times["replay"][i] for i in range(reps)
+    ] or [float("nan")]
     result: dict[str, Any] = {
         "kind": "replay",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -271,21 +446,46 @@ def main() -> int:
             "cpus": __import__("os").cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "confluent_kafka": __import__("confluent_kafka").version(),
+            "librdkafka": __import__("confluent_kafka").libversion()[0],
+            "loadavg_at_end": list(__import__("os").getloadavg()),
         },
         "params": vars(args),
+        "producer_config": PRODUCER,
         "records": total,
         "payload_bytes": payload,
-        "seconds": times,
-        "median_records_per_s": {k: total / v for k, v in med.items()},
-        "ratio_replay_vs_bare": statistics.median(ratios),
-        "ratio_replay_vs_bare_per_rep": ratios,
-        "ratio_replay_par_vs_bare": med["bare"] / med["replay-par"],
-        "ratio_bare_txn_vs_bare": med["bare"] / med["bare-txn"],
     }
-    print(f"replay / bare (1 thread each): {result['ratio_replay_vs_bare']:.2f}x "
-          f"(per rep {', '.join(f'{r:.2f}' for r in ratios)}); replay with one thread per "
-          f"partition / bare: {result['ratio_replay_par_vs_bare']:.2f}x; bare transactional / "
-          f"bare: {result['ratio_bare_txn_vs_bare']:.2f}x", flush=True)  # fmt: skip
+    if reps:
+        result |= {
+            "seconds": times,
+            "process_cpu_seconds": cpu,
+            "bare_txn_startup_s": startup,
+            "median_records_per_s": {k: total / med(v) for k, v in times.items()},
+            "ratio_replay_vs_bare_txn": med(vs_txn),
+            "ratio_replay_vs_bare_txn_per_rep": vs_txn,
+            "ratio_replay_vs_bare_txn_with_startup": med(with_startup),
+            "ratio_replay_vs_bare_txn_cpu": med(cpu_vs_txn),
+            "ratio_replay_par_vs_bare_txn": med(par_vs_txn),
+            "ratio_replay_vs_bare_idem": med(vs_idem),
+            "ratio_bare_txn_vs_bare_idem": med(per_rep("bare-idem", "bare-txn", times)),
+        }
+        print(f"replay / bare-txn (the reference, 1 thread each): "
+              f"{result['ratio_replay_vs_bare_txn']:.2f}x (per rep "
+              f"{', '.join(f'{r:.2f}' for r in vs_txn)}); counting the reference's start-up: "
+              f"{result['ratio_replay_vs_bare_txn_with_startup']:.2f}x; process CPU: "
+              f"{result['ratio_replay_vs_bare_txn_cpu']:.2f}x; replay-par / bare-txn: "
+              f"{result['ratio_replay_par_vs_bare_txn']:.2f}x; replay / bare-idem (not the "
+              f"same work): {result['ratio_replay_vs_bare_idem']:.2f}x", flush=True)  # fmt: skip
+    if args.breakdown and not args.spark_only:
+
+        def next_topic() -> str:
+            nonlocal n
+            n += 1
+            mock.create_topic(f"t{n}", args.partitions)
+            return f"t{n}"
+
+        result["breakdown"] = breakdown(mock, store, source, ledger, messages, args, next_topic)
+        print(json.dumps(result["breakdown"], indent=1), flush=True)
     if not args.no_spark:
         spark: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
         for rep in range(max(1, args.reps - 1)):
