@@ -11,9 +11,11 @@ import itertools
 import random
 from pathlib import Path
 
+import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka_archive.catalog import extract as extract_mod
 from kafka_archive.catalog.chain import (
     Version,
     compute_pieces,
@@ -21,12 +23,14 @@ from kafka_archive.catalog.chain import (
     find_overlaps,
     running_max,
 )
-from kafka_archive.catalog.extract import SegmentExtractor, extract_segment
-from support.catalog_data import History, write_history
+from kafka_archive.catalog.extract import SegmentExtract, SegmentExtractor, extract_segment
+from kafka_archive.catalog.integrity import ObjectChecksum
+from support.catalog_data import START_MS, History, write_history
 
-from segment_lib.errors import CrcMismatchError, TornTailError
+from segment_lib.errors import CrcMismatchError, SegmentError, TornTailError
 from segment_lib.log_file import open_log
 from segment_lib.partition import PartitionView
+from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord, compact
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +184,126 @@ def test_consumer_offsets_commits_and_markers(history: History) -> None:
 def test_extraction_refuses_bad_settings() -> None:
     with pytest.raises(ValueError):
         SegmentExtractor(topic="t", interval_bytes=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast path (whole segment, compiled scan in windows, headers booked as columns) against
+# the general per-batch path (taken with pieces; one piece covering everything changes nothing)
+
+_EVERYTHING = [(0, 1 << 62)]
+
+
+def _fed(
+    data: bytes,
+    topic: str,
+    chunk: int,
+    *,
+    pieces: list[tuple[int, int]] | None = None,
+    interval_bytes: int = 1 << 20,
+    histogram_ms: int = 60_000,
+) -> SegmentExtract:
+    ex = SegmentExtractor(
+        topic=topic,
+        pieces=pieces,
+        size=len(data),
+        interval_bytes=interval_bytes,
+        histogram_ms=histogram_ms,
+    )
+    for i in range(0, len(data), chunk):
+        ex.feed(data[i : i + chunk])
+    return ex.finish()
+
+
+def _same(a: SegmentExtract, b: SegmentExtract) -> None:
+    assert a.stats == b.stats
+    assert a.intervals == b.intervals
+    assert a.histogram == b.histogram
+
+
+@pytest.mark.parametrize("window", [None, 61, 5000])
+def test_fast_path_equals_general_path(
+    history: History, monkeypatch: pytest.MonkeyPatch, window: int | None
+) -> None:
+    if window is not None:  # windows smaller than a batch, and cutting batches everywhere
+        monkeypatch.setattr(extract_mod, "_WINDOW", window)
+    rng = random.Random(window or 0)
+    checked = 0
+    for (topic, _part), d in sorted(history.dirs.items()):
+        if topic == "__consumer_offsets":  # always the general path
+            continue
+        for seg in PartitionView.open(d).rolled:
+            data = seg.log.read_bytes()
+            for ib in (300, 1 << 20):
+                hist_ms = rng.choice([1, 1000, 60_000])
+                ref = _fed(data, topic, len(data) or 1, pieces=_EVERYTHING,
+                           interval_bytes=ib, histogram_ms=hist_ms)  # fmt: skip
+                chunk = rng.choice([len(data) or 1, 97, 4096])
+                fast = _fed(data, topic, chunk, interval_bytes=ib, histogram_ms=hist_ms)
+                _same(fast, ref)
+                checked += 1
+    assert checked > 40
+
+
+def test_fast_path_equals_general_path_after_compaction(tmp_path: Path) -> None:
+    """Compaction leaves batches emptied of records that keep their max timestamp (producer
+    state): interval record maxima must skip them exactly as the general path does."""
+    clock = ManualClock(START_MS)
+    b = BrokerWriter(tmp_path / "b", 0, clock=clock)
+    pw = b.partition("cmp", 0, segment_bytes=900)
+    rng = random.Random(12)
+    for i in range(160):
+        now = clock.advance(rng.randint(1, 20))
+        rec = WriteRecord(f"k{rng.randint(0, 6)}".encode(), b"x" * rng.randint(1, 40), (),
+                          now + rng.randint(-800, 800))  # fmt: skip
+        pw.append([rec], producer_id=42 if i % 5 == 0 else -1)
+    pw.roll()
+    compact(pw, now=clock.advance(10_000), delete_retention_ms=0)
+    b.close()
+    empty = 0
+    for seg in PartitionView.open(pw.dir).rolled:
+        data = seg.log.read_bytes()
+        with open_log(seg.log) as lb:
+            empty += sum(1 for h in lb.batches() if h.record_count == 0)
+        for ib in (100, 250, 1 << 20):
+            ref = _fed(data, "cmp", len(data) or 1, pieces=_EVERYTHING, interval_bytes=ib)
+            _same(_fed(data, "cmp", 53, interval_bytes=ib), ref)
+    assert empty > 0  # the case this test is about
+
+
+def test_fast_path_equals_general_path_on_real_broker_data(real_broker_data: Path) -> None:
+    """Real brokers' segments (several Kafka versions, magic 0/1 among them, active segments
+    with preallocated tails): same rows, or the same error at the same byte."""
+    logs = sorted(real_broker_data.rglob("*.log"))
+    assert logs
+    for log in logs:
+        data = log.read_bytes()
+        results: list[SegmentExtract | tuple[type[SegmentError], int | None]] = []
+        for pieces in (None, _EVERYTHING):
+            try:
+                results.append(_fed(data, "t", 1 << 20, pieces=pieces, interval_bytes=4096))
+            except SegmentError as exc:
+                results.append((type(exc), exc.position))
+        fast, ref = results
+        if isinstance(ref, SegmentExtract):
+            assert isinstance(fast, SegmentExtract), log
+            _same(fast, ref)
+        else:
+            assert fast == ref, log
+
+
+def test_extractor_checksum_sees_every_byte_once(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extract_mod, "_WINDOW", 1000)
+    data = b"".join(s.read_bytes() for s in _segments(history, "orders", 2)[:1])
+    for topic in ("orders", "__consumer_offsets"):  # the fast and the general path
+        for chunk in (1, 333, 4096, len(data)):
+            ck = ObjectChecksum("crc32c")
+            ex = SegmentExtractor(topic=topic, size=len(data), checksum=ck)
+            for i in range(0, len(data), chunk):
+                ex.feed(data[i : i + chunk])
+            ex.finish()
+            assert ck.hexdigest() == f"{crc32c.crc32c(data):08x}"
 
 
 # ---------------------------------------------------------------------------------------------

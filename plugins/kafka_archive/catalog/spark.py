@@ -5,15 +5,16 @@
 back to the driver, which writes them (:func:`~kafka_archive.catalog.build.build_catalog`).
 
 Fixed costs are kept down because at archive sizes of a few GiB they, not the extraction,
-decide the wall time: each wave is **one** Spark job of at most :data:`_TASKS_PER_CORE` tasks
-per core, each task a group of segments balanced by bytes (largest first onto the least
-loaded group) and run one after the other by ``mapPartitions`` in one Python worker, which
-reuses its store client (:func:`~kafka_archive.catalog.build.run_extract_task` keeps one per
-URI per process); the function shipped is a module-level one (pickled by reference) and the
-tasks carry only segment references and settings. Executors
-open the object store themselves from the task's URI and read their objects with ranged reads
-(boto3 for ``s3://``; no Hadoop S3 connector is involved), so on a cluster they need the
-``kafka-archive`` package installed (or shipped with ``--py-files``) and the store's
+decide the wall time: each wave is **one** Spark job of one task per core (each task costs
+~40-60 ms beyond its work), each task a group of segments balanced by bytes (largest first
+onto the least loaded group) run one after the other by ``mapPartitions`` in one Python
+worker, which reuses its store client (:func:`~kafka_archive.catalog.build.run_extract_task`
+keeps one per URI per process); the function shipped is a module-level one (pickled by
+reference) and the tasks carry only segment references and settings.
+
+Executors open the object store themselves from the task's URI and read their objects with
+ranged reads (boto3 for ``s3://``; no Hadoop S3 connector is involved), so on a cluster they
+need the ``kafka-archive`` package installed (or shipped with ``--py-files``) and the store's
 credentials in their environment (``spark.executorEnv.*`` or an instance role).
 
 Nothing here depends on where Spark runs: ``local[*]``, ``local[2]``, ``spark://host:7077`` or
@@ -36,10 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["APP_NAME", "SparkRunner", "balanced_groups", "make_spark_session"]
 
 APP_NAME = "kafka-archive-catalog"
-#: at most this many Spark tasks per unit of parallelism in one wave: 2 leaves some room to
-#: even out a slow executor, while each task costs ~10-30 ms of scheduling and Python
-#: hand-off (measured on local[2])
-_TASKS_PER_CORE = 2
+#: Spark tasks per unit of parallelism in one wave. One: each task costs ~40-60 ms on top of
+#: its work (an empty job of 1 / 2 / 4 / 16 tasks took ~100 / 150 / 270 / 1000 ms on
+#: local[1] and local[2] here), while grouping by bytes already balances the executors
+_TASKS_PER_CORE = 1
 
 
 def make_spark_session(
