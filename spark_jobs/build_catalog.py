@@ -7,10 +7,11 @@ Runs the same with a local master and on a cluster; only the master URL changes:
         --store s3://bucket/archive --db postgresql://catalog@db/catalog
 
 The driver lists the archive's manifests, skips the ones the catalog holds, and spreads the new
-segments over the executors (one task per segment object, grouped when there are many). Each
-executor reads its objects from the store itself with ranged reads (boto3 for ``s3://``),
-verifies every batch CRC and the manifest's SHA-256, and returns the extracted rows; the driver
-writes them idempotently, one transaction per partition (see
+segments over the executors (one task per core, segments grouped by bytes). Each executor reads
+its objects from the store itself with ranged reads (boto3 for ``s3://``), checks each object
+against its manifest (``--verify``: whole-object CRC-32C by default; ``crc32c+batches`` also
+every batch CRC; ``sha256`` the SHA-256 and every batch CRC), and returns the extracted rows;
+the driver writes them idempotently, one transaction per partition (see
 :mod:`kafka_archive.catalog.build`). A re-run adds nothing; a run killed midway is completed by
 the next. Prints the build report as one JSON line; exits 1 when segments failed.
 """
@@ -23,9 +24,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kafka_archive.catalog.build import build_catalog
+from kafka_archive.catalog.build import VERIFY_ENV, build_catalog
 from kafka_archive.catalog.db import DB_ENV, open_catalog
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
 from kafka_archive.catalog.spark import SparkRunner, make_spark_session
 
 STORE_ENV = "KAFKA_ARCHIVE_STORE"
@@ -58,6 +60,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_INTERVAL_BYTES,
         help="size limit of a time-index interval (default %(default)s)",
     )
+    p.add_argument(
+        "--verify",
+        choices=VERIFY_CHOICES,
+        default=os.environ.get(VERIFY_ENV) or DEFAULT_VERIFY,
+        help=f"integrity check of each object (default ${VERIFY_ENV}, else %(default)s)",
+    )
     args = p.parse_args(argv)
     if not args.store or not args.db:
         p.error(f"--store and --db are required (or set {STORE_ENV} and {DB_ENV})")
@@ -75,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cluster=args.cluster,
                 runner=SparkRunner(spark),
                 interval_bytes=args.interval_bytes,
+                verify=args.verify,
             )
     finally:
         spark.stop()

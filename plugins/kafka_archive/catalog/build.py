@@ -247,6 +247,8 @@ class BuildReport:
     bytes_read: int = 0
     seconds: float = 0.0
     run_id: int | None = None
+    #: the integrity check used (``verify``)
+    verify: str = DEFAULT_VERIFY
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -264,6 +266,7 @@ class BuildReport:
             "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
             "run_id": self.run_id,
+            "verify": self.verify,
         }
 
 
@@ -453,7 +456,7 @@ def build_catalog(
         raise ValueError(f"verify must be one of {VERIFY_CHOICES}, not {verify!r}")
     runner = runner if runner is not None else InProcessRunner()
     options = dict(store_options or {})
-    report = BuildReport()
+    report = BuildReport(verify=verify)
     with catalog.session() as s, s.begin():
         run = BuildRun(
             cluster=cluster,

@@ -7,6 +7,7 @@ Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_arc
      "db_url": "postgresql://catalog@db/catalog",  # or $KAFKA_ARCHIVE_DB
      "spark_master": "spark://spark:7077",         # or $KAFKA_ARCHIVE_SPARK_MASTER; default local
      "interval_bytes": 1048576,
+     "verify": "crc32c",                           # or crc32c+batches, sha256
      "spark_conf": {"spark.executor.memory": "4g"},
      "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
      "application": "/opt/airflow/spark_jobs/build_catalog.py",
@@ -31,7 +32,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +74,9 @@ class CatalogJobConfig(BaseModel):
     spark_master: str | None = None
     cluster: str | None = None
     interval_bytes: int = Field(default=DEFAULT_INTERVAL_BYTES, ge=256)
+    #: integrity check of each object (see kafka_archive.catalog.integrity); ``None``: the
+    #: build's default ($KAFKA_ARCHIVE_CATALOG_VERIFY, else crc32c)
+    verify: Literal["crc32c", "crc32c+batches", "sha256"] | None = None
     store_options: dict[str, Any] = Field(default_factory=dict)
     spark_conf: dict[str, str] = Field(default_factory=dict)
     spark_submit: str | None = None
@@ -124,6 +128,7 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
             runner=SparkRunner(spark),
             store_options=config.store_options,
             interval_bytes=config.interval_bytes,
+            verify=config.verify,
         ).to_json()
     if report["failed"]:
         raise CatalogJobError(f"{report['failed']} segment(s) failed", report)
@@ -168,6 +173,8 @@ def spark_submit_command(config: CatalogJobConfig) -> list[str]:
     ]
     if config.cluster:
         cmd += ["--cluster", config.cluster]
+    if config.verify:
+        cmd += ["--verify", config.verify]
     return cmd
 
 
