@@ -144,12 +144,13 @@ def _leader(bootstrap: str, topic: str, partition: int) -> tuple[str, int]:
 
 def raw_log(bootstrap: str, topic: str, partition: int, *, max_bytes: int = 4 << 20) -> bytes:
     """Every batch of ``topic-partition`` from offset 0 to the high watermark, as stored
-    (retried a few times: a mock broker that was just brought back up may drop a connection)."""
-    for attempt in range(6):
+    (retried for up to ~5 s: a mock broker that was just brought back up may drop a connection,
+    and while brokers are down the metadata may name a leader it does not list - LookupError)."""
+    for attempt in range(10):
         try:
             return _raw_log(bootstrap, topic, partition, max_bytes=max_bytes)
-        except (ConnectionError, OSError):
-            if attempt == 5:
+        except (ConnectionError, OSError, LookupError):
+            if attempt == 9:
                 raise
             time.sleep(0.5)
     raise AssertionError("unreachable")
