@@ -160,16 +160,17 @@ class ReplayLedger:
             else:
                 conn.execute(_PROGRESS_UPDATE, {"b_rid": rid, "b_sp": spart, **values})
             if record.ranges:
-                known = set(
-                    conn.execute(
+                known = {
+                    (q, first)
+                    for q, first in conn.execute(
                         _RANGES_KNOWN,
                         {
                             "b_rid": rid,
                             "b_sp": spart,
                             "b_firsts": sorted({r.source_first for r in record.ranges}),
                         },
-                    ).tuples()
-                )
+                    )
+                }
                 rows = [
                     {
                         "replay_id": rid,

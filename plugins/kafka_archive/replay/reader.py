@@ -92,8 +92,8 @@ class PartitionReader:
         read_ahead: fetch the next chunk in a background thread while this one is processed
             (see ``_batches``). Default: on for remote stores, off for ``file:`` stores, where a
             ranged read is a page-cache copy (~2 ms per 8 MB) that costs less than handing it
-            to another thread (measured on the replay benchmark: +8% CPU, -12% throughput on
-            two busy cores), while an S3 GET waits tens of milliseconds per chunk.
+            to another thread (measured on the replay benchmark's data: +8-9% CPU, 2-12% less
+            throughput on two busy cores), while an S3 GET waits tens of milliseconds per chunk.
     """
 
     def __init__(
