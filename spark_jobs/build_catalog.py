@@ -9,8 +9,9 @@ Runs the same with a local master and on a cluster; only the master URL changes:
 The driver lists the archive's manifests, skips the ones the catalog holds, and spreads the new
 segments over the executors (one task per core, segments grouped by bytes). Each executor reads
 its objects from the store itself with ranged reads (boto3 for ``s3://``), checks each object
-against its manifest (``--verify``: whole-object CRC-32C by default; ``crc32c+batches`` also
-every batch CRC; ``sha256`` the SHA-256 and every batch CRC), and returns the extracted rows;
+against its manifest (``--verify``: by default the whole-object CRC-32C and every batch CRC;
+``crc32c-only`` the first alone; ``sha256`` the SHA-256 and every batch CRC), and returns the
+extracted rows;
 the driver writes them idempotently, one transaction per partition (see
 :mod:`kafka_archive.catalog.build`). A re-run adds nothing; a run killed midway is completed by
 the next. Prints the build report as one JSON line; exits 1 when segments failed.

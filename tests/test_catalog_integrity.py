@@ -121,7 +121,7 @@ def _the_failure(report: Any, victim: SegmentRef) -> dict[str, Any]:
     return dict(failure)
 
 
-@pytest.mark.parametrize("verify", ["crc32c", "crc32c+batches", "sha256"])
+@pytest.mark.parametrize("verify", ["crc32c", "crc32c-only", "sha256"])
 def test_flipped_base_offset_is_located_and_nothing_is_cataloged(
     damaged: Damaged, catalog: Catalog, verify: str
 ) -> None:
@@ -202,7 +202,7 @@ def test_a_read_that_differs_once_is_reported_as_such(damaged: Damaged) -> None:
 
 def test_every_setting_catalogs_the_same(archive_dir: Path, tmp_path: Path) -> None:
     dumps = []
-    for verify in ("crc32c", "crc32c+batches", "sha256"):
+    for verify in ("crc32c", "crc32c-only", "sha256"):
         with open_catalog(tmp_path / f"{verify}.db") as cat:
             report = build_catalog(cat, archive_dir.as_uri(), cluster=CLUSTER, verify=verify)
             assert report.failed == [] and report.corrupt == 0 and report.verify == verify
@@ -225,7 +225,7 @@ def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
     damaged: Damaged, catalog: Catalog
 ) -> None:
     """Bytes equal to what the manifest recorded but failing a batch CRC were archived
-    corrupt: with the batch CRCs checked (``crc32c+batches``, ``sha256``) the segment is
+    corrupt: with the batch CRCs checked (``crc32c``, ``sha256``) the segment is
     recorded ``corrupt``, with the batch's position, and not retried. (The archiver never
     archives such a segment: it checks every batch before upload.)"""
     third = damaged.batches[2]
@@ -239,10 +239,10 @@ def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
     with pytest.raises(CrcMismatchError) as err:
         extract_object(
             damaged.store, ref.object_key, topic=ref.topic, crc32c=ref.crc32c,
-            verify="crc32c+batches",
+            verify="crc32c",
         )  # fmt: skip
     assert err.value.position == third.position
-    for verify in ("crc32c+batches", "sha256"):
+    for verify in ("crc32c", "sha256"):
         with open_catalog(damaged.root.parent / f"{verify}.db") as cat:
             report = build_catalog(cat, damaged.store.uri, refs=[ref], verify=verify)
             assert report.failed == [] and report.corrupt == 1

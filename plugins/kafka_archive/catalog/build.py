@@ -445,7 +445,7 @@ def build_catalog(
         wave_segments: most segments per wave (default: 32 per unit of runner parallelism,
             >= 256); waves are made equal in size.
         progress: called as segments are extracted and partitions written.
-        verify: the integrity check, ``crc32c`` (default), ``crc32c+batches`` or ``sha256``
+        verify: the integrity check, ``crc32c`` (default), ``crc32c-only`` or ``sha256``
             (:mod:`kafka_archive.catalog.integrity`); ``None`` reads
             ``$KAFKA_ARCHIVE_CATALOG_VERIFY`` (so every entry point honours it), else the
             default.

@@ -7,7 +7,7 @@ Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_arc
      "db_url": "postgresql://catalog@db/catalog",  # or $KAFKA_ARCHIVE_DB
      "spark_master": "spark://spark:7077",         # or $KAFKA_ARCHIVE_SPARK_MASTER; default local
      "interval_bytes": 1048576,
-     "verify": "crc32c",                           # or crc32c+batches, sha256
+     "verify": "crc32c",                           # or crc32c-only, sha256
      "spark_conf": {"spark.executor.memory": "4g"},
      "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
      "application": "/opt/airflow/spark_jobs/build_catalog.py",
@@ -76,7 +76,7 @@ class CatalogJobConfig(BaseModel):
     interval_bytes: int = Field(default=DEFAULT_INTERVAL_BYTES, ge=256)
     #: integrity check of each object (see kafka_archive.catalog.integrity); ``None``: the
     #: build's default ($KAFKA_ARCHIVE_CATALOG_VERIFY, else crc32c)
-    verify: Literal["crc32c", "crc32c+batches", "sha256"] | None = None
+    verify: Literal["crc32c", "crc32c-only", "sha256"] | None = None
     store_options: dict[str, Any] = Field(default_factory=dict)
     spark_conf: dict[str, str] = Field(default_factory=dict)
     spark_submit: str | None = None
