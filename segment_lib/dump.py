@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ from segment_lib.control import decode_control_record
 from segment_lib.errors import CrcMismatchError, SegmentError
 from segment_lib.log_file import LogBuffer, open_log, verify_batch_crc
 from segment_lib.names import classify_file, parse_partition_dir_name
-from segment_lib.offset_index import read_offset_index
+from segment_lib.offset_index import OffsetPosition, read_offset_index
 from segment_lib.records import BatchHeader, Record
-from segment_lib.time_index import read_time_index
+from segment_lib.time_index import TimestampOffset, read_time_index
 
 __all__ = ["DumpOptions", "batch_event", "dump_file", "record_event"]
 
@@ -166,91 +167,106 @@ def _log_batches(log_path: Path) -> list[BatchHeader]:
         return list(log.batches(allow_torn_tail=True))
 
 
-def _check_offset_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
-    index = read_offset_index(path)
-    if opts.index_sanity_check:
-        yield {"kind": "summary", "file": str(path), "entries": len(index), "sane": True}
+class _LogFacts:
+    """What the index checks need to know of the ``.log`` beside an index, precomputed once so
+    each entry is checked in O(log n)."""
+
+    def __init__(self, batches: list[BatchHeader]) -> None:
+        self.by_position = {b.position: b for b in batches}
+        self.last_offsets = [b.last_offset for b in batches]
+        self.batches = batches
+        running = -1
+        #: max timestamp of all batches strictly before batch i
+        self.max_before: list[int] = []
+        for b in batches:
+            self.max_before.append(running)
+            running = max(running, b.max_timestamp)
+
+    def holder(self, offset: int) -> int | None:
+        """Index of the first batch whose last offset is >= ``offset``."""
+        i = bisect_left(self.last_offsets, offset)
+        return i if i < len(self.batches) else None
+
+
+def _offset_entry_problem(entry: OffsetPosition, log: _LogFacts) -> str | None:
+    batch = log.by_position.get(entry.position)
+    if batch is None:
+        return "position is not the start of a batch"
+    if batch.base_offset > entry.offset:
+        return f"batch at this position starts at offset {batch.base_offset}, after it"
+    if log.holder(entry.offset) is None:
+        return f"offset is past the last offset of the log ({log.last_offsets[-1]})"
+    return None
+
+
+def _time_entry_problem(entry: TimestampOffset, log: _LogFacts) -> str | None:
+    i = log.holder(entry.offset)
+    if i is None:
+        return "offset is past the end of the log"
+    holder = log.batches[i]
+    if holder.max_timestamp != entry.timestamp:
+        return (
+            f"batch holding the offset has max timestamp {holder.max_timestamp}, "
+            f"index says {entry.timestamp}"
+        )
+    if log.max_before[i] > entry.timestamp:
+        return f"an earlier batch has the larger timestamp {log.max_before[i]}"
+    return None
+
+
+def _check_index(
+    path: Path,
+    entries: list[Any],
+    opts: DumpOptions,
+    entry_event: Callable[[Any], Event],
+    problem_of: Callable[[Any, _LogFacts], str | None],
+) -> Iterator[Event]:
+    """The shared driver of the ``.index`` / ``.timeindex`` checks against their ``.log``."""
+    if opts.index_sanity_check:  # parsing already ran the structural sanity checks
+        yield {"kind": "summary", "file": str(path), "entries": len(entries), "sane": True}
         return
     log_path = path.with_suffix(".log")
-    batches = _log_batches(log_path) if log_path.exists() else None
-    by_position = {b.position: b for b in batches or ()}
-    last_offset = batches[-1].last_offset if batches else -1
+    log = _LogFacts(_log_batches(log_path)) if log_path.exists() else None
     problems = 0
-    for entry in index:
+    for entry in entries:
         if not opts.verify_index_only:
-            yield {"kind": "index_entry", "offset": entry.offset, "position": entry.position}
-        if batches is None:
-            continue
-        batch = by_position.get(entry.position)
-        problem = None
-        if batch is None:
-            problem = "position is not the start of a batch"
-        elif batch.base_offset > entry.offset:
-            problem = f"batch at this position starts at offset {batch.base_offset}, after it"
-        elif entry.offset > last_offset:
-            problem = f"offset is past the last offset of the log ({last_offset})"
+            yield entry_event(entry)
+        problem = problem_of(entry, log) if log is not None else None
         if problem:
             problems += 1
             yield {
+                **entry_event(entry),
                 "kind": "index_problem",
                 "file": str(path),
-                "offset": entry.offset,
-                "position": entry.position,
                 "problem": problem,
             }
     yield {
         "kind": "summary",
         "file": str(path),
-        "entries": len(index),
-        "checked_against": str(log_path) if batches is not None else None,
+        "entries": len(entries),
+        "checked_against": str(log_path) if log is not None else None,
         "problems": problems,
     }
+
+
+def _check_offset_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
+    yield from _check_index(
+        path,
+        list(read_offset_index(path)),
+        opts,
+        lambda e: {"kind": "index_entry", "offset": e.offset, "position": e.position},
+        _offset_entry_problem,
+    )
 
 
 def _check_time_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
-    index = read_time_index(path)
-    if opts.index_sanity_check:
-        yield {"kind": "summary", "file": str(path), "entries": len(index), "sane": True}
-        return
-    log_path = path.with_suffix(".log")
-    batches = _log_batches(log_path) if log_path.exists() else None
-    problems = 0
-    for entry in index:
-        if not opts.verify_index_only:
-            yield {"kind": "time_index_entry", "timestamp": entry.timestamp, "offset": entry.offset}
-        if batches is None:
-            continue
-        holder = next((b for b in batches if b.last_offset >= entry.offset), None)
-        problem = None
-        if holder is None:
-            problem = "offset is past the end of the log"
-        else:
-            earlier_max = max(
-                (b.max_timestamp for b in batches if b.position < holder.position), default=-1
-            )
-            if holder.max_timestamp != entry.timestamp:
-                problem = (
-                    f"batch holding the offset has max timestamp {holder.max_timestamp}, "
-                    f"index says {entry.timestamp}"
-                )
-            elif earlier_max > entry.timestamp:
-                problem = f"an earlier batch has the larger timestamp {earlier_max}"
-        if problem:
-            problems += 1
-            yield {
-                "kind": "index_problem",
-                "file": str(path),
-                "offset": entry.offset,
-                "timestamp": entry.timestamp,
-                "problem": problem,
-            }
-    yield {
-        "kind": "summary",
-        "file": str(path),
-        "entries": len(index),
-        "checked_against": str(log_path) if batches is not None else None,
-        "problems": problems,
-    }
+    yield from _check_index(
+        path,
+        list(read_time_index(path)),
+        opts,
+        lambda e: {"kind": "time_index_entry", "timestamp": e.timestamp, "offset": e.offset},
+        _time_entry_problem,
+    )
 
 
 def _dump_txn_index(path: Path) -> Iterator[Event]:

@@ -186,3 +186,19 @@ def test_console_script_help_teaches(tmp_path: Path) -> None:
         [exe, "segments", "dump", "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "--print-data-log" in out and "Examples" in out
+
+
+def test_time_index_check_finds_a_timestamp_the_log_does_not_have(partition_dir: Path) -> None:
+    from segment_lib.time_index import format_time_index
+
+    timeindex = partition_dir / "00000000000000000000.timeindex"
+    # batch 1 (offsets 3-5) has max timestamp 1_700_000_005_000; the entry claims another one
+    timeindex.write_bytes(format_time_index(0, [(1_700_000_002_000, 2), (1_700_000_009_000, 5)]))
+    result = runner.invoke(
+        app, ["segments", "dump", "--verify-index-only", "--json", str(timeindex)]
+    )
+    assert result.exit_code == 1
+    problems = [e for e in _lines(result.output) if e["kind"] == "index_problem"]
+    assert [(p["offset"], p["timestamp"]) for p in problems] == [(5, 1_700_000_009_000)]
+    summary = _lines(result.output)[-1]
+    assert summary["kind"] == "summary" and summary["problems"] == 1
