@@ -26,6 +26,13 @@ Measured side by side, interleaved (order rotated each repetition), ``--reps`` t
 Ratios: ``inproc / raw1`` (target >= 0.5x), ``spark1 / raw1``, ``spark2 / raw2``,
 ``spark2 / spark1`` (scaling). ``--what`` picks a subset.
 
+``--breakdown`` adds, on the same archive, where a build's time goes (median of ``--reps``
+x 3, each in ms and as a multiple of the raw read): reads alone and with each checksum,
+reads while the previous chunk is still alive, extraction with each check and with the
+compiled scan over whole 8 MiB chunks instead of 512 KiB windows, the build's phases
+(manifests, extraction, chain plan, SQLite writes), and empty Spark jobs of 1, 2, 4 and 16
+tasks on ``local[2]`` (the fixed cost of a job and of a task).
+
 Because the machine may be shared, every measurement also records the load average before
 it, the CPU seconds (user + system) used by this process and its descendants (the Spark JVM
 and Python workers; the moto server counted apart as ``store_cpu``) and by the whole machine
@@ -170,6 +177,129 @@ def _machine_busy() -> float:
     return (sum(vals[:8]) - idle) / _TICK
 
 
+def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> dict[str, Any]:
+    """Where the time goes (see the module docstring); medians in ms."""
+    import hashlib
+
+    from kafka_archive.catalog import build as build_mod
+    from kafka_archive.catalog import extract as extract_mod
+    from kafka_archive.catalog._manifests import list_manifests, read_refs
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.extract import SegmentExtractor, extract_object
+    from kafka_archive.catalog.integrity import crc32c_update
+
+    refs = read_refs(store, list_manifests(store, "bench"))
+
+    def reads(per_chunk: Callable[[bytes], object] | None = None, hold: bool = False) -> None:
+        held = None
+        for r in refs:
+            for pos in range(0, r.size, CHUNK):
+                chunk = store.get_range(r.object_key, pos, min(r.size, pos + CHUNK))
+                if per_chunk is not None:
+                    per_chunk(chunk)
+                if hold:
+                    held = chunk
+                del chunk
+        del held
+
+    def extract(verify: str) -> None:
+        for r in refs:
+            extract_object(store, r.object_key, topic=r.topic, size=r.size, crc32c=r.crc32c,
+                           sha256=r.sha256, verify=verify)  # fmt: skip
+
+    def extract_unchecked() -> None:
+        for r in refs:
+            ex = SegmentExtractor(topic=r.topic, size=r.size, batch_crc=False)
+            reads_one(r, ex.feed)
+            ex.finish()
+
+    def reads_one(r: Any, fn: Callable[[bytes], object]) -> None:
+        for pos in range(0, r.size, CHUNK):
+            fn(store.get_range(r.object_key, pos, min(r.size, pos + CHUNK)))
+
+    def one_window_per_chunk(verify: str) -> None:
+        saved = extract_mod._WINDOW
+        extract_mod._WINDOW = 1 << 62
+        try:
+            extract(verify)
+        finally:
+            extract_mod._WINDOW = saved
+
+    items: dict[str, Callable[[], object]] = {
+        "read": reads,
+        "read_holding_previous_chunk": lambda: reads(hold=True),
+        "read_crc32c": lambda: reads(lambda c: crc32c_update(c, 0)),
+        "read_sha256": lambda: reads(lambda c: hashlib.sha256(c).digest()),
+        "extract_no_checks": extract_unchecked,
+        "extract_crc32c_only": lambda: extract("crc32c-only"),
+        "extract_crc32c_only_whole_chunk_scans": lambda: one_window_per_chunk("crc32c-only"),
+        "extract_crc32c": lambda: extract("crc32c"),
+        "extract_crc32c_whole_chunk_scans": lambda: one_window_per_chunk("crc32c"),
+    }
+    times: dict[str, list[float]] = {k: [] for k in items}
+    for rep in range(reps * 3):
+        order = list(items)
+        order = order[rep % len(order) :] + order[: rep % len(order)]
+        for k in order:
+            t0 = time.perf_counter()
+            items[k]()
+            times[k].append(time.perf_counter() - t0)
+    ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+    # the build's phases (default and crc32c-only), timed by wrapping its steps
+    from kafka_archive.catalog import _manifests as manifests_mod
+
+    targets = {
+        "read_refs": manifests_mod,
+        "run_extract_task": build_mod,
+        "_plan": build_mod,
+        "_write_partition": build_mod,
+    }
+    phases: dict[str, dict[str, float]] = {}
+    for verify in ("crc32c", "crc32c-only"):
+        acc: dict[str, list[float]] = {n: [] for n in (*targets, "total")}
+        for _ in range(reps * 3):
+            spent = dict.fromkeys(targets, 0.0)
+            originals = {n: getattr(mod, n) for n, mod in targets.items()}
+            for n, mod in targets.items():
+
+                def timed(*a: Any, _f: Any = originals[n], _n: str = n,
+                          _spent: dict[str, float] = spent, **k: Any) -> Any:  # fmt: skip
+                    t0 = time.perf_counter()
+                    try:
+                        return _f(*a, **k)
+                    finally:
+                        _spent[_n] += time.perf_counter() - t0
+
+                setattr(mod, n, timed)
+            try:
+                db = tmp / f"phases-{time.monotonic_ns()}.db"
+                with open_catalog(db) as cat:
+                    report = build_catalog(cat, store_uri, runner=InProcessRunner(1), verify=verify)
+                db.unlink()
+            finally:
+                for n, mod in targets.items():
+                    setattr(mod, n, originals[n])
+            for n in targets:
+                acc[n].append(spent[n])
+            acc["total"].append(report.seconds)
+        phases[verify] = {n: 1e3 * statistics.median(v) for n, v in acc.items()}
+    out: dict[str, Any] = {"ms": ms, "build_phases_ms": phases}
+    if spark is not None:
+        sc = spark.sparkContext
+        jobs: dict[str, float] = {}
+        for ntasks in (1, 2, 4, 16):
+            ts = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                sc.parallelize(range(ntasks), ntasks).mapPartitions(lambda it: [sum(it)]).collect()
+                ts.append(time.perf_counter() - t0)
+            jobs[f"empty_job_{ntasks}_tasks"] = 1e3 * statistics.median(ts)
+        out["spark_local2_ms"] = jobs
+    out["relative_to_read"] = {k: v / ms["read"] for k, v in ms.items()}
+    return out
+
+
 class CpuMeter:
     """CPU used by this process tree (minus the store server's), the store server and the
     machine while ``run`` runs."""
@@ -213,6 +343,7 @@ def main() -> None:
     ap.add_argument(
         "--what", default=",".join(ALL), help="comma-separated subset of " + ",".join(ALL)
     )
+    ap.add_argument("--breakdown", action="store_true", help="also time the parts (see above)")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = ap.parse_args()
     what = [w for w in args.what.split(",") if w]
@@ -314,6 +445,12 @@ def main() -> None:
                     f"  machine busy {m['machine_busy']:.2f}s of {2 * m['wall']:.2f}s",
                     flush=True,
                 )
+        parts = None
+        if args.breakdown:
+            parts = breakdown(
+                store, store_uri, tmp, args.reps, spark(2) if args.store == "local" else None
+            )
+            print(json.dumps(parts, indent=1), flush=True)
         for s in sessions.values():
             s.stop()
         med = {k: statistics.median(x["seconds"] for x in v) for k, v in results.items()}
@@ -367,6 +504,7 @@ def main() -> None:
                     "mb_per_s": mbs,
                     "ratios": summary,
                     "cpu_medians": cpu,
+                    "breakdown": parts,
                     "crc32c": CRC32C_SOURCE,
                     "commit": commit,
                     "machine": {

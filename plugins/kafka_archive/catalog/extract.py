@@ -7,21 +7,23 @@ streams an object out of an :class:`~kafka_archive.store.ObjectStore` with range
 checks the whole object against its manifest's CRC-32C (default) or SHA-256 on the way
 (:mod:`kafka_archive.catalog.integrity`).
 
-**Speed.** Every chunk is walked by ``segment_lib.log_file.iter_batches`` (the compiled scan:
-headers parsed and batch CRCs checked in C); nothing is parsed per batch in Python. Without
-pieces and outside ``__consumer_offsets`` (i.e. almost always) the per-batch bookkeeping is one
-loop over the header tuples' fields in local variables (:meth:`SegmentExtractor._scan_fast`):
-intervals, histogram buckets and leader-epoch runs are aggregated in locals and an object is
-created only when one of them closes; no record is decoded. Pieces and ``__consumer_offsets``
-take the general per-batch path (:meth:`SegmentExtractor._on_batch`), which decodes records
-where they are needed (clipped batches, offset commits, transaction markers). Both paths give
-the same rows (tested).
+**Speed.** Every chunk is walked by segment_lib's compiled batch scan (headers parsed and
+batch CRCs checked in C: ``segment_lib._speedups.scan_batches_v2`` called once per chunk, on
+the terms ``iter_batches`` uses it, with ``iter_batches`` taking over for anything it does not
+accept); nothing is parsed per batch in Python. Without pieces and outside
+``__consumer_offsets`` (i.e. almost always) the headers of a chunk are booked as columns
+(:meth:`SegmentExtractor._book`: ``sum``/``max`` over the transposed fields, intervals cut by
+bisecting the batch end positions, one histogram update per bucket); no record is decoded.
+Pieces and ``__consumer_offsets`` take the general per-batch path
+(:meth:`SegmentExtractor._on_batch`), which decodes records where they are needed (clipped
+batches, offset commits, transaction markers). Both paths give the same rows (tested).
 
 What is extracted:
 
 * :class:`SegmentStats`: a header scan of the *whole* segment (offset range, first/max
   timestamps, record/batch counts, bytes, codecs, magics, transactional and control batches,
-  leader-epoch runs). Every batch's CRC is verified (CRC-32C for magic 2, CRC-32 before).
+  leader-epoch runs). Every batch's CRC is verified (CRC-32C for magic 2, CRC-32 before)
+  unless ``batch_crc=False`` (``verify=crc32c-only``).
 * :class:`IntervalRow`: the sparse time index. Consecutive whole batches are grouped into
   intervals of at most ``interval_bytes`` bytes (a bigger batch gets an interval of its own);
   each records its offsets, its byte range ``[byte_start, byte_end)`` in the object and the
@@ -114,9 +116,12 @@ _UNCOVERED_V2 = CRC_START
 _UNCOVERED_LEGACY = MAGIC_OFFSET
 #: "no epoch run open yet" (a partition leader epoch is an int32)
 _NO_EPOCH = -(1 << 40)
-#: bytes scanned per compiled call on the fast path, then checksummed while still in the CPU
-#: cache (L2 is 512 KiB - 2 MiB on current x86 cores)
-_WINDOW = 512 << 10
+#: most bytes scanned per compiled call on the fast path (then checksummed). A chunk of the
+#: build (8 MiB) is one window: 512 KiB windows, checksummed while in L2, measured no faster
+#: (benchmarks/bench_catalog_build.py --breakdown: 2.26 vs 2.19 raw reads per extraction with
+#: crc32c-only, 3.03 vs 3.01 with crc32c); the bound keeps header lists small when a whole
+#: segment is fed at once
+_WINDOW = 8 << 20
 #: stop reasons of the compiled scan meaning "the batch goes on past the window's end"
 _CUT_BY_WINDOW = ("torn", "short")
 
@@ -261,7 +266,7 @@ class SegmentExtractor:
         size: the object's total size, if known (a batch declaring more is reported at once).
         checksum: fed every byte given to :meth:`feed`, in order (e.g. an
             :class:`~kafka_archive.catalog.integrity.ObjectChecksum`); on the fast path each
-            window right after its scan, while it is in the CPU cache.
+            scan window right after its scan.
         batch_crc: verify every batch's own CRC (turn off only when the whole object is
             verified against a checksum some other way; see :func:`extract_object`).
     """
@@ -449,16 +454,16 @@ class SegmentExtractor:
         intervals, histogram and epoch runs, exactly as :meth:`_on_batch` computes them for a
         whole-segment extract.
 
-        The view is scanned in windows of :data:`_WINDOW` bytes, one compiled call each, and
-        each window is added to ``checksum`` right after its scan, while its bytes are still
-        in the CPU cache (one pass over an 8 MiB chunk and then another for the whole-object
-        checksum would read it from memory twice). A batch cut by a window's end starts the
-        next window; whatever the compiled scan does not accept (a legacy message, the cut
-        batch at the end of the view, bad bytes) is handed to ``iter_batches``, which reads it
-        or raises exactly as it always does. The headers are then booked all at once
-        (:meth:`_book`). ``self._checked`` tells the caller how much of the view the checksum
-        has seen. Returns the bytes consumed; the batches accepted before an error (a torn
-        tail at the chunk's end is the normal way a chunk ends) are booked all the same.
+        The view is scanned in windows of at most :data:`_WINDOW` bytes, one call of the
+        compiled scan each (``iter_batches`` would start every call with one batch and double
+        up), and each window is added to ``checksum`` right after its scan. A batch cut by a
+        window's end starts the next window; whatever the compiled scan does not accept (a
+        legacy message, the cut batch at the end of the view, bad bytes) is handed to
+        ``iter_batches``, which reads it or raises exactly as it always does. The headers are
+        then booked all at once (:meth:`_book`). ``self._checked`` tells the caller how much
+        of the view the checksum has seen. Returns the bytes consumed; the batches accepted
+        before an error (a torn tail at the chunk's end is the normal way a chunk ends) are
+        booked all the same.
 
         The cyclic garbage collector is paused meanwhile: every header is a new tuple, so a
         chunk of 16 KiB batches triggers a young-generation collection every ~700 headers
