@@ -221,13 +221,16 @@ def test_verify_setting_from_the_environment(
             build_catalog(cat, archive_dir.as_uri(), verify="md5")
 
 
+@pytest.mark.parametrize("cut", [False, True])
 def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
-    damaged: Damaged, catalog: Catalog
+    damaged: Damaged, catalog: Catalog, cut: bool
 ) -> None:
     """Bytes equal to what the manifest recorded but failing a batch CRC were archived
     corrupt: with the batch CRCs checked (``crc32c``, ``sha256``) the segment is
     recorded ``corrupt``, with the batch's position, and not retried. (The archiver never
-    archives such a segment: it checks every batch before upload.)"""
+    archives such a segment: it checks every batch before upload.) ``cut``: the bad batch is
+    split by a ranged read's end, so it fails while being completed from the next chunk; the
+    whole-object checksum must still see every byte once."""
     third = damaged.batches[2]
     damaged.flip(third.position + third.size - 5, 0x40)
     data = (damaged.root / damaged.victim.object_key).read_bytes()
@@ -236,15 +239,18 @@ def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
         crc32c=f"{crc32c.crc32c(data):08x}",
         sha256=hashlib.sha256(data).hexdigest(),
     )
+    chunk = third.position + 40 if cut else 8 << 20
     with pytest.raises(CrcMismatchError) as err:
         extract_object(
             damaged.store, ref.object_key, topic=ref.topic, crc32c=ref.crc32c,
-            verify="crc32c",
+            verify="crc32c", chunk_bytes=chunk,
         )  # fmt: skip
     assert err.value.position == third.position
     for verify in ("crc32c", "sha256"):
         with open_catalog(damaged.root.parent / f"{verify}.db") as cat:
-            report = build_catalog(cat, damaged.store.uri, refs=[ref], verify=verify)
+            report = build_catalog(
+                cat, damaged.store.uri, refs=[ref], verify=verify, chunk_bytes=chunk
+            )
             assert report.failed == [] and report.corrupt == 1
             with cat.engine.connect() as conn:
                 status, error = conn.execute(text("SELECT status, error FROM segments")).one()

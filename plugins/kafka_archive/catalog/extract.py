@@ -337,37 +337,42 @@ class SegmentExtractor:
         """
         if self._finished:
             raise ValueError("extractor already finished")
-        view = memoryview(chunk)
+        full = memoryview(chunk)
+        view = full
         checksum = self.checksum
-        while self._pending_len and len(view):
-            take = self._need - self._pending_len
-            if len(view) < take:
-                self._pending.append(bytes(view))
-                self._pending_len += len(view)
-                if checksum is not None:
-                    checksum.update(view)
-                return
-            if checksum is not None:
-                checksum.update(view[:take])
-            piece = b"".join([*self._pending, view[:take]])
-            view = view[take:]
-            self._pending, self._pending_len = [], 0
-            pos = self._parse(piece, final=False, checksum=None)  # its bytes are counted
-            if pos < len(piece):  # only the header was complete: now the size is known
-                self._pending, self._pending_len = [piece[pos:]], len(piece) - pos
-        if not len(view):
-            return
-        self._checked = 0
+        seen = 0  # the checksum has seen full[:seen] (also when parsing fails: see finally)
         try:
-            pos = self._parse(view, final=False, checksum=checksum)
-        finally:
-            # what the scan did not checksum window by window (its last window, the cut
-            # batch at the end; all of it on the general path or when it failed)
+            while self._pending_len and len(view):
+                take = self._need - self._pending_len
+                if len(view) < take:
+                    self._pending.append(bytes(view))
+                    self._pending_len += len(view)
+                    return
+                piece = b"".join([*self._pending, view[:take]])
+                view = view[take:]
+                self._pending, self._pending_len = [], 0
+                pos = self._parse(piece, final=False, checksum=None)
+                if pos < len(piece):  # only the header was complete: now the size is known
+                    self._pending, self._pending_len = [piece[pos:]], len(piece) - pos
+            if not len(view):
+                return
+            start = len(full) - len(view)
             if checksum is not None:
-                checksum.update(view[self._checked :])
-        if pos < len(view):
-            rest = bytes(view[pos:])
-            self._pending, self._pending_len = [rest], len(rest)
+                checksum.update(full[seen:start])
+                seen = start
+            self._checked = 0
+            try:
+                pos = self._parse(view, final=False, checksum=checksum)
+            finally:
+                seen = start + self._checked  # the scan checksums its windows as it goes
+            if pos < len(view):
+                rest = bytes(view[pos:])
+                self._pending, self._pending_len = [rest], len(rest)
+        finally:
+            # every byte of the chunk, once and in order, whatever happened (what the scan
+            # did not reach, the cut batch at the end, all of it on the general path)
+            if checksum is not None:
+                checksum.update(full[seen:])
 
     def finish(self) -> SegmentExtract:
         """Parse what is left (it must be whole batches) and return the extract."""
