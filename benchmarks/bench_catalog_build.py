@@ -31,7 +31,8 @@ x 3, each in ms and as a multiple of the raw read): reads alone and with each ch
 reads while the previous chunk is still alive, extraction with each check and with the
 compiled scan over 512 KiB windows (each checksummed while in L2) instead of whole 8 MiB
 chunks, the build's phases (manifests, extraction, chain plan, SQLite writes), and empty Spark
-jobs of 1, 2, 4 and 16 tasks on ``local[2]`` (the fixed cost of a job and of a task).
+jobs of 1, 2, 4 and 16 tasks on ``local[2]`` (the fixed cost of a job and of a task), and
+both CRC-32C implementations on an 8 MiB buffer in memory.
 
 Because the machine may be shared, every measurement also records the load average before
 it, the CPU seconds (user + system) used by this process and its descendants (the Spark JVM
@@ -297,6 +298,26 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
             jobs[f"empty_job_{ntasks}_tasks"] = 1e3 * statistics.median(ts)
         out["spark_local2_ms"] = jobs
     out["relative_to_read"] = {k: v / ms["read"] for k, v in ms.items()}
+    # the CRC-32C implementations on one 8 MiB buffer in memory (GB/s, median of 41 calls)
+    import crc32c as crc32c_pkg
+
+    buf = os.urandom(CHUNK)
+    impls: dict[str, Callable[[bytes, int], int]] = {"crc32c_package": crc32c_pkg.crc32c}
+    try:
+        from segment_lib._speedups import crc32c as speedups_crc
+
+        impls["segment_lib_speedups"] = speedups_crc
+    except ImportError:  # pragma: no cover - depends on the build
+        pass
+    gbs: dict[str, float] = {}
+    for name, fn in impls.items():
+        ts = []
+        for _ in range(41):
+            t0 = time.perf_counter()
+            fn(buf, 0)
+            ts.append(time.perf_counter() - t0)
+        gbs[name] = len(buf) / statistics.median(ts) / 1e9
+    out["crc32c_gb_per_s_in_memory"] = gbs
     return out
 
 
