@@ -2,6 +2,10 @@
  * segment_lib._speedups: the compiled hot loops of segment_lib.
  *
  *   decode_records_v2  the magic-2 record decoder (this header comment, then the decoder);
+ *   emit_records_v2    the same loop handing each record to a callable as call arguments
+ *                      instead of building Record objects (the replay's produce path: no
+ *                      per-record tuples, no Python loop; specification
+ *                      segment_lib.record_batch._emit_records_python, tests/test_emit_records.py);
  *   scan_batches_v2    the magic-2 batch-header scan with CRC-32C verification, which
  *                      segment_lib.log_file.iter_batches uses for runs of magic-2 batches (its
  *                      contract is at "the batch scan" below);
@@ -379,9 +383,110 @@ add_delta(const intarg_t *base, const varint_t *delta)
 /* Smallest header: key length + value length. */
 #define MIN_HEADER_BYTES 2
 
+/* Most call arguments emit_records_v2 accepts (the call's template). */
+#define EMIT_MAX_ARGS 16
+
+/* "Emit" mode of the record loop (emit_records_v2): instead of building Record objects, call
+ * `fn` once per record with the template's arguments, the record's fields put in their slots.
+ * In this mode the offset is not materialised, header lists are lists of plain (str, bytes)
+ * tuples (None when a record has none) and records before `start` are parsed but not emitted.
+ * An exception raised by `fn` stops the loop; it is kept in `error` (with `emitted`, the number
+ * of records fn accepted) instead of being raised, so the caller can resume at that record. */
+typedef struct {
+    PyObject *fn;
+    PyObject *stack[1 + EMIT_MAX_ARGS]; /* stack[0] free for PY_VECTORCALL_ARGUMENTS_OFFSET */
+    Py_ssize_t nargs;
+    Py_ssize_t value_slot, key_slot, timestamp_slot, headers_slot, mark_slot; /* mark: -1 none */
+    PyObject *mark_first, *mark_last, *mark_only;  /* the mark slot of the first/last/lone record */
+    PyObject *zero;      /* the timestamp passed when zero_timestamps (else NULL) */
+    int64_t start;
+    int64_t emitted;     /* out: index of the first record not emitted */
+    PyObject *error;     /* out: what fn raised (new reference), or NULL */
+} emit_t;
+
+/* One header name as str, reusing the previous one when the bytes are the same (the records of
+ * a batch usually share their header names: this saves a UTF-8 decode and an allocation). */
+typedef struct {
+    const uint8_t *bytes;
+    Py_ssize_t len;
+    PyObject *str; /* owned, or NULL */
+} name_cache_t;
+
+static PyObject *
+cached_name(name_cache_t *c, const uint8_t *bytes, Py_ssize_t len)
+{
+    if (c->str != NULL && c->len == len && memcmp(c->bytes, bytes, (size_t)len) == 0) {
+        Py_INCREF(c->str);
+        return c->str;
+    }
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)bytes, len, NULL /* strict */);
+    if (name != NULL) {
+        Py_XDECREF(c->str);
+        Py_INCREF(name);
+        c->str = name;
+        c->bytes = bytes;
+        c->len = len;
+    }
+    return name;
+}
+
+/* Call em->fn for record `i` of `count` with the given fields (borrowed); 0 on success (or when
+ * the record is before em->start), -1 when fn raised an Exception (em->error set, no exception
+ * pending), -2 when it raised another BaseException (pending: it propagates). */
+static int
+emit_one(emit_t *em, int64_t i, int64_t count, PyObject *value, PyObject *key, PyObject *timestamp,
+         PyObject *headers)
+{
+    if (i < em->start) {
+        return 0;
+    }
+    PyObject **args = em->stack + 1;
+    PyObject *mark = NULL;
+    args[em->value_slot] = value;
+    args[em->key_slot] = key;
+    args[em->timestamp_slot] = timestamp;
+    args[em->headers_slot] = headers;
+    if (em->mark_slot >= 0) {
+        mark = args[em->mark_slot];
+        if (count == 1 && em->mark_only != NULL) {
+            args[em->mark_slot] = em->mark_only;
+        }
+        else if (i == 0 && em->mark_first != NULL) {
+            args[em->mark_slot] = em->mark_first;
+        }
+        else if (i == count - 1 && em->mark_last != NULL) {
+            args[em->mark_slot] = em->mark_last;
+        }
+    }
+    PyObject *r = PyObject_Vectorcall(em->fn, args, (size_t)em->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      NULL);
+    if (mark != NULL) {
+        args[em->mark_slot] = mark;
+    }
+    if (r == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return -2; /* KeyboardInterrupt, SystemExit...: propagate */
+        }
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        if (tb != NULL && val != NULL) {
+            PyException_SetTraceback(val, tb);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        em->error = val;
+        return -1;
+    }
+    Py_DECREF(r);
+    em->emitted = i + 1;
+    return 0;
+}
+
 static PyObject *
 decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
-       const intarg_t *base_offset, const intarg_t *first_timestamp, PyObject *log_append_ts)
+       const intarg_t *base_offset, const intarg_t *first_timestamp, PyObject *log_append_ts,
+       emit_t *em)
 {
     Py_ssize_t cap = (Py_ssize_t)(count < (int64_t)(end / MIN_RECORD_BYTES)
                                       ? count
@@ -389,10 +494,11 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
     if (cap < 0) {
         cap = 0;
     }
-    PyObject *out = PyList_New(cap);
+    PyObject *out = PyList_New(em == NULL ? cap : 0);
     if (out == NULL) {
         return NULL;
     }
+    name_cache_t names = {NULL, 0, NULL};
     const int use_append_ts = log_append_ts != Py_None;
     Py_ssize_t pos = 0;
     /* per-record objects, released on the error path */
@@ -439,7 +545,17 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
          * bytes and no read goes past `end`); a wide count behaves like an endless one. */
         int64_t nh = VARINT_WIDE(n_headers) ? INT64_MAX : n_headers.v;
         int64_t room = (int64_t)((end - pos) / MIN_HEADER_BYTES);
-        headers = PyTuple_New((Py_ssize_t)(nh < room ? nh : room));
+        Py_ssize_t hcap = (Py_ssize_t)(nh < room ? nh : room);
+        if (em == NULL) {
+            headers = PyTuple_New(hcap);
+        }
+        else if (nh == 0) {
+            headers = Py_None; /* produce(headers=None): no list for a record without headers */
+            Py_INCREF(headers);
+        }
+        else {
+            headers = PyList_New(hcap);
+        }
         if (headers == NULL) {
             goto error;
         }
@@ -459,8 +575,7 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
                 < 0) {
                 goto error;
             }
-            PyObject *name =
-                PyUnicode_DecodeUTF8((const char *)buf + hkstart, hklen, NULL /* strict */);
+            PyObject *name = cached_name(&names, buf + hkstart, hklen);
             if (name == NULL) {
                 if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
                     PyErr_Clear();
@@ -474,7 +589,7 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
                 Py_DECREF(name);
                 goto error;
             }
-            PyObject *header = Header_type->tp_alloc(Header_type, 2);
+            PyObject *header = em == NULL ? Header_type->tp_alloc(Header_type, 2) : PyTuple_New(2);
             if (header == NULL) {
                 Py_DECREF(name);
                 Py_DECREF(hvalue);
@@ -482,12 +597,17 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
             }
             PyTuple_SET_ITEM(header, 0, name);
             PyTuple_SET_ITEM(header, 1, hvalue);
-            if (h >= PyTuple_GET_SIZE(headers)) { /* unreachable: see the bound above */
+            if (h >= hcap) { /* unreachable: see the bound above */
                 Py_DECREF(header);
                 PyErr_SetString(PyExc_SystemError, "_speedups: header bound violated");
                 goto error;
             }
-            PyTuple_SET_ITEM(headers, (Py_ssize_t)h, header);
+            if (em == NULL) {
+                PyTuple_SET_ITEM(headers, (Py_ssize_t)h, header);
+            }
+            else {
+                PyList_SET_ITEM(headers, (Py_ssize_t)h, header);
+            }
         }
         if (pos != body_start + (Py_ssize_t)length.v) {
             raise_corrupt(PyUnicode_FromFormat("record fields end at byte %zd, its length says %zd",
@@ -496,11 +616,17 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
             goto error;
         }
         /* Python evaluates the Record arguments in this order: offset, timestamp, key, value */
-        offset = add_delta(base_offset, &offset_delta);
-        if (offset == NULL) {
-            goto error;
+        if (em == NULL) {
+            offset = add_delta(base_offset, &offset_delta);
+            if (offset == NULL) {
+                goto error;
+            }
         }
-        if (use_append_ts) {
+        if (em != NULL && em->zero != NULL) {
+            timestamp = em->zero;
+            Py_INCREF(timestamp);
+        }
+        else if (use_append_ts) {
             timestamp = log_append_ts;
             Py_INCREF(timestamp);
         }
@@ -517,6 +643,20 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
         value = blob_object(buf, vstart, vlen);
         if (value == NULL) {
             goto error;
+        }
+        if (em != NULL) {
+            int rc = emit_one(em, i, count, value, key, timestamp, headers);
+            Py_CLEAR(key);
+            Py_CLEAR(value);
+            Py_CLEAR(timestamp);
+            Py_CLEAR(headers);
+            if (rc == -2) {
+                goto error;
+            }
+            if (rc < 0) {
+                break; /* fn raised: em->error holds it */
+            }
+            continue;
         }
         PyObject *record = Record_type->tp_alloc(Record_type, 5);
         if (record == NULL) {
@@ -540,15 +680,21 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
             }
         }
     }
+    if (em != NULL && em->error != NULL) {
+        Py_XDECREF(names.str);
+        return out; /* stopped by fn: the caller reports em->error */
+    }
     if (pos != end) {
         raise_corrupt(PyUnicode_FromFormat("%zd bytes left after the %S records the header declares",
                                            end - pos, count_obj),
                       pos, PyUnicode_FromString("recordCount to cover the whole batch"));
         goto error;
     }
+    Py_XDECREF(names.str);
     return out;
 
 error:
+    Py_XDECREF(names.str);
     /* list/tuple deallocation tolerates the still-NULL slots */
     Py_XDECREF(key);
     Py_XDECREF(value);
@@ -619,11 +765,130 @@ decode_records_v2(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     result = decode((const uint8_t *)view.buf, view.len, count_arg, (int64_t)count, &base_offset,
-                    &first_timestamp, log_append_ts);
+                    &first_timestamp, log_append_ts, NULL);
 done:
     Py_XDECREF(count_index);
     PyBuffer_Release(&view);
     Py_XDECREF(copy);
+    return result;
+}
+
+PyDoc_STRVAR(emit_records_v2_doc,
+"emit_records_v2(data, count, first_timestamp, log_append_ts, fn, template, slots, *, start=0,\n"
+"                marks=None, zero_timestamps=False) -> (emitted, error)\n"
+"\n"
+"Decode `count` magic-2 records from the records section `data` (as decode_records_v2 does,\n"
+"same checks and CorruptRecordError) and, instead of returning Record objects, call\n"
+"fn(*args) once per record in order, args being `template` (a tuple) with the record's value,\n"
+"key, timestamp and headers put at the indexes slots = (value, key, timestamp, headers, mark)\n"
+"(mark = -1: none).  Headers are passed as a list of (str, bytes) tuples, or None when the\n"
+"record has none.  marks = (first, last, only) puts `first` in the mark slot of record 0,\n"
+"`last` in that of the final record and `only` in that of a lone record (None: keep the\n"
+"template's).  zero_timestamps passes 0 as every timestamp.  Records before `start` are\n"
+"parsed but not emitted.  An exception raised by fn stops the loop and is returned, not\n"
+"raised: `emitted` is the index of the first record fn did not accept (`count` when all\n"
+"were), `error` what it raised (None when all were emitted).");
+
+static PyObject *
+emit_records_v2(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "count", "first_timestamp", "log_append_ts", "fn",
+                             "template", "slots", "start", "marks", "zero_timestamps", NULL};
+    PyObject *data, *first_ts_obj, *log_append_ts, *fn, *template_, *slots, *marks = Py_None;
+    Py_ssize_t count;
+    long long start = 0;
+    int zero_timestamps = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OnOOOO!O!|$LOp:emit_records_v2", kwlist,
+                                     &data, &count, &first_ts_obj, &log_append_ts, &fn,
+                                     &PyTuple_Type, &template_, &PyTuple_Type, &slots, &start,
+                                     &marks, &zero_timestamps)) {
+        return NULL;
+    }
+    if (ensure_imports() < 0) {
+        return NULL;
+    }
+    emit_t em;
+    memset(&em, 0, sizeof em);
+    em.fn = fn;
+    em.nargs = PyTuple_GET_SIZE(template_);
+    if (em.nargs > EMIT_MAX_ARGS) {
+        return PyErr_Format(PyExc_ValueError, "template has %zd arguments, at most %d", em.nargs,
+                            EMIT_MAX_ARGS);
+    }
+    for (Py_ssize_t i = 0; i < em.nargs; i++) {
+        em.stack[1 + i] = PyTuple_GET_ITEM(template_, i); /* borrowed: the template outlives us */
+    }
+    Py_ssize_t *slot_ptrs[] = {&em.value_slot, &em.key_slot, &em.timestamp_slot, &em.headers_slot,
+                               &em.mark_slot};
+    if (PyTuple_GET_SIZE(slots) != 5) {
+        return PyErr_Format(PyExc_ValueError,
+                            "slots must be (value, key, timestamp, headers, mark), got %zd items",
+                            PyTuple_GET_SIZE(slots));
+    }
+    for (int k = 0; k < 5; k++) {
+        Py_ssize_t v = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+        if (v == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (v < (k == 4 ? -1 : 0) || v >= em.nargs) {
+            return PyErr_Format(PyExc_ValueError, "slot %zd is outside the template (%zd args)",
+                                v, em.nargs);
+        }
+        for (int j = 0; j < k; j++) {
+            if (v >= 0 && *slot_ptrs[j] == v) {
+                return PyErr_Format(PyExc_ValueError, "slot %zd is given twice", v);
+            }
+        }
+        *slot_ptrs[k] = v;
+    }
+    if (marks != Py_None) {
+        if (!PyTuple_Check(marks) || PyTuple_GET_SIZE(marks) != 3 || em.mark_slot < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "marks must be a (first, last, only) tuple and need a mark slot");
+            return NULL;
+        }
+        em.mark_first = PyTuple_GET_ITEM(marks, 0);
+        em.mark_last = PyTuple_GET_ITEM(marks, 1);
+        em.mark_only = PyTuple_GET_ITEM(marks, 2);
+        /* None in marks: keep the template's value */
+        em.mark_first = em.mark_first == Py_None ? NULL : em.mark_first;
+        em.mark_last = em.mark_last == Py_None ? NULL : em.mark_last;
+        em.mark_only = em.mark_only == Py_None ? NULL : em.mark_only;
+    }
+    em.start = start < 0 ? 0 : (int64_t)start;
+    em.emitted = em.start;
+    PyObject *zero = NULL;
+    if (zero_timestamps) {
+        zero = PyLong_FromLong(0);
+        if (zero == NULL) {
+            return NULL;
+        }
+        em.zero = zero;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        Py_XDECREF(zero);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    intarg_t unused_base, first_timestamp;
+    PyObject *count_obj = PyLong_FromSsize_t(count);
+    if (count_obj == NULL || intarg_init(&unused_base, Py_None) < 0
+        || intarg_init(&first_timestamp, first_ts_obj) < 0) {
+        goto done;
+    }
+    PyObject *out = decode((const uint8_t *)view.buf, view.len, count_obj, (int64_t)count,
+                           &unused_base, &first_timestamp, log_append_ts, &em);
+    if (out == NULL) {
+        goto done;
+    }
+    Py_DECREF(out);
+    result = Py_BuildValue("(LO)", (long long)em.emitted, em.error != NULL ? em.error : Py_None);
+done:
+    Py_XDECREF(em.error);
+    Py_XDECREF(count_obj);
+    Py_XDECREF(zero);
+    PyBuffer_Release(&view);
     return result;
 }
 
@@ -1290,6 +1555,8 @@ scan_batches_v2(PyObject *self, PyObject *args, PyObject *kwargs)
 static PyMethodDef methods[] = {
     {"decode_records_v2", (PyCFunction)(void (*)(void))decode_records_v2,
      METH_VARARGS | METH_KEYWORDS, decode_records_v2_doc},
+    {"emit_records_v2", (PyCFunction)(void (*)(void))emit_records_v2,
+     METH_VARARGS | METH_KEYWORDS, emit_records_v2_doc},
     {"scan_batches_v2", (PyCFunction)(void (*)(void))scan_batches_v2,
      METH_VARARGS | METH_KEYWORDS, scan_batches_v2_doc},
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_VARARGS | METH_KEYWORDS, crc32c_doc},

@@ -1,5 +1,7 @@
 """Type stubs of the compiled ``segment_lib._speedups`` (see ``_speedups.c`` for the contracts)."""
 
+from collections.abc import Callable
+
 from segment_lib.records import BatchHeader, Record
 
 #: the CRC-32C implementation ``scan_batches_v2`` uses on this CPU: "sse4.2x3" or "table"
@@ -12,6 +14,19 @@ def decode_records_v2(
     first_timestamp: int,
     log_append_ts: int | None,
 ) -> list[Record]: ...
+def emit_records_v2(
+    data: bytes | bytearray | memoryview,
+    count: int,
+    first_timestamp: int,
+    log_append_ts: int | None,
+    fn: Callable[..., object],
+    template: tuple[object, ...],
+    slots: tuple[int, int, int, int, int],
+    *,
+    start: int = 0,
+    marks: tuple[object, object, object] | None = None,
+    zero_timestamps: bool = False,
+) -> tuple[int, BaseException | None]: ...
 def scan_batches_v2(
     buf: bytes | bytearray | memoryview,
     start: int,

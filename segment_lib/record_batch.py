@@ -36,6 +36,9 @@ re-anchor them to the file).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
 
 from crc32c import crc32c
 
@@ -47,7 +50,9 @@ __all__ = [
     "BATCH_HEADER",
     "CRC_START",
     "RECORDS_START",
+    "EmitSlots",
     "decode_records_v2",
+    "emit_records_v2",
     "parse_batch_header_v2",
     "verify_crc_v2",
 ]
@@ -175,6 +180,73 @@ def decode_records_v2(buf: bytes | memoryview, header: BatchHeader) -> list[Reco
         CompressionError: the payload does not decompress.
         CorruptRecordError: a record is malformed, or the count does not match ``recordCount``.
     """
+    data, error_base, log_append_ts = _records_section(buf, header)
+    with _record_errors(header, error_base):
+        return _decode(
+            data, header.record_count, header.base_offset, header.first_timestamp, log_append_ts
+        )
+
+
+#: (value, key, timestamp, headers, mark) indexes into an :func:`emit_records_v2` template
+EmitSlots = tuple[int, int, int, int, int]
+_EMIT_MAX_ARGS: Final = 16
+
+
+def emit_records_v2(
+    buf: bytes | memoryview,
+    header: BatchHeader,
+    fn: Callable[..., object],
+    template: tuple[object, ...],
+    slots: EmitSlots,
+    *,
+    start: int = 0,
+    marks: tuple[object, object, object] | None = None,
+    zero_timestamps: bool = False,
+) -> tuple[int, BaseException | None]:
+    """Hand every record of a magic-2 batch to ``fn`` without building :class:`Record` objects.
+
+    For streaming records into a callable that takes them as arguments (a Kafka client's
+    produce, say) this is the decoder minus the per-record tuples and the caller's loop: for
+    record ``i``, ``fn(*args)`` is called with ``args`` = ``template`` whose items at
+    ``slots = (value, key, timestamp, headers, mark)`` are replaced by the record's value, key,
+    timestamp (0 with ``zero_timestamps``) and headers (a list of ``(str, bytes)`` tuples, or
+    ``None`` when the record has none); ``mark = -1`` means no mark slot. ``marks = (first, last,
+    only)`` puts ``first`` in the mark slot of record 0, ``last`` in that of the final record and
+    ``only`` in that of a lone record (``None`` items keep the template's value). Records before
+    ``start`` are decoded but not handed over. Decompression, checks and errors are exactly
+    :func:`decode_records_v2`'s; the CRC is not checked here either. Records reach ``fn`` as
+    they are decoded, so a malformed record raises after the records before it were handed over.
+
+    Returns:
+        ``(done, error)``: ``done`` is the index of the first record ``fn`` did not accept
+        (``header.record_count`` when all were), ``error`` the :class:`Exception` ``fn`` raised
+        (it stops the loop and is returned, not raised, so the caller can resume at ``done``),
+        or ``None``. Other ``BaseException`` s propagate.
+
+    Raises:
+        CompressionError, CorruptRecordError: as :func:`decode_records_v2`.
+        ValueError: the template or slots are inconsistent.
+    """
+    data, error_base, log_append_ts = _records_section(buf, header)
+    with _record_errors(header, error_base):
+        return _emit(
+            data,
+            header.record_count,
+            header.first_timestamp,
+            log_append_ts,
+            fn,
+            template,
+            slots,
+            start=start,
+            marks=marks,
+            zero_timestamps=zero_timestamps,
+        )
+
+
+def _records_section(
+    buf: bytes | memoryview, header: BatchHeader
+) -> tuple[bytes | memoryview, int | None, int | None]:
+    """``(records bytes, their position in buf or None when decompressed, LogAppendTime)``."""
     view = memoryview(buf)
     payload_start = header.position + RECORDS_START
     payload = view[payload_start : header.position + header.size]
@@ -191,10 +263,15 @@ def decode_records_v2(buf: bytes | memoryview, header: BatchHeader) -> list[Reco
     log_append_ts = (
         header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
     )
+    return data, error_base, log_append_ts
+
+
+@contextmanager
+def _record_errors(header: BatchHeader, error_base: int | None) -> Iterator[None]:
+    """Re-anchor a CorruptRecordError from the records section to the buffer: positions in
+    uncompressed records move by ``error_base``; in decompressed ones the batch is named."""
     try:
-        return _decode(
-            data, header.record_count, header.base_offset, header.first_timestamp, log_append_ts
-        )
+        yield
     except CorruptRecordError as exc:
         if error_base is None:
             raise CorruptRecordError(
@@ -215,11 +292,21 @@ def _decode_records_python(
     log_append_ts: int | None,
 ) -> list[Record]:
     """Reference decoder of ``count`` records (positions in errors are relative to ``data``)."""
+    return list(_iter_records_python(data, count, base_offset, first_timestamp, log_append_ts))
+
+
+def _iter_records_python(
+    data: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    log_append_ts: int | None,
+) -> Iterator[Record]:
+    """The reference decoder as a generator: each record is yielded once its own checks pass;
+    the check that the records fill the data exactly comes after the last one."""
     buf = bytes(data)
     end = len(buf)
     pos = 0
-    out: list[Record] = []
-    append = out.append
 
     def varint(p: int, what: str) -> tuple[int, int]:
         # 1-byte fast path first: most lengths and deltas are small
@@ -307,14 +394,12 @@ def _decode_records_python(
                 position=start,
                 expected="fields to fill exactly the record length",
             )
-        append(
-            Record(
-                base_offset + offset_delta,
-                first_timestamp + ts_delta if log_append_ts is None else log_append_ts,
-                key,
-                value,
-                tuple(headers),
-            )
+        yield Record(
+            base_offset + offset_delta,
+            first_timestamp + ts_delta if log_append_ts is None else log_append_ts,
+            key,
+            value,
+            tuple(headers),
         )
     if pos != end:
         raise CorruptRecordError(
@@ -322,13 +407,74 @@ def _decode_records_python(
             position=pos,
             expected="recordCount to cover the whole batch",
         )
-    return out
+
+
+def _emit_records_python(
+    data: bytes | memoryview,
+    count: int,
+    first_timestamp: int,
+    log_append_ts: int | None,
+    fn: Callable[..., object],
+    template: tuple[object, ...],
+    slots: EmitSlots,
+    *,
+    start: int = 0,
+    marks: tuple[object, object, object] | None = None,
+    zero_timestamps: bool = False,
+) -> tuple[int, BaseException | None]:
+    """Reference of the compiled ``emit_records_v2`` (see :func:`emit_records_v2`)."""
+    if len(template) > _EMIT_MAX_ARGS:
+        raise ValueError(f"template has {len(template)} arguments, at most {_EMIT_MAX_ARGS}")
+    if len(slots) != 5:
+        raise ValueError(
+            f"slots must be (value, key, timestamp, headers, mark), got {len(slots)} items"
+        )
+    vs, ks, ts_slot, hs, ms = slots
+    seen: set[int] = set()
+    for k, v in enumerate(slots):
+        if not (-1 if k == 4 else 0) <= v < len(template):
+            raise ValueError(f"slot {v} is outside the template ({len(template)} args)")
+        if v >= 0 and v in seen:
+            raise ValueError(f"slot {v} is given twice")
+        seen.add(v)
+    if marks is not None and (len(marks) != 3 or ms < 0):
+        raise ValueError("marks must be a (first, last, only) tuple and need a mark slot")
+    args = list(template)
+    start = max(start, 0)
+    done = start
+    records = _iter_records_python(data, count, 0, first_timestamp, log_append_ts)
+    for i, rec in enumerate(records):
+        if i < start:
+            continue
+        args[vs], args[ks] = rec.value, rec.key
+        args[ts_slot] = 0 if zero_timestamps else rec.timestamp
+        args[hs] = [tuple(h) for h in rec.headers] if rec.headers else None
+        if marks is not None:
+            mark = (
+                marks[2]
+                if count == 1
+                else marks[0]
+                if i == 0
+                else marks[1]
+                if i == count - 1
+                else None
+            )
+            args[ms] = template[ms] if mark is None else mark
+        try:
+            fn(*args)
+        except Exception as exc:  # returned, not raised: the caller resumes at record `done`
+            return done, exc
+        done = i + 1
+    return done, None
 
 
 _decode = _decode_records_python
-try:  # the compiled decoder has the same signature and identical results (tests compare them)
+_emit = _emit_records_python
+try:  # the compiled twins have the same signatures and identical results (tests compare them)
     from segment_lib._speedups import decode_records_v2 as _decode_compiled
+    from segment_lib._speedups import emit_records_v2 as _emit_compiled
 
     _decode = _decode_compiled
+    _emit = _emit_compiled
 except ImportError:  # pragma: no cover - depends on the build
     pass
