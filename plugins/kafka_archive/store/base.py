@@ -24,6 +24,15 @@ SHA-256 when one is known (``IntegrityError`` otherwise); ``get_range`` returns 
 requested bytes or raises ``InvalidRange``; it cannot be verified against a whole-object hash,
 so callers rely on the format's own checksums (Kafka batch CRC-32C) for ranged reads.
 
+``get_range_view`` is ``get_range`` without the copy where a backend can avoid it: a read-only
+``memoryview`` of exactly the bytes ``[start, end_exclusive)``, valid for as long as the view
+(or any slice of it) is alive, with the same argument checks and errors as ``get_range``.
+The local store maps the object's file (see :meth:`LocalStore.get_range_view
+<kafka_archive.store.local.LocalStore.get_range_view>` for why that is safe for archived
+objects); other backends return a view of ``get_range``'s bytes. Callers holding an arbitrary
+store-like object (a test double or wrapper that overrides only ``get_range``) should use
+:func:`read_view`, which takes the view only from a class that implements it.
+
 ``list`` yields objects in ascending key order (S3's UTF-8 byte order) and does not report
 ``sha256`` (S3 listings do not carry metadata): use ``head`` for that. ``delete`` is idempotent.
 """
@@ -47,6 +56,7 @@ __all__ = [
     "StoredObject",
     "check_metadata",
     "check_sha256",
+    "read_view",
     "validate_key",
     "validate_prefix",
 ]
@@ -158,6 +168,12 @@ class ObjectStore(Protocol):
         """Exactly the bytes ``[start, end_exclusive)`` of the object."""
         ...
 
+    def get_range_view(self, key: str, start: int, end_exclusive: int) -> memoryview:
+        """The bytes ``[start, end_exclusive)`` as a read-only view, without a copy where the
+        backend can avoid one; valid while the view lives. Same checks and errors as
+        :meth:`get_range`. This default (for explicit subclasses) wraps :meth:`get_range`."""
+        return memoryview(self.get_range(key, start, end_exclusive))
+
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """Objects whose key starts with ``prefix`` (a plain string prefix), in key order."""
         ...
@@ -173,6 +189,19 @@ class ObjectStore(Protocol):
     def close(self) -> None:
         """Release connections and thread pools; the store must not be used afterwards."""
         ...
+
+
+def read_view(store: ObjectStore, key: str, start: int, end_exclusive: int) -> memoryview:
+    """``store.get_range_view(key, start, end_exclusive)`` when the store's *class* implements
+    it, else a view of ``store.get_range(...)``.
+
+    Why the class: wrappers (counting, fault-injecting, recording stores) often override
+    ``get_range`` and pass every other attribute through to the store they wrap; taking
+    ``get_range_view`` through such a pass-through would silently bypass their ``get_range``.
+    """
+    if callable(getattr(type(store), "get_range_view", None)):
+        return store.get_range_view(key, start, end_exclusive)
+    return memoryview(store.get_range(key, start, end_exclusive))
 
 
 def validate_key(key: str) -> str:

@@ -23,6 +23,14 @@ is caught by verified reads (``get_bytes``/``open_stream``).
 Limitations: a key cannot be both an object and a "directory" of other keys (``a`` and
 ``a/b``), which S3 allows; such a write fails with :class:`StoreError`. Objects are created
 with mode 0644.
+
+Zero-copy reads: :meth:`LocalStore.get_range_view` maps the object's file read-only (``mmap``)
+instead of copying it out of the page cache. Reading a mapped file that is truncated
+underneath raises SIGBUS, which kills the process; that cannot happen to an object of this
+store: a write never changes an existing file but renames a new, complete one over the key
+(the mapping keeps the old inode and its bytes alive, as an open file would), and ``delete``
+unlinks, which does not truncate. Only someone truncating the files behind the store's back
+could, and that breaks every reader of the store anyway.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import mmap
 import os
 import stat
 import tempfile
@@ -75,6 +84,10 @@ _SIDECAR_PREFIX = RESERVED_SEGMENT_PREFIX + "meta-"
 _TMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
 _SIDECAR_VERSION = 1
 _FILE_MODE = 0o644
+#: ranges shorter than this are copied with pread by get_range_view, longer ones mapped.
+#: Measured (page-cached file, the range then CRC-32C'd): 64 KiB pread 8.5 us vs map 13.5 us,
+#: 256 KiB 24 vs 27 us, 1 MiB 110 vs 64 us, 8 MiB 1.8 ms vs 0.44 ms
+_MAP_MIN_BYTES = 512 << 10
 
 
 def local_root_from_uri(uri: str) -> Path:
@@ -454,12 +467,7 @@ class LocalStore:
         f, st = self._open(key)
         with f:
             if end_exclusive > st.st_size:
-                raise InvalidRange(
-                    f"range [{start}, {end_exclusive}) extends past the end of the "
-                    f"{st.st_size}-byte object",
-                    uri=self._uri,
-                    key=key,
-                )
+                raise self._past_end(key, start, end_exclusive, st.st_size)
             chunks: builtins.list[bytes] = []
             pos, remaining = start, end_exclusive - start
             try:
@@ -477,6 +485,47 @@ class LocalStore:
             except OSError as exc:
                 raise self._os_error(exc, "read", key) from exc
         return b"".join(chunks)
+
+    def _past_end(self, key: str, start: int, end_exclusive: int, size: int) -> InvalidRange:
+        return InvalidRange(
+            f"range [{start}, {end_exclusive}) extends past the end of the {size}-byte object",
+            uri=self._uri,
+            key=key,
+        )
+
+    def get_range_view(self, key: str, start: int, end_exclusive: int) -> memoryview:
+        """The bytes ``[start, end_exclusive)`` as a read-only view of the file mapped into
+        memory (no copy), valid while the view or any slice of it lives (the mapping is
+        released with the last one). Same checks and errors as :meth:`get_range`.
+
+        Ranges under 512 KiB are copied with ``pread`` instead (a mapping costs more than the
+        copy there). See the module docstring for why mapping an object of this store cannot
+        end in SIGBUS. No ``madvise``/``MAP_POPULATE``: measured on page-cached 16 MiB segments
+        (mapping, then one CRC-32C pass), plain mappings 86 ms/GiB, ``MADV_SEQUENTIAL`` 88,
+        ``MADV_WILLNEED`` 94, ``MAP_POPULATE`` 120 (the kernel's fault-around already maps the
+        page cache's large folios in big steps).
+        """
+        key = validate_key(key)
+        check_range(start, end_exclusive, uri=self._uri, key=key)
+        length = end_exclusive - start
+        if length < _MAP_MIN_BYTES:
+            return memoryview(self.get_range(key, start, end_exclusive))
+        f, st = self._open(key)
+        with f:
+            if end_exclusive > st.st_size:
+                raise self._past_end(key, start, end_exclusive, st.st_size)
+            # the mapping must start at a multiple of the allocation granularity
+            lead = start % mmap.ALLOCATIONGRANULARITY
+            try:
+                mapped = mmap.mmap(
+                    f.fileno(), lead + length, access=mmap.ACCESS_READ, offset=start - lead
+                )
+            except OSError as exc:
+                raise self._os_error(exc, "read", key) from exc
+        # the mapping outlives the file descriptor; a slice keeps the mmap object (and so the
+        # mapping) alive through the view's buffer, and nothing ever closes it explicitly
+        view = memoryview(mapped)
+        return view[lead:] if lead else view
 
     def open_stream(self, key: str) -> BinaryIO:
         key = validate_key(key)

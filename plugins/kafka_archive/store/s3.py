@@ -884,6 +884,11 @@ class S3Store:
 
         return self._retrying("get_range", key, once)
 
+    def get_range_view(self, key: str, start: int, end_exclusive: int) -> memoryview:
+        """:meth:`get_range` as a read-only view (the body has to be read into memory anyway:
+        the view is of those bytes, no further copy)."""
+        return memoryview(self.get_range(key, start, end_exclusive))
+
     def open_stream(self, key: str) -> BinaryIO:
         key = validate_key(key)
         full_key = self._full(key)
