@@ -25,7 +25,7 @@ from kafka_archive.replay.plan import (
     build_plan,
     parse_position,
 )
-from kafka_archive.replay.reader import PartitionReader
+from kafka_archive.replay.reader import PartitionReader, RawBatch
 from kafka_archive.replay.sources import SegmentsPlanSource
 from kafka_archive.store import LocalStore
 from kafka_archive.store.errors import StoreUnavailable
@@ -63,7 +63,7 @@ def as_tuples(groups: object) -> list[tuple[object, ...]]:
     return [
         (r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
         for g in groups  # type: ignore[attr-defined]
-        for r in g
+        for r in (g.records() if isinstance(g, RawBatch) else g)
     ]
 
 
@@ -71,17 +71,28 @@ def exp_tuples(records: list[Expected]) -> list[tuple[object, ...]]:
     return [(e.offset, e.timestamp, e.key, e.value, e.headers) for e in records]
 
 
+@pytest.mark.parametrize("raw", [False, True], ids=["decoded", "raw-batches"])
 @pytest.mark.parametrize("read_ahead", [False, True])
 @pytest.mark.parametrize("chunk", [512, 4096, 1 << 20])
-def test_full_range_equals_committed_view(archive, chunk: int, read_ahead: bool) -> None:  # type: ignore[no-untyped-def]
+def test_full_range_equals_committed_view(archive, chunk: int, read_ahead: bool, raw: bool) -> None:  # type: ignore[no-untyped-def]
     store, source, parts = archive
     plan = build_plan(spec(), source)
     assert [p.partition for p in plan.partitions] == [0, 1, 2]
     for pp in plan.partitions:
         sp = parts[pp.partition]
         assert pp.start_offset == 0 and pp.end_offset == sp.log_end_offset
-        reader = PartitionReader(store, pp, chunk_bytes=chunk, read_ahead=read_ahead)
-        assert as_tuples(reader) == exp_tuples(sp.expected)
+        reader = PartitionReader(
+            store, pp, chunk_bytes=chunk, read_ahead=read_ahead, raw_batches=raw
+        )
+        groups = list(reader)
+        assert as_tuples(groups) == exp_tuples(sp.expected)
+        # raw batches are whole batches with consecutive offsets; the rest stays decoded
+        raws = [g for g in groups if isinstance(g, RawBatch)]
+        assert bool(raws) == raw
+        for g in raws:
+            assert [r.offset for r in g.records()] == list(
+                range(g.header.base_offset, g.header.last_offset + 1)
+            )
         assert reader.position == pp.end_offset
         assert reader.stats.aborted_records == sp.aborted_records
         assert reader.stats.open_txn_records == sp.open_records
@@ -89,7 +100,8 @@ def test_full_range_equals_committed_view(archive, chunk: int, read_ahead: bool)
         assert reader.stats.control_batches > 0
 
 
-def test_sub_ranges_and_resume_points(archive) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("raw", [False, True], ids=["decoded", "raw-batches"])
+def test_sub_ranges_and_resume_points(archive, raw: bool) -> None:  # type: ignore[no-untyped-def]
     store, source, parts = archive
     rng = random.Random(3)
     for p, sp in parts.items():
@@ -112,16 +124,16 @@ def test_sub_ranges_and_resume_points(archive) -> None:  # type: ignore[no-untyp
                 continue
             pp = plan.partitions[0]
             want = [e for e in sp.expected if a <= e.offset < b]
-            reader = PartitionReader(store, pp, chunk_bytes=2048)
+            reader = PartitionReader(store, pp, chunk_bytes=2048, raw_batches=raw)
             groups = list(reader)
             assert as_tuples(groups) == exp_tuples(want)
             # resume after any group: the rest equals the remainder
             if groups:
                 k = rng.randrange(len(groups))
-                first = PartitionReader(store, pp)
+                first = PartitionReader(store, pp, raw_batches=raw)
                 it = iter(first)
                 head = [next(it) for _ in range(k + 1)]
-                rest = PartitionReader(store, pp, start_offset=first.position)
+                rest = PartitionReader(store, pp, start_offset=first.position, raw_batches=raw)
                 assert as_tuples(head) + as_tuples(rest) == exp_tuples(want)
 
 

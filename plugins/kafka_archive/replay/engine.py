@@ -70,7 +70,7 @@ from kafka_archive.replay.progress import (
     progress_partition,
 )
 from kafka_archive.replay.ratelimit import RateLimiter
-from kafka_archive.replay.reader import PartitionReader
+from kafka_archive.replay.reader import PartitionReader, RawBatch
 from kafka_archive.store.base import ObjectStore
 from segment_lib.records import Record
 
@@ -104,6 +104,11 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "queue.buffering.max.kbytes": 512 * 1024,
     "transaction.timeout.ms": 60_000,
 }
+
+#: where Producer.produce's positional parameters (topic, value, key, partition, on_delivery,
+#: callback, timestamp, headers) take a record's value, key, timestamp, headers and the delivery
+#: callback (segment_lib.record_batch.emit_records_v2's slots)
+_PRODUCE_SLOTS = (1, 2, 6, 7, 4)
 
 # The hot loop unpacks records as tuples (faster than attribute access): fail loudly at import if
 # segment_lib's Record ever changes its field order.
@@ -448,10 +453,24 @@ class PartitionReplay:
         """Replay from the committed ``progress``; return the final committed progress."""
         part = self.part
         start = progress.next_offset if progress is not None else part.start_offset
-        reader = PartitionReader(self.store, part, start_offset=start, key_filter=self.key_filter)
+        spec = self.spec
+        limiter = self.limiter if self.limiter.active else None
+        # The streaming path (module docstring): whole batches go from the bytes to produce()
+        # when each record keeps its partition and nothing per record is added or counted.
+        streaming = (
+            spec.partition_mapping == "same"
+            and not spec.provenance_headers
+            and (limiter is None or limiter.bytes is None)
+        )
+        reader = PartitionReader(
+            self.store,
+            part,
+            start_offset=start,
+            key_filter=self.key_filter,
+            raw_batches=streaming,
+        )
         self._open_txns = []
         base = progress
-        spec = self.spec
         topic = self.plan.target_topic
         mapping = spec.partition_mapping
         nparts = self.target_partitions
@@ -463,7 +482,6 @@ class PartitionReplay:
             spec.txn_max_bytes,
             spec.txn_max_ms / 1000,
         )
-        limiter = self.limiter if self.limiter.active else None
         produce = producer.produce
         poll = producer.poll
         rr = self.partition
@@ -509,6 +527,10 @@ class PartitionReplay:
             group = next(batches, None)
             if group is None:
                 return None
+            if isinstance(group, RawBatch):
+                if streaming:
+                    return stream_batch(txn, group, bytes_before)
+                group = group.records()
             produce_, topic_ = produce, topic
             # target partitions and runs of this source batch
             if mapping == "same":
@@ -562,6 +584,34 @@ class PartitionReplay:
             if txn.first_offset < 0:
                 txn.first_offset = group[0].offset
             txn.last_offset = group[-1].offset
+            txn.records += n
+            txn.bytes += nbytes
+            return n, nbytes
+
+        def stream_batch(txn: _Txn, batch: RawBatch, bytes_before: int) -> tuple[int, int]:
+            """Produce a whole batch straight from its bytes (one run, same partition)."""
+            h = batch.header
+            run = _Run(source_partition, h.base_offset, h.last_offset, h.record_count)
+            ok_ts = keep_ts and h.first_timestamp >= 0 and h.max_timestamp >= 0
+            template = (topic, None, None, source_partition, None, None, 0, None)
+            marks = (run.first, run.last, run.both)
+            done, err = batch.emit(produce, template, _PRODUCE_SLOTS, marks=marks,
+                                   zero_timestamps=not ok_ts)  # fmt: skip
+            while err is not None:
+                if isinstance(err, BufferError):
+                    poll(0.05)  # the producer's queue is full: serve it, then resume
+                elif isinstance(err, KafkaException):
+                    self._raise_kafka(err)
+                else:
+                    raise err
+                done, err = batch.emit(produce, template, _PRODUCE_SLOTS, start=done,
+                                       marks=marks, zero_timestamps=not ok_ts)  # fmt: skip
+            n = h.record_count
+            nbytes = stats.bytes_read - bytes_before
+            txn.runs.append(run)
+            if txn.first_offset < 0:
+                txn.first_offset = h.base_offset
+            txn.last_offset = h.last_offset
             txn.records += n
             txn.bytes += nbytes
             return n, nbytes

@@ -97,9 +97,14 @@ def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = No
 
 
 def _metadata_client(client_config: dict[str, str]) -> Consumer:
-    # a consumer, so that asking about a missing topic cannot auto-create it
+    # A consumer, so that asking about a missing topic cannot auto-create it. The first answer
+    # comes over the bootstrap connection, which librdkafka then drops for connections to the
+    # brokers by node id; the next question waits for one, after reconnect.backoff.ms (default
+    # 100 ms, jittered: ~50 ms measured on every replay). A one-shot client gains nothing
+    # from a long backoff: 10 ms (measured 13 ms for both questions instead of 53).
     return Consumer(
         {
+            "reconnect.backoff.ms": 10,
             **client_config,
             "group.id": "kafka-archive-replay-check",
             "allow.auto.create.topics": False,
