@@ -96,6 +96,11 @@ _MAX_TXN_RETRIES = 8
 #: transactional id; ``producer_config`` overrides them). Also the reference configuration of
 #: ``benchmarks/bench_replay.py``'s bare produce loops.
 PRODUCER_DEFAULTS: dict[str, Any] = {
+    # librdkafka answers the first metadata request over the bootstrap connection, then drops
+    # it for connections by broker id, made after reconnect.backoff.ms (default 100, jittered):
+    # init_transactions waited ~35 ms for that on every partition. 10 ms (then exponential up to
+    # reconnect.backoff.max.ms, 10 s) keeps failed brokers from being hammered all the same.
+    "reconnect.backoff.ms": 10,
     "enable.idempotence": True,
     "acks": "all",
     "linger.ms": 5,
@@ -343,6 +348,13 @@ class PartitionReplay:
             producer = self._producer
             assert producer is not None
             try:
+                # Two metadata round trips before init_transactions: librdkafka answers the first
+                # over its bootstrap connection, then replaces it by connections by broker id;
+                # the second waits for one of those. Without one, init_transactions finds no
+                # broker to ask for its coordinator and asks again only after 500 ms (seen on
+                # 1 partition in 12 of the replay benchmark, prepared while another produced).
+                for _ in range(2):
+                    producer.list_topics(self.spec.progress_topic, timeout=30)
                 self._init(producer)
                 progress, ppart = self._resume_point(producer)
             except BaseException:

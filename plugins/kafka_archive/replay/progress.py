@@ -134,6 +134,7 @@ class KafkaCommittedReader:
     def _consumer(self) -> Consumer:
         return Consumer(
             {
+                "reconnect.backoff.ms": 10,  # as the replay's producer (engine.PRODUCER_DEFAULTS)
                 **self.config,
                 "group.id": "kafka-archive-replay-progress-reader",
                 "enable.auto.commit": False,
