@@ -12,6 +12,12 @@ setup(
             "segment_lib._speedups",
             sources=["segment_lib/_speedups.c"],
             optional=True,
-        )
+        ),
+        # the one-pass batch summary the catalog build uses (segment_lib/_summary.c)
+        Extension(
+            "segment_lib._summary",
+            sources=["segment_lib/_summary.c"],
+            optional=True,
+        ),
     ]
 )
