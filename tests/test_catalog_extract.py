@@ -187,10 +187,21 @@ def test_extraction_refuses_bad_settings() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the fast path (whole segment, compiled scan in windows, headers booked as columns) against
-# the general per-batch path (taken with pieces; one piece covering everything changes nothing)
+# the fast path (whole segment, in windows: the compiled summary booking in C, or without it
+# the compiled header scan with the headers booked as columns) against the general per-batch
+# path (taken with pieces; one piece covering everything changes nothing)
 
 _EVERYTHING = [(0, 1 << 62)]
+
+
+@pytest.fixture(params=["summary", "headers"])
+def fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with the compiled summary (the default) and without it (header scan)."""
+    if request.param == "headers":
+        monkeypatch.setattr(extract_mod, "_summarize", None)
+    elif extract_mod._summarize is None:  # pragma: no cover - depends on the build
+        pytest.skip("segment_lib._summary is not built (or no hardware CRC-32C)")
+    return str(request.param)
 
 
 def _fed(
@@ -222,7 +233,7 @@ def _same(a: SegmentExtract, b: SegmentExtract) -> None:
 
 @pytest.mark.parametrize("window", [None, 61, 5000])
 def test_fast_path_equals_general_path(
-    history: History, monkeypatch: pytest.MonkeyPatch, window: int | None
+    history: History, monkeypatch: pytest.MonkeyPatch, window: int | None, fast_path: str
 ) -> None:
     if window is not None:  # windows smaller than a batch, and cutting batches everywhere
         monkeypatch.setattr(extract_mod, "_WINDOW", window)
@@ -244,7 +255,7 @@ def test_fast_path_equals_general_path(
     assert checked > 40
 
 
-def test_fast_path_equals_general_path_after_compaction(tmp_path: Path) -> None:
+def test_fast_path_equals_general_path_after_compaction(tmp_path: Path, fast_path: str) -> None:
     """Compaction leaves batches emptied of records that keep their max timestamp (producer
     state): interval record maxima must skip them exactly as the general path does."""
     clock = ManualClock(START_MS)
@@ -270,7 +281,9 @@ def test_fast_path_equals_general_path_after_compaction(tmp_path: Path) -> None:
     assert empty > 0  # the case this test is about
 
 
-def test_fast_path_equals_general_path_on_real_broker_data(real_broker_data: Path) -> None:
+def test_fast_path_equals_general_path_on_real_broker_data(
+    real_broker_data: Path, fast_path: str
+) -> None:
     """Real brokers' segments (several Kafka versions, magic 0/1 among them, active segments
     with preallocated tails): same rows, or the same error at the same byte."""
     logs = sorted(real_broker_data.rglob("*.log"))
@@ -291,19 +304,80 @@ def test_fast_path_equals_general_path_on_real_broker_data(real_broker_data: Pat
             assert fast == ref, log
 
 
+@pytest.mark.parametrize("batch_crc", [True, False])
 def test_extractor_checksum_sees_every_byte_once(
-    history: History, monkeypatch: pytest.MonkeyPatch
+    history: History, monkeypatch: pytest.MonkeyPatch, fast_path: str, batch_crc: bool
 ) -> None:
+    """Also when the compiled summary continues the CRC-32C itself (in the same pass as the
+    batch CRCs, or alone with ``batch_crc=False``) and hands parts back to Python."""
     monkeypatch.setattr(extract_mod, "_WINDOW", 1000)
     data = b"".join(s.read_bytes() for s in _segments(history, "orders", 2)[:1])
     for topic in ("orders", "__consumer_offsets"):  # the fast and the general path
         for chunk in (1, 333, 4096, len(data)):
             ck = ObjectChecksum("crc32c")
-            ex = SegmentExtractor(topic=topic, size=len(data), checksum=ck)
+            ex = SegmentExtractor(topic=topic, size=len(data), checksum=ck, batch_crc=batch_crc)
             for i in range(0, len(data), chunk):
                 ex.feed(data[i : i + chunk])
             ex.finish()
             assert ck.hexdigest() == f"{crc32c.crc32c(data):08x}"
+
+
+@pytest.mark.parametrize("batch_crc", [True, False])
+def test_extractor_checksum_sees_every_byte_of_bad_bytes(
+    history: History, fast_path: str, batch_crc: bool
+) -> None:
+    """A damaged batch stops the extraction; the checksum has still seen every byte fed (the
+    object's CRC-32C decides whether the damage is the store's or the segment's)."""
+    data = bytearray(_segments(history, "orders", 2)[0].read_bytes())
+    with open_log(_segments(history, "orders", 2)[0]) as lb:
+        batches = list(lb.batches())
+    rng = random.Random(5)
+    for _ in range(12):
+        bad = bytearray(data)
+        b = rng.choice(batches)
+        bad[b.position + rng.randrange(b.size)] ^= 1 << rng.randrange(8)
+        for chunk in (97, 5000, len(bad)):
+            ck = ObjectChecksum("crc32c")
+            ex = SegmentExtractor(topic="orders", size=len(bad), checksum=ck, batch_crc=batch_crc)
+            fed = 0
+            try:
+                for i in range(0, len(bad), chunk):
+                    ex.feed(bytes(bad[i : i + chunk]))
+                    fed = i + len(bad[i : i + chunk])
+                ex.finish()
+            except SegmentError:
+                fed = min(len(bad), fed + chunk)  # the chunk that raised was checksummed
+            assert ck.crc == crc32c.crc32c(bytes(bad[:fed]))
+
+
+def test_fast_path_equals_general_path_at_extreme_offsets(fast_path: str) -> None:
+    """Base offsets near 2^63 (a last offset beyond int64 makes the compiled summary hand the
+    rest to Python: same rows), negative offsets and timestamps, header-only batches."""
+    from segment_lib.record_batch import BATCH_HEADER, CRC_START
+    from segment_lib.records import LOG_OVERHEAD
+
+    def batch(base: int, delta: int, epoch: int, max_ts: int, count: int) -> bytes:
+        head = bytearray(
+            BATCH_HEADER.pack(
+                base, BATCH_HEADER.size - LOG_OVERHEAD, epoch, 2, 0, 0, delta, max_ts, max_ts,
+                -1, -1, -1, count,
+            )
+        )  # fmt: skip
+        head[CRC_START - 4 : CRC_START] = crc32c.crc32c(bytes(head[CRC_START:])).to_bytes(4)
+        return bytes(head)
+
+    top = (1 << 63) - 1
+    cases = [
+        [batch(-5, 0, 0, -3, 0), batch(-1, 2, 0, 10, 3), batch(4, 1, 1, 7, 2)],
+        [batch(top - 9, 9, 0, 5, 1), batch(top - 9, 10, 0, 6, 1), batch(top, 0, 1, 9, 1)],
+        [batch(top - 3, 100, 2, 1, 1), batch(top - 1, 0, 2, 8, 1), batch(7, 0, 2, 2, 0)],
+    ]
+    everything = [(-(1 << 64), 1 << 65)]
+    for parts in cases:
+        data = b"".join(parts)
+        for chunk in (len(data), 61, 7):
+            ref = _fed(data, "t", len(data), pieces=everything, interval_bytes=130)
+            _same(_fed(data, "t", chunk, interval_bytes=130), ref)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ from kafka_archive.catalog.integrity import (
     verify_mode,
 )
 from kafka_archive.store import ObjectNotFound, ObjectStore
+from kafka_archive.store.base import read_view
 from segment_lib.consumer_offsets import (
     OffsetCommit,
     OffsetCommitKey,
@@ -135,6 +136,25 @@ try:  # the compiled magic-2 scan, on the terms iter_batches uses it: with a har
         _scan_v2 = _scan_compiled
 except ImportError:  # pragma: no cover - depends on the build
     pass
+
+#: the fast path's running aggregates, as segment_lib._summary.summarize_v2 carries them
+_State = tuple[int, ...]
+_Summarize = Callable[
+    [memoryview, int, int, int, bool, int | None, _State, int, int],
+    tuple[int, str, int | None, _State, list[tuple[int, ...]], list[tuple[int, ...]],
+          list[tuple[int, ...]]],
+]  # fmt: skip
+_summarize: _Summarize | None = None
+try:  # the compiled one-pass summary (same acceptance as the scan; hardware CRC only)
+    from segment_lib._summary import CRC32C_IMPL as _summary_impl
+    from segment_lib._summary import summarize_v2 as _summarize_compiled
+
+    if _summary_impl != "table":
+        _summarize = _summarize_compiled
+except ImportError:  # pragma: no cover - depends on the build
+    pass
+#: codec id -> Codec (the summary reports codecs as a bit mask of ids)
+_CODEC_BY_ID = {int(c): c for c in Codec}
 
 
 class _Checksum(Protocol):
@@ -326,6 +346,9 @@ class SegmentExtractor:
         self._iv_so = self._iv_bs = 0
         self._iv_mx = self._iv_rmx = -1
         self._iv_cnt = 0
+        # the compiled summary books the fast path (until a value outgrows int64: see
+        # _summarize_window)
+        self._summary = _summarize
 
     # -- streaming ------------------------------------------------------------------------------
 
@@ -459,21 +482,25 @@ class SegmentExtractor:
         intervals, histogram and epoch runs, exactly as :meth:`_on_batch` computes them for a
         whole-segment extract.
 
-        The view is scanned in windows of at most :data:`_WINDOW` bytes, one call of the
-        compiled scan each (``iter_batches`` would start every call with one batch and double
-        up), and each window is added to ``checksum`` right after its scan. A batch cut by a
-        window's end starts the next window; whatever the compiled scan does not accept (a
-        legacy message, the cut batch at the end of the view, bad bytes) is handed to
-        ``iter_batches``, which reads it or raises exactly as it always does. The headers are
-        then booked all at once (:meth:`_book`). ``self._checked`` tells the caller how much
-        of the view the checksum has seen. Returns the bytes consumed; the batches accepted
-        before an error (a torn tail at the chunk's end is the normal way a chunk ends) are
-        booked all the same.
+        The view is walked in windows of at most :data:`_WINDOW` bytes, one compiled call
+        each: ``segment_lib._summary.summarize_v2`` folds the batches into the running
+        aggregates in C (and, when ``checksum`` is a CRC-32C :class:`ObjectChecksum`,
+        continues the object's CRC-32C in the same pass over the bytes: see
+        :meth:`_summarize_window`); without it, ``scan_batches_v2`` returns the headers and
+        :meth:`_book` books them. A batch cut by a window's end starts the next window;
+        whatever the compiled code does not accept (a legacy message, the cut batch at the end
+        of the view, bad bytes) is handed to ``iter_batches``, which reads it or raises
+        exactly as it always does, and its headers are booked by :meth:`_book` before the next
+        window. Every window is added to ``checksum`` (the part the summary did not already
+        cover) before the next. ``self._checked`` tells the caller how much of the view the
+        checksum has seen. Returns the bytes consumed; the batches accepted before an error (a
+        torn tail at the chunk's end is the normal way a chunk ends) are booked all the same.
 
-        The cyclic garbage collector is paused meanwhile: every header is a new tuple, so a
-        chunk of 16 KiB batches triggers a young-generation collection every ~700 headers
-        (~70 ns per batch measured), although headers form no cycles and are freed by
-        reference counting; collection resumes, with whatever was deferred, right after.
+        The cyclic garbage collector is paused meanwhile: on the header path every header is
+        a new tuple, so a chunk of 16 KiB batches triggers a young-generation collection every
+        ~700 headers (~70 ns per batch measured), although headers form no cycles and are
+        freed by reference counting; collection resumes, with whatever was deferred, right
+        after.
         """
         gc_was_on = gc.isenabled()
         if gc_was_on:
@@ -487,35 +514,123 @@ class SegmentExtractor:
     def _scan_windows(self, view: memoryview, checksum: _Checksum | None) -> int:
         n = len(view)
         batch_crc = self.batch_crc
-        window = _WINDOW if _scan_v2 is not None else n
+        compiled = self._summary is not None or _scan_v2 is not None
+        window = _WINDOW if compiled else n
+        # the summary continues a CRC-32C object checksum itself (one pass over the bytes)
+        fused = isinstance(checksum, ObjectChecksum) and checksum.algorithm == "crc32c"
         found: list[BatchHeader] = []
         pos = 0  # where the next window starts
         min_end = 0  # a batch longer than a window: the next window must reach its end
-        try:
-            while pos < n:
-                limit = min(n, max(pos + window, min_end))
-                if _scan_v2 is not None:
-                    headers, stop, reason = _scan_v2(view, pos, limit, batch_crc, -1)
-                    found += headers
-                else:
-                    stop, reason = pos, ""
+        while pos < n:
+            limit = min(n, max(pos + window, min_end))
+            covered = pos  # the checksum has seen view[:covered]
+            stop, reason = pos, ""
+            if self._summary is not None:
+                crc_in = checksum.crc if fused and isinstance(checksum, ObjectChecksum) else None
+                done = self._summarize_window(view, pos, limit, crc_in)
+                if done is None:  # switched to the header path: redo this window
+                    continue
+                stop, reason, crc = done
+                if crc is not None and isinstance(checksum, ObjectChecksum):
+                    checksum.crc = crc
+                    covered = stop
+                    self._checked = stop
+            elif _scan_v2 is not None:
+                headers, stop, reason = _scan_v2(view, pos, limit, batch_crc, -1)
+                found += headers
+            try:
                 if stop < limit and (limit == n or reason not in _CUT_BY_WINDOW):
                     # not a batch cut by the window: the reference reader takes over (keeps
                     # what it yields before it raises)
                     found.extend(iter_batches(view, stop, verify_crc=batch_crc, end=limit))
                     stop = limit
-                if stop == pos:  # the window holds no whole batch: widen it to the batch's end
-                    declared = _OFFSET_SIZE.unpack_from(view, pos)[1]
-                    min_end = max(limit + 1, pos + LOG_OVERHEAD + declared)
-                    continue
-                if checksum is not None:
-                    checksum.update(view[pos:stop])
-                    self._checked = stop
-                pos = stop
-        finally:
-            if found:
-                self._book(found)
+            finally:
+                if found:  # booked before the next window is summarized (and on errors)
+                    self._book(found)
+                    found = []
+            if stop == pos:  # the window holds no whole batch: widen it to the batch's end
+                declared = _OFFSET_SIZE.unpack_from(view, pos)[1]
+                min_end = max(limit + 1, pos + LOG_OVERHEAD + declared)
+                continue
+            if checksum is not None:
+                checksum.update(view[covered:stop])
+                self._checked = stop
+            pos = stop
         return pos
+
+    def _summarize_window(
+        self, view: memoryview, start: int, end: int, crc: int | None
+    ) -> tuple[int, str, int | None] | None:
+        """Fold the batches of ``view[start:end]`` into the running aggregates with the
+        compiled summary; returns (stop, reason, the CRC-32C continued from ``crc`` over
+        ``[start, stop)`` or None), or None (and the header path from now on) when a value of
+        the state no longer fits in int64 (a last offset beyond 2^63 - 1, booked by
+        :meth:`_book` from the Python reader's headers)."""
+        summarize = self._summary
+        assert summarize is not None
+        state = (
+            self._first,
+            self._first_ts,
+            self._last,
+            self._batches,
+            self._records,
+            self._txn,
+            self._control,
+            0,  # codec mask: merged into self._codecs below
+            self._max_ts,
+            self._off_max,
+            self._ep_cur,
+            self._ep_first,
+            int(self._iv_open),
+            self._iv_so,
+            self._iv_bs,
+            self._iv_mx,
+            self._iv_rmx,
+            self._iv_cnt,
+        )
+        try:
+            stop, reason, crc_out, st, intervals, runs, hist = summarize(
+                view, start, end, self._base, self.batch_crc, crc, state,
+                self.interval_bytes, self.histogram_ms,
+            )  # fmt: skip
+        except OverflowError:
+            self._summary = None
+            return None
+        batches = st[3]
+        if batches != self._batches:
+            self._magics.add(2)
+            mask = st[7]
+            for cid, codec in _CODEC_BY_ID.items():
+                if mask >> cid & 1:
+                    self._codecs.add(codec)
+        (
+            self._first,
+            self._first_ts,
+            self._last,
+            self._batches,
+            self._records,
+            self._txn,
+            self._control,
+            _mask,
+            self._max_ts,
+            self._off_max,
+            self._ep_cur,
+            self._ep_first,
+            iv_open,
+            self._iv_so,
+            self._iv_bs,
+            self._iv_mx,
+            self._iv_rmx,
+            self._iv_cnt,
+        ) = st
+        self._iv_open = bool(iv_open)
+        if intervals:
+            self._intervals.extend(map(IntervalRow._make, intervals))
+        for epoch, first, last in runs:
+            self._runs.append([epoch, first, last])
+        for bucket, records, nbytes in hist:
+            self._hist_add(bucket, records, nbytes)
+        return stop, reason, crc_out
 
     def _book(self, hs: Sequence[BatchHeader]) -> None:
         """Book whole batches ``hs`` (consecutive, positions relative to ``self._base``), as
@@ -537,8 +652,11 @@ class SegmentExtractor:
         codec, fts, mts, epoch, txn, ctl = cols[7], cols[9], cols[10], cols[12], cols[16], cols[17]
         # whole-segment stats
         prev_last = self._last
-        if self._first < 0:
-            self._first, self._first_ts = base[0], fts[0]
+        if self._first < 0:  # as _on_batch: every batch while no base offset >= 0 was seen
+            for b0, f0 in zip(base, fts, strict=True):
+                self._first, self._first_ts = b0, f0
+                if b0 >= 0:
+                    break
         self._last = last[-1]
         self._batches += n
         self._records += sum(rc)
@@ -902,7 +1020,8 @@ def extract_object(
     pos = 0
     while pos < size:
         end = min(size, pos + chunk_bytes)
-        chunk = store.get_range(key, pos, end)
+        # a view where the store can avoid copying (the local store maps the file)
+        chunk = read_view(store, key, pos, end)
         if error is None:
             try:
                 ex.feed(chunk)  # checksums the chunk too
@@ -913,7 +1032,8 @@ def extract_object(
         elif checksum is not None:
             checksum.update(chunk)
         # drop the chunk before reading the next: with two 8 MiB buffers alive the allocator
-        # hands out fresh pages every time, and faulting them in costs more than the copy
+        # hands out fresh pages every time, and faulting them in costs more than the copy (a
+        # mapped view is unmapped here)
         del chunk
         pos = end
     result: SegmentExtract | None = None

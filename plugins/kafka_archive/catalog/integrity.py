@@ -164,8 +164,20 @@ class ObjectChecksum:
 
     @property
     def crc(self) -> int:
-        """The CRC-32C so far (``crc32c`` only)."""
+        """The CRC-32C so far (``crc32c`` only).
+
+        Settable, for a reader that continues the CRC-32C over the next bytes itself instead
+        of passing them to :meth:`update` (the extractor's compiled summary computes it in the
+        same pass as the batch CRCs: see :mod:`kafka_archive.catalog.extract`)."""
         return self._crc
+
+    @crc.setter
+    def crc(self, value: int) -> None:
+        if self._sha is not None:
+            raise ValueError("a SHA-256 checksum has no CRC-32C to continue")
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise ValueError(f"a CRC-32C is a 32-bit value, not {value!r}")
+        self._crc = value
 
     def hexdigest(self) -> str:
         """In the manifest's notation: 8 lowercase hex digits, or 64 for SHA-256."""
