@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from kafka_archive.replay.errors import ReplayDataError
 from kafka_archive.replay.filters import KeyFilter
 from kafka_archive.replay.plan import ObjectRange, PartitionPlan
-from kafka_archive.store.base import ObjectStore
+from kafka_archive.store.base import ObjectStore, read_view
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import SegmentError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -229,12 +229,15 @@ class PartitionReader:
         ahead: tuple[int, int, Future[bytes]] | None = None
         while pos < obj.end:
             stop = min(pos + chunk, obj.end)
+            data: bytes | memoryview
             if ahead is not None and ahead[:2] == (pos, stop):
                 data = ahead[2].result()  # a failed read raises here, as get_range would
             else:
                 if ahead is not None:
                     ahead[2].cancel()
-                data = self.store.get_range(obj.key, pos, stop)
+                # zero-copy where the store can (a file store maps the file): a copy of the
+                # range into fresh memory cost more than the CRC checks of the same bytes
+                data = read_view(self.store, obj.key, pos, stop)
             ahead = None
             self.stats.bytes_read += len(data)
             view = memoryview(data)
