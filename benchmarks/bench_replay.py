@@ -257,7 +257,9 @@ def breakdown(
         (runner, "check_target"),
         (reader, "decode_batch"),
         (reader, "iter_batches"),
-        (LocalStore, "get_range"),
+        (LocalStore, "get_range_view"),
+        (engine.PartitionReplay, "_commit_txn"),
+        (ReplayLedger, "mirror"),
     ]
     saved = {key: getattr(*key) for key in targets}
     original_prepare = saved[(engine.PartitionReplay, "prepare")]
@@ -281,6 +283,8 @@ def breakdown(
         timed("decode", saved[targets[4]]),
         timed_iter(saved[targets[5]]),
         timed("read", saved[targets[6]]),
+        timed("commit_txn", saved[targets[7]]),
+        timed("catalog_mirror", saved[targets[8]]),
     ]
     for key, wrapper in zip(targets, wrappers, strict=True):
         setattr(*key, wrapper)

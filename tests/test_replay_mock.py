@@ -33,6 +33,7 @@ from kafka_archive.replay.errors import PartitionMappingError, SameTopicError
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.replay.progress import load_progress, progress_key, progress_partition
+from kafka_archive.replay.reader import RawBatch
 from kafka_archive.replay.runner import check_target, execute
 from kafka_archive.store import ObjectStore, open_store
 from typer.testing import CliRunner
@@ -456,6 +457,40 @@ def _assert_exactly_once(src: Source, mock: MockCluster, target: str) -> None:
     for p, sp in src.parts.items():
         committed = committed_records(mock.bootstrap_servers, target, p)
         assert [view(s) for s in committed] == [view(e) for e in sp.expected], f"partition {p}"
+
+
+def test_full_producer_queue_mid_batch(
+    src: Source, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer queue of 5 messages: produce() raises BufferError inside nearly every source
+    batch, on the streaming path (whole batches emitted from the bytes) and on the decoded one
+    (provenance headers); each resumes at the record that was refused - nothing lost, nothing
+    twice, order kept."""
+    resumed: list[int] = []
+    emit = RawBatch.emit
+
+    def counting_emit(self: RawBatch, *a: Any, **kw: Any) -> Any:
+        if kw.get("start"):
+            resumed.append(kw["start"])
+        return emit(self, *a, **kw)
+
+    monkeypatch.setattr(RawBatch, "emit", counting_emit)
+    for kw in ({}, {"provenance_headers": True}):
+        target = fresh_topic(mock)
+        plan = _plan(src, mock, target, txn_max_records=10_000, **kw)
+        report = execute(
+            plan,
+            store=src.store,
+            committed_reader=MarkerAwareReader(mock.bootstrap_servers),
+            producer_config={"queue.buffering.max.messages": 5},
+        )
+        assert report.records_sent == sum(len(sp.expected) for sp in src.parts.values())
+        for p, sp in src.parts.items():
+            committed = committed_records(mock.bootstrap_servers, target, p)
+            assert [strip_provenance(s) for s in committed] == [view(e) for e in sp.expected]
+        # the streaming path was taken, and resumed mid-batch (only without provenance)
+        assert bool(resumed) == (not kw)
+        resumed.clear()
 
 
 def test_target_brokers_down_mid_replay(src: Source, mock: MockCluster) -> None:

@@ -30,12 +30,17 @@ and last record of each *run* (records of one source batch going to one target p
 consecutive source offsets - in ``same`` mapping, source gaps split runs; in hashed mappings a
 run is a batch's records for one partition and only its bounds are exact).
 
-Cost per record (see docs/performance.md, Replay): the archive's batches are decoded whole by
-the compiled decoder (``segment_lib.log_file.decode_batch``); the records between a run's bounds
-are then unpacked and handed to ``produce()`` in one tight loop with no callback and no other
-per-record Python object than the header list ``produce()`` requires (only when the record has
-headers). Everything else - runs, offset-map bookkeeping, rate limiting, ``poll(0)``, progress
-callbacks, hooks - happens once per source batch, and commit work once per transaction.
+Cost per record (see docs/performance.md, Replay). The common case - ``same`` partition mapping,
+no provenance headers, no key filter, no MB/s limit - *streams*: the reader hands over whole
+committed batches undecoded (:class:`~kafka_archive.replay.reader.RawBatch`) and
+``segment_lib.record_batch.emit_records_v2`` decodes each record in C straight into the arguments
+of ``produce()`` and calls it (no Record objects, no Python loop per record; what ``produce()``
+raises comes back with the index to resume at: a full queue is served and the batch resumed).
+Otherwise batches are decoded by the compiled decoder and the records between a run's bounds go
+to ``produce()`` in one tight Python loop with no callback and no other per-record object than the
+header list ``produce()`` requires. Either way everything else - runs, offset-map bookkeeping,
+rate limiting, ``poll(0)``, progress callbacks, hooks - happens once per source batch, and commit
+work once per transaction.
 
 :meth:`PartitionReplay.prepare` (producer, ``init_transactions``, committed progress) can run
 ahead of :meth:`PartitionReplay.run`, so that a runner replaying partitions one after another
