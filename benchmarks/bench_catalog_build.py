@@ -11,7 +11,12 @@ Measured side by side, interleaved (order rotated each repetition), ``--reps`` t
 
 * ``raw1`` / ``raw2``: every archived ``.log`` object read with the store's ``get_range`` in the
   same 8 MiB chunks the build uses, by 1 and by 2 threads (objects spread over the threads);
-  nothing is done with the bytes. The floor of any reader of this store.
+  nothing is done with the bytes. The floor of any reader of this store that copies.
+* ``raw_view1``: the same chunks through ``get_range_view`` (what the build reads with: the
+  local store maps the file, S3 views ``get_range``'s bytes), every byte touched by the
+  cheapest full pass found (numpy's ``bitwise_or.reduce`` over 64-bit words, else the
+  ``crc32c`` package; the result file names it): the floor of a zero-copy reader, which on
+  the page cache is below ``raw1`` (no copy).
 * ``inproc``: ``build_catalog`` into a fresh SQLite catalog in this process, one thread, no
   Spark, with the default check (``verify=crc32c``: the whole object's CRC-32C against the
   manifest and every batch's CRC). Everything a build does is timed (``report.seconds``):
@@ -23,16 +28,17 @@ Measured side by side, interleaved (order rotated each repetition), ``--reps`` t
 * ``spark1`` / ``spark2``: the default build with ``SparkRunner`` on ``local[1]`` /
   ``local[2]`` (session started and Python workers warmed up before timing).
 
-Ratios: ``inproc / raw1`` (target >= 0.5x), ``spark1 / raw1``, ``spark2 / raw2``,
-``spark2 / spark1`` (scaling). ``--what`` picks a subset.
+Ratios: ``inproc / raw1`` (target >= 0.5x), ``inproc / raw_view1``, ``spark1 / raw1``,
+``spark2 / raw2``, ``spark2 / spark1`` (scaling). ``--what`` picks a subset.
 
 ``--breakdown`` adds, on the same archive, where a build's time goes (median of ``--reps``
-x 3, each in ms and as a multiple of the raw read): reads alone and with each checksum,
-reads while the previous chunk is still alive, extraction with each check and with the
-compiled scan over 512 KiB windows (each checksummed while in L2) instead of whole 8 MiB
-chunks, the build's phases (manifests, extraction, chain plan, SQLite writes), and empty Spark
-jobs of 1, 2, 4 and 16 tasks on ``local[2]`` (the fixed cost of a job and of a task), and
-both CRC-32C implementations on an 8 MiB buffer in memory.
+x 3, each in ms and as a multiple of the raw read): copying reads alone and with each
+checksum, reads while the previous chunk is still alive, view reads (``get_range_view``) with
+the touch pass and with each CRC-32C implementation, extraction with each check (through
+views, as the build reads) and with the compiled header scan booked in Python instead of the
+compiled summary (the path before it), the build's phases (manifests, extraction, chain plan,
+SQLite writes), and empty Spark jobs of 1, 2, 4 and 16 tasks on ``local[2]`` (the fixed cost
+of a job and of a task), and the CRC-32C implementations on an 8 MiB buffer in memory.
 
 Because the machine may be shared, every measurement also records the load average before
 it, the CPU seconds (user + system) used by this process and its descendants (the Spark JVM
@@ -68,7 +74,16 @@ sys.path.insert(0, str(REPO / "tests"))
 
 CHUNK = 8 << 20
 _TICK = os.sysconf("SC_CLK_TCK")
-ALL = ("raw1", "raw2", "inproc", "inproc_crc_only", "inproc_sha256", "spark1", "spark2")
+ALL = (
+    "raw1",
+    "raw_view1",
+    "raw2",
+    "inproc",
+    "inproc_crc_only",
+    "inproc_sha256",
+    "spark1",
+    "spark2",
+)
 
 
 def write_archive(
@@ -121,6 +136,42 @@ def raw_read(store: Any, objects: list[tuple[str, int]], threads: int) -> float:
         total = sum(pool.map(one, objects))
     dt = time.perf_counter() - t0
     assert total == sum(s for _, s in objects)
+    return dt
+
+
+def _touch_pass() -> tuple[Callable[[memoryview], object], str]:
+    """The cheapest pass found that reads every byte of a view (see the module docstring)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with pyspark's pandas here
+        import crc32c
+
+        return crc32c.crc32c, "crc32c package"
+
+    def touch(view: memoryview) -> object:
+        whole = len(view) // 8 * 8
+        tail = view[whole:].tobytes()
+        return int(np.bitwise_or.reduce(np.frombuffer(view[:whole], dtype=np.uint64))), tail
+
+    return touch, f"numpy {np.__version__} bitwise_or.reduce over uint64"
+
+
+TOUCH, TOUCH_NAME = _touch_pass()
+
+
+def raw_view_read(store: Any, objects: list[tuple[str, int]]) -> float:
+    from kafka_archive.store.base import read_view
+
+    t0 = time.perf_counter()
+    n = 0
+    for key, size in objects:
+        for pos in range(0, size, CHUNK):
+            view = read_view(store, key, pos, min(size, pos + CHUNK))
+            TOUCH(view)
+            n += len(view)
+            del view
+    dt = time.perf_counter() - t0
+    assert n == sum(s for _, s in objects)
     return dt
 
 
@@ -189,14 +240,20 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.catalog.extract import SegmentExtractor, extract_object
     from kafka_archive.catalog.integrity import crc32c_update
+    from kafka_archive.store.base import read_view
+
+    from segment_lib import _summary
 
     refs = read_refs(store, list_manifests(store, "bench"))
 
-    def reads(per_chunk: Callable[[bytes], object] | None = None, hold: bool = False) -> None:
+    def reads(
+        per_chunk: Callable[[Any], object] | None = None, hold: bool = False, view: bool = False
+    ) -> None:
         held = None
+        get = read_view if view else (lambda st, *a: st.get_range(*a))
         for r in refs:
             for pos in range(0, r.size, CHUNK):
-                chunk = store.get_range(r.object_key, pos, min(r.size, pos + CHUNK))
+                chunk = get(store, r.object_key, pos, min(r.size, pos + CHUNK))
                 if per_chunk is not None:
                     per_chunk(chunk)
                 if hold:
@@ -215,28 +272,31 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
             reads_one(r, ex.feed)
             ex.finish()
 
-    def reads_one(r: Any, fn: Callable[[bytes], object]) -> None:
+    def reads_one(r: Any, fn: Callable[[memoryview], object]) -> None:
         for pos in range(0, r.size, CHUNK):
-            fn(store.get_range(r.object_key, pos, min(r.size, pos + CHUNK)))
+            fn(read_view(store, r.object_key, pos, min(r.size, pos + CHUNK)))
 
-    def small_windows(verify: str) -> None:
-        saved = extract_mod._WINDOW
-        extract_mod._WINDOW = 512 << 10
+    def header_path(verify: str) -> None:
+        saved = extract_mod._summarize
+        extract_mod._summarize = None
         try:
             extract(verify)
         finally:
-            extract_mod._WINDOW = saved
+            extract_mod._summarize = saved
 
     items: dict[str, Callable[[], object]] = {
         "read": reads,
         "read_holding_previous_chunk": lambda: reads(hold=True),
         "read_crc32c": lambda: reads(lambda c: crc32c_update(c, 0)),
         "read_sha256": lambda: reads(lambda c: hashlib.sha256(c).digest()),
+        "read_view_touch": lambda: reads(TOUCH, view=True),
+        "read_view_crc32c_package": lambda: reads(lambda c: crc32c_update(c, 0), view=True),
+        "read_view_crc32c_summary": lambda: reads(_summary.crc32c, view=True),
         "extract_no_checks": extract_unchecked,
         "extract_crc32c_only": lambda: extract("crc32c-only"),
-        "extract_crc32c_only_512k_windows": lambda: small_windows("crc32c-only"),
         "extract_crc32c": lambda: extract("crc32c"),
-        "extract_crc32c_512k_windows": lambda: small_windows("crc32c"),
+        "extract_crc32c_only_header_path": lambda: header_path("crc32c-only"),
+        "extract_crc32c_header_path": lambda: header_path("crc32c"),
     }
     times: dict[str, list[float]] = {k: [] for k in items}
     for rep in range(reps * 3):
@@ -302,7 +362,10 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
     import crc32c as crc32c_pkg
 
     buf = os.urandom(CHUNK)
-    impls: dict[str, Callable[[bytes, int], int]] = {"crc32c_package": crc32c_pkg.crc32c}
+    impls: dict[str, Callable[[bytes, int], int]] = {
+        "crc32c_package": crc32c_pkg.crc32c,
+        "segment_lib_summary": _summary.crc32c,
+    }
     try:
         from segment_lib._speedups import crc32c as speedups_crc
 
@@ -439,6 +502,7 @@ def main() -> None:
 
         runs: dict[str, Callable[[], float]] = {
             "raw1": lambda: raw_read(store, objects, 1),
+            "raw_view1": lambda: raw_view_read(store, objects),
             "raw2": lambda: raw_read(store, objects, 2),
             "inproc": lambda: build(store_uri, options, InProcessRunner(1), tmp, "crc32c")[0],
             "inproc_crc_only": lambda: build(
@@ -478,6 +542,9 @@ def main() -> None:
         mbs = {k: total / v / 1e6 for k, v in med.items()}
         pairs = {
             "inproc/raw1": ("raw1", "inproc"),
+            "inproc/raw_view1": ("raw_view1", "inproc"),
+            "inproc_crc_only/raw_view1": ("raw_view1", "inproc_crc_only"),
+            "raw_view1/raw1": ("raw1", "raw_view1"),
             "inproc_crc_only/raw1": ("raw1", "inproc_crc_only"),
             "inproc_sha256/raw1": ("raw1", "inproc_sha256"),
             "spark1/raw1": ("raw1", "spark1"),
@@ -527,6 +594,7 @@ def main() -> None:
                     "cpu_medians": cpu,
                     "breakdown": parts,
                     "crc32c": CRC32C_SOURCE,
+                    "raw_view1_pass": TOUCH_NAME,
                     "commit": commit,
                     "machine": {
                         "python": platform.python_version(),
