@@ -534,7 +534,7 @@ class PartitionReplay:
                     self._raise_kafka(exc)
 
         stats = reader.stats
-        batches = iter(reader)
+        batches = reader.__iter__()  # a generator: closed early when the range ends first
 
         def produce_batch(txn: _Txn) -> tuple[int, int] | None:
             """Read (decode) the next source batch and produce it; ``(records, payload bytes)``
@@ -648,6 +648,12 @@ class PartitionReplay:
                 self._hook("produced", records=n, offset=txn.last_offset)
             if self.on_records is not None:
                 self.on_records(n)
+            if reader.position >= part.end_offset:
+                # every record of the range is produced (nothing held behind an open
+                # transaction, or the position could not be here): this transaction also marks
+                # the partition done - no transaction of its own for that
+                batches.close()
+                break
             if (
                 txn.records >= max_records
                 or txn.bytes >= max_bytes
@@ -661,7 +667,7 @@ class PartitionReplay:
                 this_run[1] += txn.bytes
                 this_run[2] += 1
                 txn = None
-        # the range is exhausted: a final transaction marks the partition done
+        # the range is exhausted: the open transaction (or a new one) marks the partition done
         self._open_txns = list(reader.stats.open_txns)
         if txn is None:
             txn = begin()

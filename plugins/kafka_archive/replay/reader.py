@@ -36,7 +36,7 @@ the object key and ``position`` the byte position inside that object.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -308,7 +308,7 @@ class PartitionReader:
 
     # -- records ---------------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Group]:
+    def __iter__(self) -> Generator[Group, None, None]:
         """Yield the committed records, one group per source batch, in offset order."""
         try:
             yield from self._records()
