@@ -54,25 +54,50 @@ MASK32 = 0xFFFFFFFF
 # CRC-32C
 
 
+def _available(impl: str) -> bool:
+    try:
+        _summary.crc32c(b"", 0, impl)
+    except ValueError:
+        return False
+    return True
+
+
+#: the raw updates this CPU has (the portable table always; "x3" and "fold" where supported)
+IMPLS = [i for i in ("auto", "table", "x3", "fold") if _available(i)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     data=st.binary(max_size=5000),
     value=st.integers(0, MASK32),
-    skip=st.integers(0, 7),
-    impl=st.sampled_from(["auto", "table"]),
+    skip=st.integers(0, 70),
+    impl=st.sampled_from(IMPLS),
 )
 def test_crc32c_equals_the_package(data: bytes, value: int, skip: int, impl: str) -> None:
-    view = memoryview(data)[skip:]  # every alignment of the start
+    view = memoryview(data)[skip:]  # every alignment of the start (8 and 64 bytes)
     assert _summary.crc32c(view, value, impl) == crc32c_reference(bytes(view), value)
 
 
 def test_crc32c_long_buffers_and_check_value() -> None:
     assert _summary.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value (RFC 3720)
     rng = random.Random(7)
-    for n in (767, 768, 769, 3 * 256 * 7 + 5, 1 << 20, (1 << 20) + 13):
-        data = rng.randbytes(n)
-        for impl in ("auto", "table"):
-            assert _summary.crc32c(data, 0, impl) == crc32c_reference(data), (n, impl)
+    data = rng.randbytes((1 << 20) + 300)
+    for n in (767, 768, 769, 1023, 1024, 1025, 1087, 1088, 1300, 3 * 256 * 7 + 5, 65_536, 1 << 20):
+        for skip in (0, 1, 8, 63, 64, 65, 200):
+            piece = data[skip : skip + n]
+            want = crc32c_reference(piece, 0x1234)
+            for impl in IMPLS:
+                assert _summary.crc32c(memoryview(data)[skip : skip + n], 0x1234, impl) == want, (
+                    n,
+                    skip,
+                    impl,
+                )
+
+
+def test_crc32c_unknown_impl() -> None:
+    assert _summary.CRC32C_IMPL in ("avx512-vpclmulqdq", "sse4.2x3+pclmul", "sse4.2x3", "table")
+    with pytest.raises(ValueError):
+        _summary.crc32c(b"x", 0, "nope")
 
 
 @settings(max_examples=300, deadline=None)
