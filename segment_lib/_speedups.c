@@ -499,6 +499,13 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
         return NULL;
     }
     name_cache_t names = {NULL, 0, NULL};
+    /* The previous record's headers, and the bytes they were parsed from: records of a batch
+     * often carry identical headers, which then share one (immutable in decode mode) object
+     * instead of being parsed and allocated again - the same bytes give the same headers. */
+    PyObject *prev_headers = NULL;
+    const uint8_t *prev_hbytes = NULL;
+    Py_ssize_t prev_hlen = -1;
+    int64_t prev_nh = -1;
     const int use_append_ts = log_append_ts != Py_None;
     Py_ssize_t pos = 0;
     /* per-record objects, released on the error path */
@@ -546,7 +553,18 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
         int64_t nh = VARINT_WIDE(n_headers) ? INT64_MAX : n_headers.v;
         int64_t room = (int64_t)((end - pos) / MIN_HEADER_BYTES);
         Py_ssize_t hcap = (Py_ssize_t)(nh < room ? nh : room);
-        if (em == NULL) {
+        Py_ssize_t hsec_start = pos;
+        Py_ssize_t hsec_len = body_start + (Py_ssize_t)length.v - pos; /* to the record's end */
+        int fresh_headers = 1;
+        if (prev_headers != NULL && nh == prev_nh && hsec_len == prev_hlen
+            && memcmp(buf + pos, prev_hbytes, (size_t)hsec_len) == 0) {
+            headers = prev_headers;
+            Py_INCREF(headers);
+            pos += hsec_len;
+            fresh_headers = 0;
+            nh = 0; /* nothing left to parse */
+        }
+        else if (em == NULL) {
             headers = PyTuple_New(hcap);
         }
         else if (nh == 0) {
@@ -615,6 +633,12 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
                           start, PyUnicode_FromString("fields to fill exactly the record length"));
             goto error;
         }
+        if (fresh_headers && n_headers.v > 0 && !VARINT_WIDE(n_headers)) {
+            Py_XSETREF(prev_headers, Py_NewRef(headers));
+            prev_hbytes = buf + hsec_start;
+            prev_hlen = pos - hsec_start;
+            prev_nh = n_headers.v;
+        }
         /* Python evaluates the Record arguments in this order: offset, timestamp, key, value */
         if (em == NULL) {
             offset = add_delta(base_offset, &offset_delta);
@@ -682,6 +706,7 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
     }
     if (em != NULL && em->error != NULL) {
         Py_XDECREF(names.str);
+        Py_XDECREF(prev_headers);
         return out; /* stopped by fn: the caller reports em->error */
     }
     if (pos != end) {
@@ -691,10 +716,12 @@ decode(const uint8_t *buf, Py_ssize_t end, PyObject *count_obj, int64_t count,
         goto error;
     }
     Py_XDECREF(names.str);
+    Py_XDECREF(prev_headers);
     return out;
 
 error:
     Py_XDECREF(names.str);
+    Py_XDECREF(prev_headers);
     /* list/tuple deallocation tolerates the still-NULL slots */
     Py_XDECREF(key);
     Py_XDECREF(value);
@@ -782,7 +809,8 @@ PyDoc_STRVAR(emit_records_v2_doc,
 "fn(*args) once per record in order, args being `template` (a tuple) with the record's value,\n"
 "key, timestamp and headers put at the indexes slots = (value, key, timestamp, headers, mark)\n"
 "(mark = -1: none).  Headers are passed as a list of (str, bytes) tuples, or None when the\n"
-"record has none.  marks = (first, last, only) puts `first` in the mark slot of record 0,\n"
+"record has none (records with byte-identical headers may share one list: fn must not\n"
+"change it).  marks = (first, last, only) puts `first` in the mark slot of record 0,\n"
 "`last` in that of the final record and `only` in that of a lone record (None: keep the\n"
 "template's).  zero_timestamps passes 0 as every timestamp.  Records before `start` are\n"
 "parsed but not emitted.  An exception raised by fn stops the loop and is returned, not\n"

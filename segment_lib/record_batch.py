@@ -210,7 +210,8 @@ def emit_records_v2(
     record ``i``, ``fn(*args)`` is called with ``args`` = ``template`` whose items at
     ``slots = (value, key, timestamp, headers, mark)`` are replaced by the record's value, key,
     timestamp (0 with ``zero_timestamps``) and headers (a list of ``(str, bytes)`` tuples, or
-    ``None`` when the record has none); ``mark = -1`` means no mark slot. ``marks = (first, last,
+    ``None`` when the record has none; consecutive records with byte-identical headers may get
+    the *same* list, so ``fn`` must not change it); ``mark = -1`` means no mark slot. ``marks = (first, last,
     only)`` puts ``first`` in the mark slot of record 0, ``last`` in that of the final record and
     ``only`` in that of a lone record (``None`` items keep the template's value). Records before
     ``start`` are decoded but not handed over. Decompression, checks and errors are exactly

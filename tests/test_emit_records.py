@@ -28,13 +28,21 @@ from segment_lib.writer.encode import WriteRecord
 from segment_lib.writer.partition_writer import ManualClock, PartitionWriter
 
 try:
+    from segment_lib._speedups import decode_records_v2 as compiled_decode
     from segment_lib._speedups import emit_records_v2 as compiled
 except ImportError as exc:  # pragma: no cover - depends on the build
     reason = f"segment_lib._speedups is not built ({exc})"
     print(reason, file=sys.stderr)
     pytest.skip(reason, allow_module_level=True)
 
-from tests.test_speedups import build_with_kafka_python, mutated_encoding, producer_records
+from tests.test_speedups import (
+    assert_same,
+    blob,
+    build_with_kafka_python,
+    mutated_encoding,
+    producer_records,
+    varint,
+)
 
 #: produce()-like layout: (topic, value, key, partition, on_delivery, callback, timestamp, headers)
 TEMPLATE = ("topic", None, None, 7, "no-mark", None, None, None)
@@ -68,7 +76,9 @@ def run(impl: Any, data: bytes, count: int, first_ts: int, append_ts: int | None
     return ("ok", done, type(error), str(error), fn.calls)
 
 
-def both(data: bytes, count: int, first_ts: int, append_ts: int | None, **kw: Any) -> tuple[Any, ...]:
+def both(
+    data: bytes, count: int, first_ts: int, append_ts: int | None, **kw: Any
+) -> tuple[Any, ...]:
     fail_at = kw.pop("fail_at", -1)
     expected = run(_emit_records_python, data, count, first_ts, append_ts,
                    Recorder(fail_at, ValueError("full")), **kw)  # fmt: skip
@@ -130,6 +140,31 @@ def test_a_raising_fn_stops_and_the_rest_resumes(records: list[Rec], data: st.Da
     assert rest[1] == n
     # nothing lost, nothing twice: the two runs together are one uninterrupted run
     assert first[4] + rest[4] == both(encoded, n, records[0][1], None)[4]
+
+
+def _record(headers: bytes, count: int) -> bytes:
+    body = b"\x00" + varint(0) + varint(0) + blob(b"k") + blob(b"v") + varint(count) + headers
+    return varint(len(body)) + body
+
+
+def test_repeated_headers_share_objects_and_stay_exact() -> None:
+    """Identical header bytes of consecutive records give one shared headers object (the
+    compiled decoder skips parsing them again) - but only with the same count, and a change of
+    headers, or the same bytes under another count, is decoded (or refused) afresh."""
+    a = blob(b"trace") + blob(b"1") + blob(b"src") + blob(b"bench")
+    b = blob(b"trace") + blob(b"2") + blob(b"src") + blob(b"bench")
+    good = [_record(a, 2), _record(a, 2), _record(b, 2), _record(a, 2), _record(b"", 0)]
+    data = b"".join(good)
+    assert assert_same(data, len(good), 0, 1, None)[0] == "ok"
+    records = compiled_decode(data, len(good), 0, 1, None)
+    assert records[0].headers is records[1].headers  # shared (tuples: immutable)
+    assert records[2].headers[0] == Header("trace", b"2")
+    assert records[3].headers == records[0].headers
+    both(data, len(good), 1, None)
+    # the same header bytes under another count: parsed again, and refused as the reference does
+    bad = b"".join([_record(a, 2), _record(a, 3)])
+    assert assert_same(bad, 2, 0, 1, None)[0] == "corrupt"
+    both(bad, 2, 1, None)
 
 
 @pytest.mark.parametrize("impl", [_emit_records_python, compiled], ids=["python", "compiled"])
@@ -208,7 +243,9 @@ def test_compressed_batches_match_the_decoder(tmp_path: Path, codec: Codec) -> N
 
 def test_log_append_time_batches_take_the_batch_timestamp(tmp_path: Path) -> None:
     clock = ManualClock(1_700_000_000_000)
-    pw = PartitionWriter(tmp_path, "t", 0, clock=clock, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    pw = PartitionWriter(
+        tmp_path, "t", 0, clock=clock, timestamp_type=TimestampType.LOG_APPEND_TIME
+    )
     pw.append([WriteRecord(b"k", b"v", (), 5), WriteRecord(b"k", b"w", (), 9)])
     pw.close()
     buf = b"".join(p.read_bytes() for p in sorted(pw.dir.glob("*.log")))
