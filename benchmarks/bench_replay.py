@@ -1,7 +1,9 @@
 """Replay throughput from the archive vs bare confluent-kafka produce loops, and Spark scaling.
 
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
-16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
+16-byte keys, one header - ``source: bench`` on every record, or with ``--unique-headers`` a
+``trace`` header whose value differs on every record - ``--batch`` records per batch, codec
+``--codec``), written by
 ``segment_lib.writer`` and put in a local object store. Target: librdkafka's mock cluster
 (3 brokers) in this process. Per repetition (order rotated, interleaved), each to a fresh topic
 with the same partition count:
@@ -97,7 +99,9 @@ def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
                 WriteRecord(
                     f"key-{p}-{start + i:010d}".encode(),
                     rng_bytes[(start + i) % 256 : (start + i) % 256 + args.value_bytes],
-                    (Header("source", b"bench"),),
+                    (Header("trace", b"%016x" % (p << 40 | start + i)),)
+                    if args.unique_headers
+                    else (Header("source", b"bench"),),
                     clock.advance(1),
                 )
                 for i in range(n)
@@ -370,6 +374,10 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--records", type=int, default=100_000, help="per partition")
     ap.add_argument("--value-bytes", type=int, default=512)
+    ap.add_argument(
+        "--unique-headers", action="store_true",
+        help="a header value that differs on every record (default: the same header on all)",
+    )  # fmt: skip
     ap.add_argument("--batch", type=int, default=500, help="records per source batch")
     ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
     ap.add_argument("--txn-records", type=int, default=20_000)
