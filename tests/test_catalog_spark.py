@@ -20,8 +20,10 @@ from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.dag_tasks import (
     CatalogJobConfig,
     CatalogJobError,
+    default_application,
     load_catalog_config,
     spark_submit_command,
+    spark_submit_env,
 )
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
@@ -210,8 +212,35 @@ def test_spark_submit_command_line() -> None:
     app = next(c for c in cmd if c.endswith("build_catalog.py"))
     assert Path(app).exists()
     assert cmd[cmd.index("--cluster") + 1] == "prod"
+    # the catalog URL (it may hold a password) travels in the environment only
+    assert not any("postgresql" in c for c in cmd) and "--db" not in cmd
+    env = spark_submit_env(cfg, {"PATH": "/bin"})
+    assert env["KAFKA_ARCHIVE_DB"] == "postgresql://u@h/db" and env["PATH"] == "/bin"
     assert CatalogJobConfig(store_uri="x", db_url="y").mode() == "local"
     assert CatalogJobConfig(store_uri="x", db_url="y", spark_master="local[4]").mode() == "local"
+
+
+def test_default_application_prefers_kafka_archive_home(tmp_path: Path) -> None:
+    """The platform image installs the jobs under $KAFKA_ARCHIVE_HOME; a checkout has them
+    beside the package; with neither the error says what to set."""
+    job = tmp_path / "spark_jobs" / "build_catalog.py"
+    job.parent.mkdir()
+    job.write_text("# the job\n")
+    assert default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path)}) == job
+    checkout = default_application({})
+    assert checkout == REPO / "spark_jobs" / "build_catalog.py"
+    # a home without the job falls back to the checkout
+    assert default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path / "none")}) == checkout
+
+
+def test_default_application_missing_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_archive.catalog import dag_tasks
+
+    monkeypatch.setattr(dag_tasks, "_CHECKOUT", tmp_path / "site-packages")
+    with pytest.raises(CatalogJobError, match=r"KAFKA_ARCHIVE_HOME.*application"):
+        default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path / "nowhere")})
 
 
 def test_job_config_comes_from_variable_over_environment() -> None:

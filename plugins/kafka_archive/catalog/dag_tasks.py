@@ -10,7 +10,7 @@ Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_arc
      "verify": "crc32c",                           # or crc32c-only, sha256
      "spark_conf": {"spark.executor.memory": "4g"},
      "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
-     "application": "/opt/airflow/spark_jobs/build_catalog.py",
+     "application": "/opt/kafka-archive/spark_jobs/build_catalog.py",  # see default_application
      "py_files": "/opt/airflow/kafka_archive.zip"}
 
 Two ways to run, chosen per run by :meth:`CatalogJobConfig.mode`:
@@ -20,7 +20,11 @@ Two ways to run, chosen per run by :meth:`CatalogJobConfig.mode`:
 * ``submit`` (any other master URL): ``spark-submit`` runs ``spark_jobs/build_catalog.py`` on
   the cluster; the task waits for it and reads the JSON report it prints. (This is what
   Airflow's ``SparkSubmitOperator`` does; the provider package is not used because it installs
-  ``pyspark-client``, which overwrites the ``pyspark`` package the job itself needs.)
+  ``pyspark-client``, which overwrites the ``pyspark`` package the job itself needs.) The catalog
+  URL, which may hold a password, reaches the job through its environment (``KAFKA_ARCHIVE_DB``),
+  never its command line (visible to every local user in ``ps`` and in Spark's UI). The job's
+  driver writes the catalog, so in ``--deploy-mode cluster`` pass it to the driver yourself
+  (e.g. ``spark.kubernetes.driverEnv.KAFKA_ARCHIVE_DB`` from a secret).
 """
 
 from __future__ import annotations
@@ -43,17 +47,22 @@ __all__ = [
     "CONFIG_VARIABLE",
     "CatalogJobConfig",
     "CatalogJobError",
+    "default_application",
     "load_catalog_config",
     "run_local_build",
     "run_spark_submit",
     "spark_submit_command",
+    "spark_submit_env",
 ]
 
 CONFIG_VARIABLE = "kafka_archive_catalog"
 STORE_ENV = "KAFKA_ARCHIVE_STORE"
 MASTER_ENV = "KAFKA_ARCHIVE_SPARK_MASTER"
-#: spark_jobs/build_catalog.py in a source checkout (plugins/kafka_archive/catalog/ -> root)
-_DEFAULT_APPLICATION = Path(__file__).resolve().parents[3] / "spark_jobs" / "build_catalog.py"
+#: where the DAGs and Spark jobs are installed (the platform image sets /opt/kafka-archive)
+HOME_ENV = "KAFKA_ARCHIVE_HOME"
+_JOB = Path("spark_jobs") / "build_catalog.py"
+#: the source checkout this package runs from (plugins/kafka_archive/catalog/ -> root)
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 class CatalogJobError(RuntimeError):
@@ -149,6 +158,37 @@ def _spark_submit_binary(config: CatalogJobConfig) -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
+def default_application(env: Mapping[str, str] | None = None) -> Path:
+    """``spark_jobs/build_catalog.py`` under ``$KAFKA_ARCHIVE_HOME`` (the platform image), else
+    in the source checkout this package runs from.
+
+    Raises:
+        CatalogJobError: neither exists (an installed package without the jobs).
+    """
+    env = os.environ if env is None else env
+    candidates = [Path(env[HOME_ENV]) / _JOB] if env.get(HOME_ENV) else []
+    candidates.append(_CHECKOUT / _JOB)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise CatalogJobError(
+        f"the catalog Spark job was not found (looked for {', '.join(map(str, candidates))}): "
+        f"set {HOME_ENV} to the directory holding spark_jobs/, or the configuration's "
+        "`application` to the job's path"
+    )
+
+
+def spark_submit_env(
+    config: CatalogJobConfig, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of ``spark-submit``: ``base`` (default: this process's) with the catalog
+    URL in ``KAFKA_ARCHIVE_DB`` (kept off the command line) and the executors' Python."""
+    env = dict(os.environ if base is None else base)
+    env[DB_ENV] = config.db_url
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    return env
+
+
 def spark_submit_command(config: CatalogJobConfig) -> list[str]:
     """The ``spark-submit`` command line of the catalog job for ``config``."""
     cmd = [
@@ -162,12 +202,11 @@ def spark_submit_command(config: CatalogJobConfig) -> list[str]:
         cmd += ["--conf", f"{k}={v}"]
     if config.py_files:
         cmd += ["--py-files", config.py_files]
-    cmd.append(config.application or str(_DEFAULT_APPLICATION))
+    cmd.append(config.application or str(default_application()))
+    # the catalog URL goes in the environment (spark_submit_env), not here
     cmd += [
         "--store",
         config.store_uri,
-        "--db",
-        config.db_url,
         "--interval-bytes",
         str(config.interval_bytes),
     ]
@@ -184,8 +223,7 @@ def run_spark_submit(
     """Run the job with ``spark-submit``, stream its output to ``log``, return its report."""
     cmd = spark_submit_command(config)
     log("running: " + " ".join(c if "://" not in c else "<uri>" for c in cmd))
-    env = dict(os.environ)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env = spark_submit_env(config)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
