@@ -7,16 +7,22 @@ streams an object out of an :class:`~kafka_archive.store.ObjectStore` with range
 checks the whole object against its manifest's CRC-32C (default) or SHA-256 on the way
 (:mod:`kafka_archive.catalog.integrity`).
 
-**Speed.** Every chunk is walked by segment_lib's compiled batch scan (headers parsed and
-batch CRCs checked in C: ``segment_lib._speedups.scan_batches_v2`` called once per chunk, on
-the terms ``iter_batches`` uses it, with ``iter_batches`` taking over for anything it does not
-accept); nothing is parsed per batch in Python. Without pieces and outside
-``__consumer_offsets`` (i.e. almost always) the headers of a chunk are booked as columns
-(:meth:`SegmentExtractor._book`: ``sum``/``max`` over the transposed fields, intervals cut by
-bisecting the batch end positions, one histogram update per bucket); no record is decoded.
-Pieces and ``__consumer_offsets`` take the general per-batch path
-(:meth:`SegmentExtractor._on_batch`), which decodes records where they are needed (clipped
-batches, offset commits, transaction markers). Both paths give the same rows (tested).
+**Speed.** Without pieces and outside ``__consumer_offsets`` (i.e. almost always) every chunk
+is summarized in C: ``segment_lib._summary.summarize_v2``, called once per chunk, walks the
+magic-2 batches on the terms ``iter_batches`` accepts them, checks their CRCs and folds the
+headers into the running aggregates (stats, epoch runs, intervals, histogram), with
+``iter_batches`` taking over for anything it does not accept (legacy messages, bad bytes,
+the cut batch at a chunk's end); no Python runs per batch and no record is decoded. When the
+object is checked against its CRC-32C, the same pass continues the object's CRC-32C: each
+batch's CRC and the object's register are combined instead of reading the bytes twice
+(:mod:`segment_lib._summary`). :func:`extract_object` reads through ``get_range_view``, so on
+the local store the chunks are the page cache itself (mapped), not copies. Without the
+summary (no C compiler, no hardware CRC-32C, or a last offset beyond 2^63 - 1), the compiled
+header scan ``scan_batches_v2`` returns the headers and they are booked as columns
+(:meth:`SegmentExtractor._book`). Pieces and ``__consumer_offsets`` take the general
+per-batch path (:meth:`SegmentExtractor._on_batch`), which decodes records where they are
+needed (clipped batches, offset commits, transaction markers). All paths give the same rows
+(tested).
 
 What is extracted:
 
@@ -117,11 +123,10 @@ _UNCOVERED_V2 = CRC_START
 _UNCOVERED_LEGACY = MAGIC_OFFSET
 #: "no epoch run open yet" (a partition leader epoch is an int32)
 _NO_EPOCH = -(1 << 40)
-#: most bytes scanned per compiled call on the fast path (then checksummed). A chunk of the
-#: build (8 MiB) is one window: 512 KiB windows, checksummed while in L2, measured no faster
-#: (benchmarks/bench_catalog_build.py --breakdown: 2.26 vs 2.19 raw reads per extraction with
-#: crc32c-only, 3.03 vs 3.01 with crc32c); the bound keeps header lists small when a whole
-#: segment is fed at once
+#: most bytes walked per compiled call on the fast path. A chunk of the build (8 MiB) is one
+#: window (with the header scan, 512 KiB windows checksummed while in L2 measured no faster:
+#: 2.26 vs 2.19 raw reads per extraction with crc32c-only, 3.03 vs 3.01 with crc32c); the
+#: bound keeps header lists small when a whole segment is fed at once
 _WINDOW = 8 << 20
 #: stop reasons of the compiled scan meaning "the batch goes on past the window's end"
 _CUT_BY_WINDOW = ("torn", "short")
@@ -147,9 +152,10 @@ _Summarize = Callable[
 _summarize: _Summarize | None = None
 try:  # the compiled one-pass summary (same acceptance as the scan; hardware CRC only)
     from segment_lib._summary import CRC32C_IMPL as _summary_impl
+    from segment_lib._summary import NO_EPOCH as _SUMMARY_NO_EPOCH
     from segment_lib._summary import summarize_v2 as _summarize_compiled
 
-    if _summary_impl != "table":
+    if _summary_impl != "table" and _SUMMARY_NO_EPOCH == _NO_EPOCH:
         _summarize = _summarize_compiled
 except ImportError:  # pragma: no cover - depends on the build
     pass

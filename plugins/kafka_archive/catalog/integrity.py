@@ -14,13 +14,18 @@ no batch CRC: a flipped bit in a base offset would otherwise silently move recor
   bits and any other random corruption with probability 1 - 2^-32 per object, at ~27 GB/s.
 * ``crc32c-only``: the whole-object CRC-32C alone. The batch CRCs are implied by it (the
   archiver checked every batch before upload, so bytes matching the manifest's CRC-32C have
-  intact batch CRCs, up to 2^-32) and are computed only to locate a mismatch; this saves a
-  second CRC pass over the bytes (~20% of a page-cached build).
+  intact batch CRCs, up to 2^-32) and are computed only to locate a mismatch. Where the
+  extractor's compiled summary runs (:mod:`kafka_archive.catalog.extract`), ``crc32c``
+  reads every byte once as well (each batch's CRC is combined into the object's CRC-32C
+  instead of a second pass), so this saves ~2% of a page-cached build; without it, the
+  second CRC pass (~20%).
 * ``sha256``: the SHA-256 of the whole object (~1.8 GB/s with SHA-NI, several times the cost
   of reading a page-cached object) and every batch's CRC: the behaviour before CRC-32C.
 
 :func:`crc32c_update` uses the fastest hardware CRC-32C available (the ``crc32c`` package's,
-~27 GB/s here, else ``segment_lib._speedups.crc32c``, ~22 GB/s; see :func:`_pick_crc32c`).
+~27 GB/s here, else ``segment_lib._speedups.crc32c``, ~22 GB/s; see :func:`_pick_crc32c`) for
+the bytes the extractor's compiled summary does not checksum itself (its CRC-32C folds with
+VPCLMULQDQ where the CPU has AVX-512: ~58 GB/s, see ``segment_lib/_summary.c``).
 
 When a CRC-32C mismatch is found and every batch passed its own checks, the difference must lie
 in bytes no batch CRC covers (a CRC detects every error burst of up to 32 bits in what it
