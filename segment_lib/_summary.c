@@ -365,6 +365,8 @@ CRC_RAW_X3(crc_raw_x3_clmul, TARGET_CLMUL, COMBINE_CLMUL)
  * numpy's or-reduce over the same views (51; the three crc32 streams: 69); 58 GB/s on an
  * 8 MiB buffer.  No software prefetch here: 1, 2, 4, 8 KiB ahead measured 54-57 ms/GiB (the
  * hardware prefetchers follow the one sequential stream). */
+#if defined(__clang__) || __GNUC__ >= 8 /* compilers that know VPCLMULQDQ */
+#define HAVE_FOLD 1
 #define TARGET_FOLD __attribute__((target("sse4.2,pclmul,avx512f,avx512vl,vpclmulqdq")))
 #define FOLD_MIN_BYTES 1024 /* below, the setup and the final reduction cost more than they save */
 
@@ -434,6 +436,7 @@ crc_raw_fold(uint32_t r, const uint8_t *p, size_t n)
     reg = _mm_crc32_u64(reg, (uint64_t)_mm_extract_epi64(v, 1));
     return crc_raw_x3_clmul((uint32_t)reg, p, n);
 }
+#endif /* HAVE_FOLD */
 #endif /* x86-64 */
 
 static crc_raw_fn crc_raw_auto = crc_raw_table;
@@ -453,11 +456,13 @@ crc_init(void)
             crc_raw_auto = crc_raw_x3 = crc_raw_x3_clmul;
             crc_have_clmul = 1;
             crc_impl_name = "sse4.2x3+pclmul";
+#ifdef HAVE_FOLD
             if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
                 && __builtin_cpu_supports("vpclmulqdq")) {
                 crc_raw_auto = crc_raw_folding = crc_raw_fold;
                 crc_impl_name = "avx512-vpclmulqdq";
             }
+#endif
         }
         else {
             crc_raw_auto = crc_raw_x3 = crc_raw_x3_table;
