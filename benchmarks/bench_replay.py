@@ -3,10 +3,10 @@
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header - ``source: bench`` on every record, or with ``--unique-headers`` a
 ``trace`` header whose value differs on every record - ``--batch`` records per batch, codec
-``--codec``), written by
-``segment_lib.writer`` and put in a local object store. Target: librdkafka's mock cluster
-(3 brokers) in this process. Per repetition (order rotated, interleaved), each to a fresh topic
-with the same partition count:
+``--codec``), written by ``segment_lib.writer`` and put in a local object store. Target:
+librdkafka's mock cluster (3 brokers) in this process, a fresh one for every run (the mock keeps
+every message in memory). Per repetition (order rotated, interleaved), each to a topic with the
+same partition count:
 
 * ``bare-txn``: **the reference** -- every record already decoded in memory (a list of
   ``(partition, key, value, timestamp, headers)``: same keys, values, timestamps and header lists
@@ -112,6 +112,21 @@ def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
     return dirs
 
 
+_serial = [0]
+
+
+def fresh_target(partitions: int) -> tuple[MockCluster, str]:
+    """A new mock cluster (with the progress topic) and a topic of ``partitions`` on it. Every
+    run gets its own: the mock keeps every message in memory, and a cluster reused across runs
+    grows by ~0.5 GB per million records, which slowed later runs unevenly."""
+    _serial[0] += 1
+    mock = MockCluster(3)
+    mock.create_topic("__kafka_archive_replay_progress", 6)
+    topic = f"t{_serial[0]}"
+    mock.create_topic(topic, partitions)
+    return mock, topic
+
+
 def decoded(store: LocalStore, source: SegmentsPlanSource, partitions: int) -> list[Any]:
     out = []
     for p in range(partitions):
@@ -202,13 +217,11 @@ def replay(
 
 
 def breakdown(
-    mock: MockCluster,
     store: LocalStore,
     source: SegmentsPlanSource,
     ledger: ReplayLedger,
     messages: list[Any],
     args: argparse.Namespace,
-    topic: Callable[[], str],
 ) -> dict[str, Any]:
     """Where the replay's time goes, next to the reference (``--breakdown``): ``--reps``
     interleaved pairs of bare-txn and replay (one thread), the replay instrumented by wrapping
@@ -298,15 +311,16 @@ def breakdown(
         for rep in range(args.reps):
             for kind in ("bare-txn", "replay") if rep % 2 == 0 else ("replay", "bare-txn"):
                 acc.clear()
+                mock, topic = fresh_target(args.partitions)
                 c0, m0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
                 if kind == "bare-txn":
                     dt, _cpu, _up = bare_txn(
-                        mock.bootstrap_servers, topic(), messages, args.txn_records
+                        mock.bootstrap_servers, topic, messages, args.txn_records
                     )
                     row = {"bare_wall": dt, "bare_process_cpu": time.process_time() - c0,
                            "bare_thread_cpu": time.thread_time() - m0}  # fmt: skip
                 else:
-                    replay(mock, topic(), store, source, ledger, args, 1)
+                    replay(mock, topic, store, source, ledger, args, 1)
                     row = {f"replay_{k}": v for k, v in acc.items()}
                     row["replay_wall"] = time.perf_counter() - t0
                     row["replay_process_cpu"] = time.process_time() - c0
@@ -315,6 +329,7 @@ def breakdown(
                         time.thread_time() - m0 + acc.get("partition_run_cpu", 0.0)
                         + acc.get("prepare_ahead_cpu", 0.0)
                     )  # fmt: skip
+                mock.close()
                 for k, v in row.items():
                     rows.setdefault(k, []).append(v)
     finally:
@@ -401,21 +416,16 @@ def main() -> int:
     payload = sum(len(m[2]) + len(m[1]) for m in messages)
     print(f"source: {total} records, {payload / 1e6:.1f} MB payload "
           f"(written in {time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip
-    mock = MockCluster(3)
-    mock.create_topic("__kafka_archive_replay_progress", 6)
     db_url = f"sqlite:///{tmp / 'catalog.db'}"
     ledger = ReplayLedger(open_catalog(db_url).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
     startup: list[float] = []
-    n = 0
     for rep in range(0 if args.spark_only else args.reps):
         order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]
         for kind in order:
-            n += 1
-            topic = f"t{n}"
-            mock.create_topic(topic, args.partitions)
+            mock, topic = fresh_target(args.partitions)
             if kind == "bare-txn":
                 dt, dc, up = bare_txn(mock.bootstrap_servers, topic, messages, args.txn_records)
                 startup.append(up)
@@ -427,6 +437,7 @@ def main() -> int:
                     1 if kind == "replay" else args.partitions,
                 )  # fmt: skip
                 assert sent == total, (sent, total)
+            mock.close()
             times[kind].append(dt)
             cpu[kind].append(dc)
             print(f"rep {rep} {kind:10s} {dt:7.2f} s  {total / dt:10,.0f} rec/s  "
@@ -489,23 +500,15 @@ def main() -> int:
               f"{result['ratio_replay_par_vs_bare_txn']:.2f}x; replay / bare-idem (not the "
               f"same work): {result['ratio_replay_vs_bare_idem']:.2f}x", flush=True)  # fmt: skip
     if args.breakdown and not args.spark_only:
-
-        def next_topic() -> str:
-            nonlocal n
-            n += 1
-            mock.create_topic(f"t{n}", args.partitions)
-            return f"t{n}"
-
-        result["breakdown"] = breakdown(mock, store, source, ledger, messages, args, next_topic)
+        result["breakdown"] = breakdown(store, source, ledger, messages, args)
         print(json.dumps(result["breakdown"], indent=1), flush=True)
     if not args.no_spark:
         spark: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
         for rep in range(max(1, args.reps - 1)):
             for cores in (1, 2) if rep % 2 == 0 else (2, 1):
-                n += 1
-                topic = f"t{n}"
-                mock.create_topic(topic, args.partitions)
+                mock, topic = fresh_target(args.partitions)
                 dt = spark_run(mock, store, source, db_url, cores, topic, args)
+                mock.close()
                 spark[f"local[{cores}]"].append(dt)
                 print(f"spark local[{cores}]: {dt:.2f} s", flush=True)
         s1, s2 = statistics.median(spark["local[1]"]), statistics.median(spark["local[2]"])
@@ -519,7 +522,6 @@ def main() -> int:
     (out / f"replay-{stamp}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k.startswith(("ratio", "spark_speedup",
                       "median"))}))  # fmt: skip
-    mock.close()
     return 0
 
 
