@@ -260,13 +260,22 @@ static inline int
 read_varint(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *pp, varint_t *out, const char *what)
 {
     Py_ssize_t p = *pp;
-    /* 1-byte fast path: most lengths and deltas are small */
+    /* 1- and 2-byte fast paths: most lengths and deltas are below 64 or 8192 (a record of a
+     * few hundred bytes has a 2-byte length and value length) */
     if (p < end && buf[p] < 0x80) {
         unsigned int b = buf[p];
         out->lo = b;
         out->hi = 0;
         out->v = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
         *pp = p + 1;
+        return 0;
+    }
+    if (p + 1 < end && buf[p + 1] < 0x80) {
+        unsigned int raw = (buf[p] & 0x7Fu) | ((unsigned int)buf[p + 1] << 7);
+        out->lo = raw;
+        out->hi = 0;
+        out->v = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+        *pp = p + 2;
         return 0;
     }
     return read_varint_slow(buf, end, pp, out, what);
