@@ -19,7 +19,6 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka_archive.archive import run_archive
@@ -44,6 +43,7 @@ from support.catalog_data import (
     sample_times,
     write_history,
 )
+from support.stores import RangeCountingStore
 
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
@@ -52,21 +52,6 @@ pytest_plugins = ["support.postgres"]
 
 CLUSTER = "c1"
 REPO = Path(__file__).resolve().parents[1]
-
-
-class CountingStore:
-    """Wraps a store and counts ranged reads (everything else is passed through)."""
-
-    def __init__(self, inner: ObjectStore) -> None:
-        self.inner = inner
-        self.ranged_reads = 0
-
-    def get_range(self, key: str, start: int, end_exclusive: int) -> bytes:
-        self.ranged_reads += 1
-        return self.inner.get_range(key, start, end_exclusive)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 @dataclass
@@ -117,7 +102,7 @@ def _cross_check(
         for ts in sample_times(recs, rng, n):
             brute = brute_force_offset(recs, ts)
             broker = find_offset_for_timestamp(view, ts)
-            counting = CountingStore(store)
+            counting = RangeCountingStore(store)
             (ans,) = offsets_for_time(cat, counting, CLUSTER, topic, ts, [part])
             assert brute == (broker.offset, broker.timestamp), (topic, part, ts)
             assert (ans.offset, ans.timestamp) == brute, (topic, part, ts)
@@ -142,7 +127,7 @@ def test_offsets_for_all_partitions_read_at_most_once_each(
     rng = random.Random(5)
     stamps = sorted(r.timestamp for rs in recs.values() for r in rs)
     for ts in [stamps[0] - 1, stamps[-1] + 1, *rng.sample(stamps, 20)]:
-        counting = CountingStore(archived.store)
+        counting = RangeCountingStore(archived.store)
         answers = offsets_for_time(catalog, counting, CLUSTER, "orders", ts)
         assert [a.partition for a in answers] == [0, 1, 2]
         for a in answers:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,11 @@ from kafka_archive.store import (
     InvalidKey,
     InvalidRange,
     InvalidRequest,
-    LocalStore,
     ObjectNotFound,
     ObjectStore,
-    S3Store,
 )
 
-pytest_plugins = ["support.s3server"]
+pytest_plugins = ["support.s3server", "support.stores"]
 
 MiB = 1024 * 1024
 BIG = 12 * MiB  # > the 5 MiB multipart threshold used by the S3 test store: 3 parts
@@ -31,14 +28,6 @@ BIG = 12 * MiB  # > the 5 MiB multipart threshold used by the S3 test store: 3 p
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
-    if request.param == "local":
-        return LocalStore(tmp_path / "store")
-    make: Callable[..., S3Store] = request.getfixturevalue("make_s3_store")
-    return make()
 
 
 @pytest.fixture(scope="module")

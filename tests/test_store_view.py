@@ -9,26 +9,17 @@ from __future__ import annotations
 import gc
 import hashlib
 import mmap
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kafka_archive.store import InvalidRange, LocalStore, ObjectNotFound, ObjectStore, S3Store
+from kafka_archive.store import InvalidRange, LocalStore, ObjectNotFound, ObjectStore
 from kafka_archive.store.base import read_view
+from support.stores import RangeCountingStore
 
-pytest_plugins = ["support.s3server"]
+pytest_plugins = ["support.s3server", "support.stores"]
 
 MiB = 1024 * 1024
 SIZE = 3 * MiB + 12345  # not a multiple of a page: the last mapped page is partial
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
-    if request.param == "local":
-        return LocalStore(tmp_path / "store")
-    make: Callable[..., S3Store] = request.getfixturevalue("make_s3_store")
-    return make()
 
 
 @pytest.fixture(scope="module")
@@ -117,25 +108,10 @@ def test_local_view_outlives_replace_and_delete(tmp_path: Path, data: bytes) -> 
         store.get_range_view("obj", 100, SIZE)
 
 
-class _PassThrough:
-    """A wrapper overriding ``get_range`` only, everything else passed through."""
-
-    def __init__(self, inner: ObjectStore) -> None:
-        self.inner = inner
-        self.ranged_reads = 0
-
-    def get_range(self, key: str, start: int, end_exclusive: int) -> bytes:
-        self.ranged_reads += 1
-        return self.inner.get_range(key, start, end_exclusive)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_read_view_respects_a_wrappers_get_range(tmp_path: Path, data: bytes) -> None:
     inner = LocalStore(tmp_path / "store")
     inner.put_bytes("obj", data)
-    wrapped = _PassThrough(inner)
+    wrapped = RangeCountingStore(inner)
     view = read_view(wrapped, "obj", 7, SIZE)  # type: ignore[arg-type]
     assert view == data[7:]
     assert wrapped.ranged_reads == 1  # through the wrapper, not around it
