@@ -77,7 +77,7 @@ from kafka_archive.replay.progress import (
 from kafka_archive.replay.ratelimit import RateLimiter
 from kafka_archive.replay.reader import PartitionReader, RawBatch
 from kafka_archive.store.base import ObjectStore
-from segment_lib.records import Record
+from segment_lib.records import Record, TimestampType
 
 __all__ = [
     "PROVENANCE_HEADER",
@@ -609,7 +609,13 @@ class PartitionReplay:
             """Produce a whole batch straight from its bytes (one run, same partition)."""
             h = batch.header
             run = _Run(source_partition, h.base_offset, h.last_offset, h.record_count)
-            ok_ts = keep_ts and h.first_timestamp >= 0 and h.max_timestamp >= 0
+            # as the decode path decides on its first and last record's timestamps (under
+            # LogAppendTime every record has the batch's max timestamp)
+            ok_ts = (
+                keep_ts
+                and h.max_timestamp >= 0
+                and (h.first_timestamp >= 0 or h.timestamp_type is TimestampType.LOG_APPEND_TIME)
+            )
             template = (topic, None, None, source_partition, None, None, 0, None)
             marks = (run.first, run.last, run.both)
             done, err = batch.emit(produce, template, _PRODUCE_SLOTS, marks=marks,
