@@ -9,8 +9,9 @@
  *   scan_batches_v2    the magic-2 batch-header scan with CRC-32C verification, which
  *                      segment_lib.log_file.iter_batches uses for runs of magic-2 batches (its
  *                      contract is at "the batch scan" below);
- *   crc32c             the CRC-32C the scan uses, exposed for tests and benchmarks (see
- *                      "CRC-32C" below: why it is here, and how it is made fast).
+ *   crc32c             the CRC-32C the scan uses, exposed for tests and benchmarks (the code
+ *                      is shared with segment_lib._summary: _crc32c.h says why it is
+ *                      hand-written and how it is made fast).
  *
  * Each has a specification outside this file that is also what runs when the extension is not
  * built: the Python decoder and the Python loop of iter_batches, and for the checksum the
@@ -50,6 +51,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_batch_v2.h" /* the magic-2 header layout, readers and checks (shared with _summary) */
+#include "_crc32c.h"   /* the CRC-32C (shared with _summary) */
 
 /* ---- lazily imported Python objects ---------------------------------------------------- */
 
@@ -931,301 +935,11 @@ done:
 
 /* ==== CRC-32C ============================================================================
  *
- * Why here and hand-written: the scan below verifies each batch's CRC-32C inside its C loop.
- * The `crc32c` package (used by the Python path) has no C API, and calling it back through
- * Python for every batch (a memoryview slice plus a call, ~0.15 us) would cost more than the
- * rest of the per-batch work (~0.1 us); no other maintained Python dependency exposes a
- * C-callable CRC-32C.  So the checksum is computed here, and tests/test_scan_speedups.py checks
- * every implementation below against the `crc32c` package: every length up to 2400 bytes at
- * every misalignment, random buffers up to 200 KB, and the RFC 3720 check values.
- *
- * Conventions: the CRC-32C "register" r (reflected polynomial 0x82F63B78) is what the SSE4.2
- * `crc32` instruction and the byte table update; the checksum of data d continuing from a
- * previous checksum c is ~raw(~c, d), raw being the register update without conditioning, as
- * for crc32c.crc32c(d, value=c).
- *
- * Three implementations, chosen once at module init:
- *   - "table": slicing-by-8 in portable C (8 tables of 256 entries built at init); any CPU;
- *   - "sse4.2": one stream of the `crc32` instruction, 8 bytes at a time.  Each instruction
- *     depends on the previous one's result (latency 3 cycles, throughput 1 per cycle on current
- *     x86 cores), so one stream uses a third of the unit;
- *   - "sse4.2x3" (the default when the CPU has SSE4.2): the standard 3-way interleave.  A block
- *     of 3L bytes A|B|C is run as three independent streams: rA = raw(r, A), rB = raw(0, B),
- *     rC = raw(0, C), issued in the same loop so the three dependency chains overlap.  raw is
- *     affine in the register: raw(r, X) = Z_L(r) ^ raw(0, X), Z_L being the linear map "append L
- *     zero bytes".  Hence raw(r, A|B|C) = Z_L(Z_L(rA) ^ rB) ^ rC: the combine step.  Z_L is
- *     linear over GF(2), so it is applied as four 256-entry tables, one per register byte
- *     (built at init from the images of the 32 basis vectors).  L = 256 (CRC_BLOCK), then a
- *     single stream for the tail (< 768 bytes).  Why so small: the scan reads batches from the
- *     page cache, i.e. from memory, not from CPU caches, and there the stream spacing decides
- *     the speed.  Measured on the benchmark segments (AMD EPYC, see docs/performance.md), a
- *     CRC over 66 MB in memory took (best of 15) 3.3 ms with L = 256, 3.7 with 128, 4.9 with
- *     320, 5.4 with 384, 4.8 with 4096, 10.4 with 768 (presumably the hardware prefetchers
- *     follow three nearby streams as one; spread-out streams defeat them), while the combine
- *     step per 768 bytes costs little when the data is cached (19.6 GB/s on a cached 16 KiB
- *     buffer vs 22 GB/s with L = 768).  The start is first aligned to 8 bytes, so that every
- *     load of every stream is aligned: loads straddling cache lines nearly halved the
- *     throughput on data streamed from memory (batches start at any byte).
- * The hardware functions are compiled with __attribute__((target("sse4.2"))) so the module
- * itself needs no -msse4.2, and used only if __builtin_cpu_supports("sse4.2") says so.
- */
-
-#define CRC32C_POLY 0x82F63B78u   /* CRC-32C (Castagnoli), bit-reflected */
-/* bytes per stream and round of the 3-way interleave: see the header comment for the choice */
-#define CRC_BLOCK 256
-
-static uint32_t crc_table[8][256];  /* slicing-by-8: crc_table[k][b] = b advanced k+1 bytes */
-static uint32_t crc_zeros[4][256];  /* Z_CRC_BLOCK, one table per register byte */
-
-typedef uint32_t (*crc32c_fn)(uint32_t crc, const uint8_t *p, size_t n);
-
-/* the register advanced over n bytes, table-driven (no conditioning) */
-static uint32_t
-crc_raw_table(uint32_t r, const uint8_t *p, size_t n)
-{
-    while (n >= 8) {
-        /* the first 4 bytes fold into the register (little-endian by construction, not by
-         * host byte order), the last 4 are looked up directly */
-        uint32_t lo = r ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
-                           | (uint32_t)p[3] << 24);
-        r = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF]
-            ^ crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]]
-            ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) {
-        r = crc_table[0][(r ^ *p++) & 0xFF] ^ (r >> 8);
-    }
-    return r;
-}
-
-static uint32_t
-crc32c_table(uint32_t crc, const uint8_t *p, size_t n)
-{
-    return ~crc_raw_table(~crc, p, n);
-}
-
-static inline uint32_t
-crc_shift(const uint32_t zeros[4][256], uint32_t r)
-{
-    return zeros[0][r & 0xFF] ^ zeros[1][(r >> 8) & 0xFF] ^ zeros[2][(r >> 16) & 0xFF]
-           ^ zeros[3][r >> 24];
-}
-
-/* Fill zeros[k][b] = Z_n(b << 8k), Z_n = the register advanced over n zero bytes. */
-static void
-crc_build_zeros(uint32_t zeros[4][256], size_t n)
-{
-    uint32_t basis[32];
-    for (int i = 0; i < 32; i++) {
-        uint32_t r = (uint32_t)1 << i;
-        for (size_t j = 0; j < n; j++) {
-            r = crc_table[0][r & 0xFF] ^ (r >> 8);
-        }
-        basis[i] = r;
-    }
-    for (int k = 0; k < 4; k++) {
-        for (int b = 0; b < 256; b++) {
-            uint32_t v = 0;
-            for (int j = 0; j < 8; j++) {
-                if (b & (1 << j)) {
-                    v ^= basis[8 * k + j];
-                }
-            }
-            zeros[k][b] = v;
-        }
-    }
-}
-
-static void
-crc_init_tables(void)
-{
-    for (uint32_t b = 0; b < 256; b++) {
-        uint32_t r = b;
-        for (int j = 0; j < 8; j++) {
-            r = (r & 1) ? (r >> 1) ^ CRC32C_POLY : r >> 1;
-        }
-        crc_table[0][b] = r;
-    }
-    for (int k = 1; k < 8; k++) {
-        for (int b = 0; b < 256; b++) {
-            uint32_t r = crc_table[k - 1][b];
-            crc_table[k][b] = crc_table[0][r & 0xFF] ^ (r >> 8);
-        }
-    }
-    crc_build_zeros(crc_zeros, CRC_BLOCK);
-}
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_SSE42_CRC 1
-#include <nmmintrin.h>
-
-#define SSE42 __attribute__((target("sse4.2")))
-
-static inline uint64_t
-load_le64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8); /* an unaligned load; x86 is little-endian, as the crc32 instruction wants */
-    return v;
-}
-
-SSE42 static uint32_t
-crc_raw_sse42(uint32_t r32, const uint8_t *p, size_t n)
-{
-#if defined(__x86_64__)
-    uint64_t r = r32;
-    while (n >= 8) {
-        r = _mm_crc32_u64(r, load_le64(p));
-        p += 8;
-        n -= 8;
-    }
-    r32 = (uint32_t)r;
-#endif
-    while (n--) {
-        r32 = _mm_crc32_u8(r32, *p++);
-    }
-    return r32;
-}
-
-
-/* Advance r over the bytes before the next 8-byte boundary: 8-byte loads that straddle cache
- * lines almost halve the throughput on data streamed from memory (batches start anywhere). */
-SSE42 static inline uint32_t
-crc_align_sse42(uint32_t r, const uint8_t **pp, size_t *np)
-{
-    const uint8_t *p = *pp;
-    size_t n = *np;
-    while (n && ((uintptr_t)p & 7)) {
-        r = _mm_crc32_u8(r, *p++);
-        n--;
-    }
-    *pp = p;
-    *np = n;
-    return r;
-}
-
-SSE42 static uint32_t
-crc32c_sse42(uint32_t crc, const uint8_t *p, size_t n)
-{
-    uint32_t r = crc_align_sse42(~crc, &p, &n);
-    return ~crc_raw_sse42(r, p, n);
-}
-
-SSE42 static uint32_t
-crc32c_sse42x3(uint32_t crc, const uint8_t *p, size_t n)
-{
-    uint32_t r = crc_align_sse42(~crc, &p, &n);
-#if defined(__x86_64__)
-    /* rounds of 3 x CRC_BLOCK bytes: three independent streams, then the combine step */
-    while (n >= 3 * (size_t)CRC_BLOCK) {
-        uint64_t r0 = r, r1 = 0, r2 = 0;
-        const uint8_t *stop = p + CRC_BLOCK;
-        do {
-            r0 = _mm_crc32_u64(r0, load_le64(p));
-            r1 = _mm_crc32_u64(r1, load_le64(p + CRC_BLOCK));
-            r2 = _mm_crc32_u64(r2, load_le64(p + 2 * CRC_BLOCK));
-            p += 8;
-        } while (p < stop);
-        r = crc_shift(crc_zeros, crc_shift(crc_zeros, (uint32_t)r0) ^ (uint32_t)r1)
-            ^ (uint32_t)r2;
-        p += 2 * CRC_BLOCK;
-        n -= 3 * (size_t)CRC_BLOCK;
-    }
-#endif
-    return ~crc_raw_sse42(r, p, n);
-}
-#endif /* x86 */
-
-static crc32c_fn crc32c_auto = crc32c_table;
-static const char *crc32c_auto_name = "table";
-
-static void
-crc_init(void)
-{
-    crc_init_tables();
-#ifdef HAVE_SSE42_CRC
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("sse4.2")) {
-#if defined(__x86_64__)
-        crc32c_auto = crc32c_sse42x3;
-        crc32c_auto_name = "sse4.2x3";
-#else
-        crc32c_auto = crc32c_sse42;
-        crc32c_auto_name = "sse4.2";
-#endif
-    }
-#endif
-}
-
-/* The implementation called `name` (NULL name: the default), or NULL with an exception set. */
-static crc32c_fn
-crc32c_by_name(const char *name)
-{
-    if (name == NULL || strcmp(name, "auto") == 0) {
-        return crc32c_auto;
-    }
-    if (strcmp(name, "table") == 0) {
-        return crc32c_table;
-    }
-#ifdef HAVE_SSE42_CRC
-    if (strcmp(name, "sse4.2") == 0 || strcmp(name, "sse4.2x3") == 0) {
-        if (!__builtin_cpu_supports("sse4.2")) {
-            PyErr_Format(PyExc_ValueError, "this CPU has no SSE4.2 (crc32c impl %s)", name);
-            return NULL;
-        }
-#if defined(__x86_64__)
-        return strcmp(name, "sse4.2") == 0 ? crc32c_sse42 : crc32c_sse42x3;
-#else
-        return crc32c_sse42;
-#endif
-    }
-#endif
-    PyErr_Format(PyExc_ValueError, "unknown or unavailable crc32c impl %s", name);
-    return NULL;
-}
-
-/* Spans at least this long are checksummed with the GIL released, as the `crc32c` package does
- * by default (its threshold too), so other threads keep running during long scans. */
-#define CRC_RELEASE_GIL_BYTES 32768
-
-PyDoc_STRVAR(crc32c_doc,
-"crc32c(data, value=0, impl='auto') -> int\n"
-"\n"
-"CRC-32C of `data` continuing from the checksum `value` (as crc32c.crc32c(data, value)).\n"
-"`impl` picks the implementation: 'auto' (the one the scan uses, see CRC32C_IMPL), 'table'\n"
-"(portable slicing-by-8), 'sse4.2' (one instruction stream) or 'sse4.2x3' (3-way interleaved);\n"
-"the hardware ones raise ValueError where the CPU lacks them.  For tests and benchmarks.");
-
-static PyObject *
-py_crc32c(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"data", "value", "impl", NULL};
-    Py_buffer data;
-    unsigned long value = 0;
-    const char *impl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|ks:crc32c", kwlist, &data, &value,
-                                     &impl)) {
-        return NULL;
-    }
-    crc32c_fn fn = crc32c_by_name(impl);
-    if (fn == NULL) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    uint32_t crc;
-    if (data.len >= CRC_RELEASE_GIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        crc = fn((uint32_t)value, (const uint8_t *)data.buf, (size_t)data.len);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        crc = fn((uint32_t)value, (const uint8_t *)data.buf, (size_t)data.len);
-    }
-    PyBuffer_Release(&data);
-    return PyLong_FromUnsignedLong(crc);
-}
+ * The scan verifies each batch's CRC-32C inside its C loop with the code shared with
+ * segment_lib._summary in _crc32c.h (why it is hand-written, the implementations and the
+ * measurements behind them: there), by the best raw update the CPU has (crc_raw_auto, reported
+ * as CRC32C_IMPL).  crc32c() (also in _crc32c.h) exposes it and the others for tests and
+ * benchmarks, taking `value` mod 2^32 as the crc32c package does. */
 
 /* ==== the batch scan ======================================================================
  *
@@ -1247,30 +961,7 @@ py_crc32c(PyObject *self, PyObject *args, PyObject *kwargs)
  * exactly the error it always raised, or reads the legacy message and hands back.  So a batch
  * is accepted here only under the exact conditions under which the Python path yields it.
  *
- * The header layout (big-endian), offsets derived from the field sizes and checked once
- * against segment_lib.record_batch's struct-computed constants: */
-#define OFF_BASE_OFFSET 0
-#define OFF_BATCH_LENGTH (OFF_BASE_OFFSET + 8)
-#define OFF_LEADER_EPOCH (OFF_BATCH_LENGTH + 4)
-#define OFF_MAGIC (OFF_LEADER_EPOCH + 4)
-#define OFF_CRC (OFF_MAGIC + 1)
-#define OFF_ATTRIBUTES (OFF_CRC + 4)
-#define OFF_LAST_OFFSET_DELTA (OFF_ATTRIBUTES + 2)
-#define OFF_FIRST_TIMESTAMP (OFF_LAST_OFFSET_DELTA + 4)
-#define OFF_MAX_TIMESTAMP (OFF_FIRST_TIMESTAMP + 8)
-#define OFF_PRODUCER_ID (OFF_MAX_TIMESTAMP + 8)
-#define OFF_PRODUCER_EPOCH (OFF_PRODUCER_ID + 8)
-#define OFF_BASE_SEQUENCE (OFF_PRODUCER_EPOCH + 2)
-#define OFF_RECORD_COUNT (OFF_BASE_SEQUENCE + 4)
-#define V2_RECORDS_START (OFF_RECORD_COUNT + 4)
-#define V2_CRC_START OFF_ATTRIBUTES                    /* CRC covers attributes .. end */
-#define V2_LOG_OVERHEAD OFF_LEADER_EPOCH               /* baseOffset + batchLength */
-#define V2_MIN_BATCH_LENGTH (V2_RECORDS_START - V2_LOG_OVERHEAD)
-#define V2_MAGIC_OFFSET OFF_MAGIC
-#define ATTR_CODEC_MASK 0x07
-#define ATTR_TIMESTAMP_TYPE 0x08
-#define ATTR_TRANSACTIONAL 0x10
-#define ATTR_CONTROL 0x20
+ * The header layout, the readers, the header checks and the stop reasons: _batch_v2.h. */
 
 /* BatchHeader's fields in the order this file fills them (checked against _fields). */
 static const char *const batch_header_fields[] = {
@@ -1285,30 +976,6 @@ static PyTypeObject *BatchHeader_type = NULL; /* segment_lib.records.BatchHeader
 static PyObject *codec_members = NULL;        /* segment_lib.record_batch._CODECS (by id) */
 static PyObject *ts_create_time = NULL;       /* TimestampType.CREATE_TIME */
 static PyObject *ts_log_append_time = NULL;   /* TimestampType.LOG_APPEND_TIME */
-static PyObject *reason_end, *reason_limit, *reason_short, *reason_magic, *reason_invalid,
-    *reason_torn, *reason_crc;
-
-/* 0 if module.name is an int equal to value, else -1 with TypeError/ImportError set */
-static int
-check_constant(PyObject *module, const char *name, long value)
-{
-    PyObject *obj = PyObject_GetAttrString(module, name);
-    if (obj == NULL) {
-        return -1;
-    }
-    long got = PyLong_Check(obj) ? PyLong_AsLong(obj) : -1;
-    Py_DECREF(obj);
-    if (got == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (got != value) {
-        PyErr_Format(PyExc_ImportError,
-                     "segment_lib._speedups: %s is %ld in Python but %ld in the C scan", name,
-                     got, value);
-        return -1;
-    }
-    return 0;
-}
 
 static int
 ensure_scan_imports(void)
@@ -1319,20 +986,7 @@ ensure_scan_imports(void)
     PyObject *records = NULL, *record_batch = NULL, *header = NULL, *fields = NULL,
              *codecs = NULL, *ts_type = NULL, *create = NULL, *append = NULL;
     int rc = -1;
-    records = PyImport_ImportModule("segment_lib.records");
-    record_batch = records ? PyImport_ImportModule("segment_lib.record_batch") : NULL;
-    if (record_batch == NULL) {
-        goto done;
-    }
-    if (check_constant(records, "LOG_OVERHEAD", V2_LOG_OVERHEAD) < 0
-        || check_constant(records, "MAGIC_OFFSET", V2_MAGIC_OFFSET) < 0
-        || check_constant(record_batch, "CRC_START", V2_CRC_START) < 0
-        || check_constant(record_batch, "RECORDS_START", V2_RECORDS_START) < 0
-        || check_constant(record_batch, "MIN_BATCH_LENGTH", V2_MIN_BATCH_LENGTH) < 0
-        || check_constant(record_batch, "_CODEC_MASK", ATTR_CODEC_MASK) < 0
-        || check_constant(record_batch, "_TIMESTAMP_TYPE_BIT", ATTR_TIMESTAMP_TYPE) < 0
-        || check_constant(record_batch, "_TRANSACTIONAL_BIT", ATTR_TRANSACTIONAL) < 0
-        || check_constant(record_batch, "_CONTROL_BIT", ATTR_CONTROL) < 0) {
+    if (v2_import_checked(&records, &record_batch, "segment_lib._speedups") < 0) {
         goto done;
     }
     header = PyObject_GetAttrString(records, "BatchHeader");
@@ -1367,15 +1021,7 @@ ensure_scan_imports(void)
         goto done;
     }
     /* module-lifetime references */
-    reason_end = PyUnicode_InternFromString("end");
-    reason_limit = PyUnicode_InternFromString("limit");
-    reason_short = PyUnicode_InternFromString("short");
-    reason_magic = PyUnicode_InternFromString("magic");
-    reason_invalid = PyUnicode_InternFromString("invalid");
-    reason_torn = PyUnicode_InternFromString("torn");
-    reason_crc = PyUnicode_InternFromString("crc");
-    if (!reason_end || !reason_limit || !reason_short || !reason_magic || !reason_invalid
-        || !reason_torn || !reason_crc) {
+    if (v2_intern_reasons() < 0) {
         goto done;
     }
     codec_members = codecs;
@@ -1396,30 +1042,6 @@ done:
     return rc;
 }
 
-static inline uint32_t
-be_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-static inline int32_t
-be_i32(const uint8_t *p)
-{
-    return (int32_t)be_u32(p);
-}
-
-static inline int16_t
-be_i16(const uint8_t *p)
-{
-    return (int16_t)(uint16_t)((unsigned)p[0] << 8 | (unsigned)p[1]);
-}
-
-static inline int64_t
-be_i64(const uint8_t *p)
-{
-    return (int64_t)((uint64_t)be_u32(p) << 32 | (uint64_t)be_u32(p + 4));
-}
-
 /* base_offset + last_offset_delta as Python computes it (exact beyond int64) */
 static PyObject *
 last_offset_object(int64_t base, int32_t delta)
@@ -1438,7 +1060,7 @@ last_offset_object(int64_t base, int32_t delta)
 
 /* The BatchHeader of the (validated) batch at p, found at `position` (new reference). */
 static PyObject *
-build_batch_header(const uint8_t *p, Py_ssize_t position, int32_t batch_length)
+build_batch_header(const uint8_t *p, Py_ssize_t position, size_t size)
 {
     int16_t attributes = be_i16(p + OFF_ATTRIBUTES);
     PyObject *h = BatchHeader_type->tp_alloc(BatchHeader_type, N_BATCH_HEADER_FIELDS);
@@ -1455,7 +1077,7 @@ build_batch_header(const uint8_t *p, Py_ssize_t position, int32_t batch_length)
     Py_INCREF(is_control);
     /* a NULL slot (failed allocation) is fine for the tuple's deallocator */
     PyTuple_SET_ITEM(h, 0, PyLong_FromSsize_t(position));
-    PyTuple_SET_ITEM(h, 1, PyLong_FromLongLong((long long)batch_length + V2_LOG_OVERHEAD));
+    PyTuple_SET_ITEM(h, 1, PyLong_FromSize_t(size));
     PyTuple_SET_ITEM(h, 2, PyLong_FromLong(p[OFF_MAGIC]));
     PyTuple_SET_ITEM(h, 3, PyLong_FromLongLong(be_i64(p + OFF_BASE_OFFSET)));
     PyTuple_SET_ITEM(h, 4, last_offset_object(be_i64(p + OFF_BASE_OFFSET),
@@ -1522,57 +1144,38 @@ scan_batches_v2(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     const uint8_t *b = (const uint8_t *)view.buf;
-    crc32c_fn crc_fn = crc32c_auto;
-    PyObject *reason = reason_end;
+    const crc_raw_fn raw = crc_raw_auto;
+    const int n_codecs = (int)PyTuple_GET_SIZE(codec_members);
+    v2_reason_t reason = V2_END;
     Py_ssize_t pos = start, n = 0;
     while (pos < end) {
         if (max_batches >= 0 && n >= max_batches) {
-            reason = reason_limit;
+            reason = V2_LIMIT;
             break;
         }
-        const Py_ssize_t remaining = end - pos;
         const uint8_t *p = b + pos;
-        if (remaining < V2_MAGIC_OFFSET + 1) {
-            reason = reason_short;
-            break;
-        }
-        if (p[OFF_MAGIC] != 2) {
-            reason = reason_magic;
-            break;
-        }
-        const int32_t batch_length = be_i32(p + OFF_BATCH_LENGTH);
-        if (batch_length < V2_MIN_BATCH_LENGTH) {
-            reason = reason_invalid;
-            break;
-        }
-        if ((int64_t)batch_length + V2_LOG_OVERHEAD > (int64_t)remaining) {
-            reason = reason_torn;
-            break;
-        }
-        /* from here the whole header is inside buf[pos:end] */
-        const int16_t attributes = be_i16(p + OFF_ATTRIBUTES);
-        if ((attributes & ATTR_CODEC_MASK) >= PyTuple_GET_SIZE(codec_members)
-            || be_i32(p + OFF_RECORD_COUNT) < 0 || be_i32(p + OFF_LAST_OFFSET_DELTA) < 0) {
-            reason = reason_invalid;
+        size_t size;
+        reason = v2_check_header(p, (int64_t)(end - pos), n_codecs, &size);
+        if (reason != V2_END) {
             break;
         }
         if (verify_crc) {
-            const size_t span = (size_t)batch_length + V2_LOG_OVERHEAD - V2_CRC_START;
+            const size_t span = size - V2_CRC_START;
             uint32_t computed;
             if (span >= CRC_RELEASE_GIL_BYTES) {
                 Py_BEGIN_ALLOW_THREADS
-                computed = crc_fn(0, p + V2_CRC_START, span);
+                computed = ~raw(0xFFFFFFFFu, p + V2_CRC_START, span);
                 Py_END_ALLOW_THREADS
             }
             else {
-                computed = crc_fn(0, p + V2_CRC_START, span);
+                computed = ~raw(0xFFFFFFFFu, p + V2_CRC_START, span);
             }
             if (computed != be_u32(p + OFF_CRC)) {
-                reason = reason_crc;
+                reason = V2_CRC;
                 break;
             }
         }
-        PyObject *h = build_batch_header(p, pos, batch_length);
+        PyObject *h = build_batch_header(p, pos, size);
         if (h == NULL || PyList_Append(out, h) < 0) {
             Py_XDECREF(h);
             Py_DECREF(out);
@@ -1580,11 +1183,11 @@ scan_batches_v2(PyObject *self, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         Py_DECREF(h);
-        pos += (Py_ssize_t)batch_length + V2_LOG_OVERHEAD;
+        pos += (Py_ssize_t)size;
         n++;
     }
     PyBuffer_Release(&view);
-    return Py_BuildValue("(NnO)", out, pos, reason);
+    return Py_BuildValue("(NnO)", out, pos, v2_reason_objects[reason]);
 }
 
 /* ==== module ============================================================================ */
@@ -1596,7 +1199,7 @@ static PyMethodDef methods[] = {
      METH_VARARGS | METH_KEYWORDS, emit_records_v2_doc},
     {"scan_batches_v2", (PyCFunction)(void (*)(void))scan_batches_v2,
      METH_VARARGS | METH_KEYWORDS, scan_batches_v2_doc},
-    {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_VARARGS | METH_KEYWORDS, crc32c_doc},
+    CRC32C_METHOD_DEF,
     {NULL, NULL, 0, NULL},
 };
 
@@ -1611,15 +1214,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    crc_init();
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL) {
-        return NULL;
-    }
-    /* which CRC-32C implementation the scan uses on this CPU (reported by the benchmarks) */
-    if (PyModule_AddStringConstant(m, "CRC32C_IMPL", crc32c_auto_name) < 0) {
-        Py_DECREF(m);
-        return NULL;
+    /* the CRC-32C kernels, and CRC32C_IMPL: which one the scan uses on this CPU (reported by
+     * the benchmarks) */
+    if (m != NULL && crc_module_init(m) < 0) {
+        Py_CLEAR(m);
     }
     return m;
 }

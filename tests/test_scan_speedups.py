@@ -72,9 +72,10 @@ HANDOVER_REASONS = {"short", "magic", "invalid", "torn", "crc"}
 
 
 def crc_impls() -> list[str]:
-    """Every CRC-32C implementation this CPU can run."""
+    """Every CRC-32C implementation this CPU can run (the kernels of segment_lib/_crc32c.h,
+    by the names CRC32C_IMPL may report, and the single-stream one)."""
     impls = ["auto", "table"]
-    for name in ("sse4.2", "sse4.2x3"):
+    for name in ("sse4.2", "sse4.2x3", "sse4.2x3+pclmul", "avx512-vpclmulqdq"):
         try:
             _speedups.crc32c(b"", 0, name)
         except ValueError:
