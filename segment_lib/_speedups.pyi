@@ -4,7 +4,8 @@ from collections.abc import Callable
 
 from segment_lib.records import BatchHeader, Record
 
-#: the CRC-32C implementation ``scan_batches_v2`` uses on this CPU: "sse4.2x3" or "table"
+#: the CRC-32C kernel ``scan_batches_v2`` uses on this CPU (``_crc32c.h``): "avx512-vpclmulqdq",
+#: "sse4.2x3+pclmul", "sse4.2x3" or "table"
 CRC32C_IMPL: str
 
 def decode_records_v2(

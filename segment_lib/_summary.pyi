@@ -1,6 +1,7 @@
 """Type stubs of the compiled ``segment_lib._summary`` (see ``_summary.c`` for the contract)."""
 
-#: the CRC-32C implementation on this CPU: "sse4.2x3+pclmul", "sse4.2x3" or "table"
+#: the CRC-32C kernel on this CPU (``_crc32c.h``): "avx512-vpclmulqdq", "sse4.2x3+pclmul",
+#: "sse4.2x3" or "table"
 CRC32C_IMPL: str
 #: the state summarize_v2 starts from (18 ints: see _summary.c)
 INITIAL_STATE: tuple[int, ...]

@@ -22,10 +22,10 @@ no batch CRC: a flipped bit in a base offset would otherwise silently move recor
 * ``sha256``: the SHA-256 of the whole object (~1.8 GB/s with SHA-NI, several times the cost
   of reading a page-cached object) and every batch's CRC: the behaviour before CRC-32C.
 
-:func:`crc32c_update` uses the fastest hardware CRC-32C available (the ``crc32c`` package's,
-~27 GB/s here, else ``segment_lib._speedups.crc32c``, ~22 GB/s; see :func:`_pick_crc32c`) for
-the bytes the extractor's compiled summary does not checksum itself (its CRC-32C folds with
-VPCLMULQDQ where the CPU has AVX-512: ~58 GB/s, see ``segment_lib/_summary.c``).
+:func:`crc32c_update` uses the fastest CRC-32C available (see :func:`_pick_crc32c`: the
+VPCLMULQDQ kernel of ``segment_lib/_crc32c.h`` where the CPU has AVX-512, ~58 GB/s, else the
+``crc32c`` package's hardware code, ~27 GB/s) for the bytes the extractor's compiled summary does
+not checksum itself.
 
 When a CRC-32C mismatch is found and every batch passed its own checks, the difference must lie
 in bytes no batch CRC covers (a CRC detects every error burst of up to 32 bits in what it
@@ -68,24 +68,27 @@ _Crc = Callable[[Any, int], int]
 
 
 def _pick_crc32c() -> tuple[_Crc, str]:
-    """The fastest hardware CRC-32C available.
+    """The fastest CRC-32C available.
 
-    Measured on the benchmark machine (Zen 4, 8 MiB and 512 KiB buffers, median of 40): the
-    ``crc32c`` package 2.9 runs at ~27 GB/s, ``segment_lib._speedups.crc32c`` (SSE4.2, three
-    interleaved streams) at ~22 GB/s; both are far ahead of any table code (~2.5 GB/s). So the
-    package is used when it runs on hardware instructions, else the extension when it does,
-    else the package (its software code is still faster than the extension's table).
+    Measured on the benchmark machine (Zen 4, 8 MiB buffers in cache): ``segment_lib``'s
+    VPCLMULQDQ folding kernel (CPUs with AVX-512) ~58 GB/s, the ``crc32c`` package 2.9 ~27 GB/s,
+    ``segment_lib``'s three interleaved ``crc32`` streams ~22 GB/s, any table code ~2.5 GB/s.
+    So: the folding kernel where the CPU has it, else the package on hardware instructions, else
+    the extension's ``crc32`` streams, else the package's software code (faster than our table).
     """
-    if getattr(_crc32c_pkg, "hardware_based", False):
-        return _crc32c_pkg.crc32c, "crc32c package (hardware)"
+    ext: _Crc | None
     try:
         from segment_lib._speedups import CRC32C_IMPL
         from segment_lib._speedups import crc32c as ext
     except ImportError:  # pragma: no cover - depends on the build
-        return _crc32c_pkg.crc32c, "crc32c package (software)"
-    if CRC32C_IMPL == "table":  # pragma: no cover - depends on the CPU
-        return _crc32c_pkg.crc32c, "crc32c package (software)"
-    return ext, f"segment_lib._speedups ({CRC32C_IMPL})"  # pragma: no cover
+        CRC32C_IMPL, ext = "missing", None
+    if ext is not None and CRC32C_IMPL == "avx512-vpclmulqdq":  # pragma: no cover - CPU
+        return ext, f"segment_lib._speedups ({CRC32C_IMPL})"
+    if getattr(_crc32c_pkg, "hardware_based", False):  # pragma: no cover - CPU
+        return _crc32c_pkg.crc32c, "crc32c package (hardware)"
+    if ext is not None and CRC32C_IMPL != "table":  # pragma: no cover - CPU
+        return ext, f"segment_lib._speedups ({CRC32C_IMPL})"
+    return _crc32c_pkg.crc32c, "crc32c package (software)"  # pragma: no cover - CPU
 
 
 #: ``crc32c_update(data, value)``: CRC-32C of ``data`` continuing from ``value`` (0 to start)
