@@ -37,13 +37,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Final
 
 from crc32c import crc32c
 
 from segment_lib.compression import Codec, decompress
-from segment_lib.errors import CorruptBatchError, CorruptRecordError, CrcMismatchError
+from segment_lib.errors import (
+    CorruptBatchError,
+    CorruptRecordError,
+    CrcMismatchError,
+    SegmentError,
+)
 from segment_lib.records import BatchHeader, Header, Record, TimestampType
 
 __all__ = [
@@ -181,10 +185,12 @@ def decode_records_v2(buf: bytes | memoryview, header: BatchHeader) -> list[Reco
         CorruptRecordError: a record is malformed, or the count does not match ``recordCount``.
     """
     data, error_base, log_append_ts = _records_section(buf, header)
-    with _record_errors(header, error_base):
+    try:
         return _decode(
             data, header.record_count, header.base_offset, header.first_timestamp, log_append_ts
         )
+    except CorruptRecordError as exc:
+        raise _reanchored(exc, header, error_base) from exc
 
 
 #: (value, key, timestamp, headers, mark) indexes into an :func:`emit_records_v2` template
@@ -230,7 +236,7 @@ def emit_records_v2(
         ValueError: the template or slots are inconsistent.
     """
     data, error_base, log_append_ts = _records_section(buf, header)
-    with _record_errors(header, error_base):
+    try:
         return _emit(
             data,
             header.record_count,
@@ -243,6 +249,8 @@ def emit_records_v2(
             marks=marks,
             zero_timestamps=zero_timestamps,
         )
+    except CorruptRecordError as exc:
+        raise _reanchored(exc, header, error_base) from exc
 
 
 def _records_section(
@@ -268,22 +276,22 @@ def _records_section(
     return data, error_base, log_append_ts
 
 
-@contextmanager
-def _record_errors(header: BatchHeader, error_base: int | None) -> Iterator[None]:
-    """Re-anchor a CorruptRecordError from the records section to the buffer: positions in
-    uncompressed records move by ``error_base``; in decompressed ones the batch is named."""
-    try:
-        yield
-    except CorruptRecordError as exc:
-        if error_base is None:
-            raise CorruptRecordError(
-                f"in the {header.codec.label} payload of the batch at offset "
-                f"{header.base_offset}, at byte {exc.position} of the decompressed records: "
-                f"{exc.detail}",
-                position=header.position,
-                expected=exc.expected,
-            ) from exc
-        raise exc.with_location(None, error_base) from exc
+def _reanchored(
+    exc: CorruptRecordError, header: BatchHeader, error_base: int | None
+) -> SegmentError:
+    """``exc`` (positions in the records section) re-anchored to the buffer: positions in
+    uncompressed records move by ``error_base``; in decompressed ones the batch is named.
+    (A plain function called from ``except``, not a context manager: that cost ~1.5 us per
+    batch, a sixth of decoding a 16 KiB batch.)"""
+    if error_base is None:
+        return CorruptRecordError(
+            f"in the {header.codec.label} payload of the batch at offset "
+            f"{header.base_offset}, at byte {exc.position} of the decompressed records: "
+            f"{exc.detail}",
+            position=header.position,
+            expected=exc.expected,
+        )
+    return exc.with_location(None, error_base)
 
 
 def _decode_records_python(
