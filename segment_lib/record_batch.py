@@ -460,16 +460,15 @@ def _emit_records_python(
         args[ts_slot] = 0 if zero_timestamps else rec.timestamp
         args[hs] = [tuple(h) for h in rec.headers] if rec.headers else None
         if marks is not None:
-            mark = (
-                marks[2]
-                if count == 1
-                else marks[0]
-                if i == 0
-                else marks[1]
-                if i == count - 1
-                else None
-            )
-            args[ms] = template[ms] if mark is None else mark
+            first, last, only = marks
+            mark = template[ms]  # a None in marks keeps the template's value
+            if count == 1 and only is not None:
+                mark = only
+            elif i == 0 and first is not None:
+                mark = first
+            elif i == count - 1 and last is not None:
+                mark = last
+            args[ms] = mark
         try:
             fn(*args)
         except Exception as exc:  # returned, not raised: the caller resumes at record `done`

@@ -167,6 +167,30 @@ def test_repeated_headers_share_objects_and_stay_exact() -> None:
     both(bad, 2, 1, None)
 
 
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize(
+    "marks", [("f", "l", None), (None, "l", "o"), ("f", None, None), (None, None, None)]
+)
+def test_marks_with_none_items_keep_the_template(count: int, marks: tuple[Any, ...]) -> None:
+    """A None in ``marks`` leaves that record's mark slot to the next rule, then the template
+    (the compiled and the reference loops agree on every combination)."""
+    data = build_with_kafka_python([(i, i, b"k", b"v", []) for i in range(count)])
+    result = both(data, count, 0, None, marks=marks)
+    assert result[1] == count
+    first, last, only = marks
+    expected = []
+    for i in range(count):
+        mark = "no-mark"
+        if count == 1 and only is not None:
+            mark = only
+        elif i == 0 and first is not None:
+            mark = first
+        elif i == count - 1 and last is not None:
+            mark = last
+        expected.append(mark)
+    assert [call[4] for call in result[4]] == expected
+
+
 @pytest.mark.parametrize("impl", [_emit_records_python, compiled], ids=["python", "compiled"])
 def test_base_exceptions_propagate(impl: Any) -> None:
     data = build_with_kafka_python([(0, 1, b"k", b"v", []), (1, 2, b"k", b"v", [])])
