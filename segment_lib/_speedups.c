@@ -824,8 +824,9 @@ PyDoc_STRVAR(emit_records_v2_doc,
 "(mark = -1: none).  Headers are passed as a list of (str, bytes) tuples, or None when the\n"
 "record has none (records with byte-identical headers may share one list: fn must not\n"
 "change it).  marks = (first, last, only) puts `first` in the mark slot of record 0,\n"
-"`last` in that of the final record and `only` in that of a lone record (None: keep the\n"
-"template's).  zero_timestamps passes 0 as every timestamp.  Records before `start` are\n"
+"`last` in that of the final record and `only` in that of a lone record (a None item is\n"
+"skipped: a lone record without `only` takes `first`, else `last`; unmarked records keep the\n"
+"template's value).  zero_timestamps passes 0 as every timestamp.  Records before `start` are\n"
 "parsed but not emitted.  An exception raised by fn stops the loop and is returned, not\n"
 "raised: `emitted` is the index of the first record fn did not accept (`count` when all\n"
 "were), `error` what it raised (None when all were emitted).");

@@ -219,8 +219,9 @@ def emit_records_v2(
     ``None`` when the record has none; consecutive records with byte-identical headers may get
     the *same* list, so ``fn`` must not change it); ``mark = -1`` means no mark slot.
     ``marks = (first, last, only)`` puts ``first`` in the mark slot of record 0, ``last`` in that
-    of the final record and ``only`` in that of a lone record (``None`` items keep the template's
-    value). Records before ``start`` are decoded but not handed over. Decompression, checks and
+    of the final record and ``only`` in that of a lone record; a ``None`` item is skipped (a lone
+    record without ``only`` takes ``first``, else ``last``), and a record no item marks keeps the
+    template's value. Records before ``start`` are decoded but not handed over. Decompression, checks and
     errors are exactly :func:`decode_records_v2`'s; the CRC is not checked here either. Records
     reach ``fn`` as they are decoded, so a malformed record raises after the records before it
     were handed over.
