@@ -221,10 +221,10 @@ def emit_records_v2(
     ``marks = (first, last, only)`` puts ``first`` in the mark slot of record 0, ``last`` in that
     of the final record and ``only`` in that of a lone record; a ``None`` item is skipped (a lone
     record without ``only`` takes ``first``, else ``last``), and a record no item marks keeps the
-    template's value. Records before ``start`` are decoded but not handed over. Decompression, checks and
-    errors are exactly :func:`decode_records_v2`'s; the CRC is not checked here either. Records
-    reach ``fn`` as they are decoded, so a malformed record raises after the records before it
-    were handed over.
+    template's value. Records before ``start`` are decoded but not handed over. Decompression,
+    checks and errors are exactly :func:`decode_records_v2`'s; the CRC is not checked here
+    either. Records reach ``fn`` as they are decoded, so a malformed record raises after the
+    records before it were handed over.
 
     Returns:
         ``(done, error)``: ``done`` is the index of the first record ``fn`` did not accept
