@@ -52,7 +52,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -214,6 +214,15 @@ class _Txn:
     last_offset: int = -1
     started: float = 0.0
     errors: list[str] = field(default_factory=list)
+
+    def add(self, runs: Iterable[_Run], first: int, last: int, records: int, nbytes: int) -> None:
+        """Book one produced source batch: its runs, source offsets ``first..last``, counts."""
+        self.runs.extend(runs)
+        if self.first_offset < 0:
+            self.first_offset = first
+        self.last_offset = last
+        self.records += records
+        self.bytes += nbytes
 
 
 class PartitionReplay:
@@ -597,12 +606,7 @@ class PartitionReplay:
                 nbytes = sum(len(r.value or b"") + len(r.key or b"") for r in group)
             else:
                 nbytes = stats.bytes_read - bytes_before
-            txn.runs.extend(run for run, _m in runs)
-            if txn.first_offset < 0:
-                txn.first_offset = group[0].offset
-            txn.last_offset = group[-1].offset
-            txn.records += n
-            txn.bytes += nbytes
+            txn.add((run for run, _m in runs), group[0].offset, group[-1].offset, n, nbytes)
             return n, nbytes
 
         def stream_batch(txn: _Txn, batch: RawBatch, bytes_before: int) -> tuple[int, int]:
@@ -631,12 +635,7 @@ class PartitionReplay:
                                        marks=marks, zero_timestamps=not ok_ts)  # fmt: skip
             n = h.record_count
             nbytes = stats.bytes_read - bytes_before
-            txn.runs.append(run)
-            if txn.first_offset < 0:
-                txn.first_offset = h.base_offset
-            txn.last_offset = h.last_offset
-            txn.records += n
-            txn.bytes += nbytes
+            txn.add((run,), h.base_offset, h.last_offset, n, nbytes)
             return n, nbytes
 
         while True:
