@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -186,18 +187,28 @@ def machine() -> dict[str, Any]:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             versions[dist] = None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-            text=True, check=False,
-        ).stdout.strip()  # fmt: skip
-    except OSError:
-        commit = ""
     return {
         "cpu": cpu,
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "packages": versions,
-        "commit": commit,
+        "commit": git_commit(),
     }
+
+
+def git_commit() -> str:
+    """The checkout's short commit id, recorded in every result file ("" outside git)."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+            text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+    except OSError:
+        return ""
+
+
+def result_file(kind: str, directory: Path = RESULTS_DIR) -> Path:
+    """``<directory>/<kind>-<UTC time>.json`` for a new result file; the directory is created."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{kind}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"

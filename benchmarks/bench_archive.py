@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -187,11 +186,7 @@ def main() -> None:
             moto.stdin.close()
             moto.wait(timeout=30)
     print(json.dumps(summary, indent=2))
-    out = (
-        Path(args.out)
-        if args.out
-        else _data.RESULTS_DIR / (f"archive-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
-    )
+    out = Path(args.out) if args.out else _data.result_file("archive")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(

@@ -65,9 +65,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import _data
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -574,12 +575,7 @@ def main() -> None:
                 indent=1,
             )
         )
-        args.out.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-        ).stdout.strip()
-        out = args.out / f"catalog-build-{args.store}-{stamp}.json"
+        out = _data.result_file(f"catalog-build-{args.store}", args.out)
         out.write_text(
             json.dumps(
                 {
@@ -595,7 +591,7 @@ def main() -> None:
                     "breakdown": parts,
                     "crc32c": CRC32C_SOURCE,
                     "raw_view1_pass": TOUCH_NAME,
-                    "commit": commit,
+                    "commit": _data.git_commit(),
                     "machine": {
                         "python": platform.python_version(),
                         "cpus": os.cpu_count(),

@@ -26,7 +26,6 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import _data
@@ -160,10 +159,7 @@ def main() -> None:
             f"{row['ours_over_aiokafka']:12.2f}x  {'' if kp is None else f'{kp:15.1f}x'}"
         )
 
-    out = args.out or str(
-        _data.RESULTS_DIR / f"decode-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    )
-    _data.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = args.out or str(_data.result_file("decode"))
     with open(out, "w") as f:
         json.dump(
             {

@@ -27,14 +27,14 @@ import json
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import _data
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -247,12 +247,7 @@ def main() -> None:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    out = args.out / f"catalog-offsets-{stamp}.json"
+    out = _data.result_file("catalog-offsets", args.out)
     out.write_text(
         json.dumps(
             {
@@ -261,7 +256,7 @@ def main() -> None:
                 "partitions": args.partitions,
                 "queries": args.queries,
                 "results": results,
-                "commit": commit,
+                "commit": _data.git_commit(),
                 "machine": {"python": platform.python_version(), "platform": platform.platform()},
             },
             indent=1,

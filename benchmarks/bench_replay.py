@@ -54,7 +54,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -67,6 +66,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import _data  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
 from kafka_archive.replay import models as _models  # noqa: E402, F401
@@ -480,9 +480,7 @@ def main() -> int:
     result: dict[str, Any] = {
         "kind": "replay",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip(),
+        "commit": _data.git_commit(),
         "machine": {
             "cpus": __import__("os").cpu_count(),
             "python": platform.python_version(),
@@ -535,10 +533,7 @@ def main() -> int:
         result["spark_speedup_2_vs_1_cores"] = s1 / s2
         print(f"Spark, 2 partitions: local[1] {s1:.2f} s, local[2] {s2:.2f} s: "
               f"{s1 / s2:.2f}x with 2 cores", flush=True)  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    (out / f"replay-{stamp}.json").write_text(json.dumps(result, indent=2))
+    _data.result_file("replay", Path(args.out)).write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k.startswith(("ratio", "spark_speedup",
                       "median"))}))  # fmt: skip
     return 0

@@ -42,7 +42,6 @@ import pstats
 import statistics
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -212,10 +211,7 @@ def main() -> None:
             f"{row['map_crc_over_raw']:10.2f}x {row['scan_over_read_whole']:14.2f}x | "
             f"{row['median_seconds']['scan'] / row['batches'] * 1e6:8.2f}"
         )
-    out = args.out or str(
-        _data.RESULTS_DIR / f"scan-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    )
-    _data.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = args.out or str(_data.result_file("scan"))
     payload: dict[str, Any] = {
         "benchmark": "scan",
         "args": vars(args),
