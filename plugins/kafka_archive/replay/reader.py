@@ -94,10 +94,7 @@ class RawBatch:
 
     def records(self) -> list[Record]:
         """The decoded records."""
-        try:
-            return decode_batch(self.view, self.header)
-        except SegmentError as exc:
-            raise exc.with_location(self.key, 0) from exc
+        return _decode(self.view, self.header, self.key)
 
     def emit(
         self,
@@ -122,6 +119,14 @@ class RawBatch:
 
 #: what the reader yields per source batch: decoded records, or a whole batch left undecoded
 Group = list[Record] | RawBatch
+
+
+def _decode(view: memoryview, header: BatchHeader, key: str) -> list[Record]:
+    """The batch's records; errors name the archived object ``key``."""
+    try:
+        return decode_batch(view, header)
+    except SegmentError as exc:
+        raise exc.with_location(key, 0) from exc
 
 
 def _next_offset(group: Group) -> int:
@@ -287,12 +292,6 @@ class PartitionReader:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="replay-read-ahead")
         return start, stop, self._pool.submit(self.store.get_range, obj.key, start, stop)
 
-    def _decode(self, view: memoryview, header: BatchHeader, obj: ObjectRange) -> list[Record]:
-        try:
-            return decode_batch(view, header)
-        except SegmentError as exc:
-            raise exc.with_location(obj.key, 0) from exc
-
     def _group(self, view: memoryview, header: BatchHeader, obj: ObjectRange) -> Group:
         """The batch's records in ``[start, end)``: undecoded when the whole batch is (and
         ``raw_batches``), else decoded and clipped."""
@@ -304,7 +303,7 @@ class PartitionReader:
             and header.record_count == header.last_offset - header.base_offset + 1
         ):
             return RawBatch(view, header, obj.key)
-        return self._in_range(self._decode(view, header, obj), self.start, self.end)
+        return self._in_range(_decode(view, header, obj.key), self.start, self.end)
 
     # -- records ---------------------------------------------------------------------------------
 
@@ -413,7 +412,7 @@ class PartitionReader:
     def _apply_marker(
         self, view: memoryview, header: BatchHeader, obj: ObjectRange, txns: dict[int, _Txn]
     ) -> None:
-        for rec in self._decode(view, header, obj):
+        for rec in _decode(view, header, obj.key):
             try:
                 control = decode_control_record(rec.key, rec.value)
             except SegmentError as exc:
