@@ -66,6 +66,7 @@ from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.murmur2 import murmur2_partition
 from kafka_archive.replay.plan import PartitionPlan, ReplayPlan
 from kafka_archive.replay.progress import (
+    CLIENT_DEFAULTS,
     CommittedLogReader,
     KafkaCommittedReader,
     OffsetRange,
@@ -101,11 +102,7 @@ _MAX_TXN_RETRIES = 8
 #: transactional id; ``producer_config`` overrides them). Also the reference configuration of
 #: ``benchmarks/bench_replay.py``'s bare produce loops.
 PRODUCER_DEFAULTS: dict[str, Any] = {
-    # librdkafka answers the first metadata request over the bootstrap connection, then drops
-    # it for connections by broker id, made after reconnect.backoff.ms (default 100, jittered):
-    # init_transactions waited ~35 ms for that on every partition. 10 ms (then exponential up to
-    # reconnect.backoff.max.ms, 10 s) keeps failed brokers from being hammered all the same.
-    "reconnect.backoff.ms": 10,
+    **CLIENT_DEFAULTS,
     "enable.idempotence": True,
     "acks": "all",
     "linger.ms": 5,

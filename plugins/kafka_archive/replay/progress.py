@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from pydantic import BaseModel, ConfigDict
@@ -35,6 +35,7 @@ from kafka_archive.replay.errors import ReplayTargetError
 from kafka_archive.replay.murmur2 import murmur2_partition
 
 __all__ = [
+    "CLIENT_DEFAULTS",
     "PROGRESS_VERSION",
     "CommittedLogReader",
     "KafkaCommittedReader",
@@ -44,6 +45,15 @@ __all__ = [
     "progress_key",
     "progress_partition",
 ]
+
+#: librdkafka settings of every client the replay makes (producers, the progress reader, the
+#: guard rails' metadata client), before the target's own settings. A new client's first
+#: metadata answer comes over its bootstrap connection; librdkafka then drops that for
+#: connections by broker id, made after reconnect.backoff.ms (default 100 ms, jittered): the
+#: guard rails' second question and every init_transactions waited ~35-50 ms for it. 10 ms
+#: (then exponential up to reconnect.backoff.max.ms, 10 s) keeps failed brokers from being
+#: hammered all the same.
+CLIENT_DEFAULTS: dict[str, Any] = {"reconnect.backoff.ms": 10}
 
 PROGRESS_VERSION = 1
 
@@ -134,7 +144,7 @@ class KafkaCommittedReader:
     def _consumer(self) -> Consumer:
         return Consumer(
             {
-                "reconnect.backoff.ms": 10,  # as the replay's producer (engine.PRODUCER_DEFAULTS)
+                **CLIENT_DEFAULTS,
                 **self.config,
                 "group.id": "kafka-archive-replay-progress-reader",
                 "enable.auto.commit": False,
