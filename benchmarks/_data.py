@@ -12,13 +12,16 @@ produces the same bytes; files are cached under ``.work/bench/`` (git-ignored).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
 import random
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -212,3 +215,12 @@ def result_file(kind: str, directory: Path = RESULTS_DIR) -> Path:
     """``<directory>/<kind>-<UTC time>.json`` for a new result file; the directory is created."""
     directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{kind}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new temporary directory, removed when the benchmark's process exits, however it exits
+    short of being killed: a replay benchmark leaves ~1 GB of segments, archive and catalog
+    behind, and a dozen forgotten runs once filled the disk that CI installs onto."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

@@ -61,7 +61,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -439,7 +438,7 @@ def main() -> None:
     from kafka_archive.catalog.spark import SparkRunner, make_spark_session
     from kafka_archive.store import open_store
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
+    tmp = _data.scratch_dir("bench-catalog-")
     moto = None
     try:
         options: dict[str, Any] = {}
@@ -606,7 +605,6 @@ def main() -> None:
         if moto is not None and moto.stdin is not None:
             moto.stdin.close()
             moto.wait(timeout=10)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

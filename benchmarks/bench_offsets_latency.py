@@ -28,7 +28,6 @@ import platform
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,7 +220,7 @@ def main() -> None:
     from kafka_archive.catalog.db import open_catalog
 
     results: dict[str, Any] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="bench-offsets-"))
+    tmp = _data.scratch_dir("bench-offsets-")
     server = None
     try:
         for kind in ["sqlite", "postgresql"] if args.db == "both" else [args.db]:
@@ -244,9 +243,6 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
     out = _data.result_file("catalog-offsets", args.out)
     out.write_text(
         json.dumps(

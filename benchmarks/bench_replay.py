@@ -55,7 +55,6 @@ import json
 import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -419,7 +418,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-replay-"))
+    tmp = _data.scratch_dir("bench-replay-")
     t0 = time.perf_counter()
     dirs = write_source(tmp / "logs", args)
     store = LocalStore(tmp / "store", fsync=False)
