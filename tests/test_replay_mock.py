@@ -310,6 +310,36 @@ def test_dry_run_prints_plan_and_sends_nothing(src: Source, mock: MockCluster) -
     assert all(not v for v in consume_all(mock.bootstrap_servers, target, [0, 1, 2]).values())
 
 
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every row of the rich tables in ``text``."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if "│" in line]
+
+
+def test_tables_for_people(src: Source, mock: MockCluster) -> None:
+    """Without ``--json``: the dry run's table and object lines carry the plan's numbers, and
+    the run's report table carries each partition's offsets and counts."""
+    target = fresh_topic(mock)
+    human = [a for a in run_args(src, mock, target) if a != "--json"]
+    wide = {"COLUMNS": "250"}
+    _, out, _ = cli(*run_args(src, mock, target, "--dry-run"))
+    plan = out[-1]["partitions"]
+    shown = CliRunner().invoke(app, [*human, "--dry-run"], env=wide)
+    assert shown.exit_code == 0, shown.stdout
+    assert "end offset (excl.)" in shown.stdout and "(dry run)" in shown.stdout
+    for p, row in plan.items():
+        cells = [p, row["start_offset"], row["end_offset"], row["records"], row["bytes"]]
+        assert [*map(str, cells), str(len(row["objects"]))] in table_rows(shown.stdout), p
+        for obj in row["objects"]:
+            assert f"  p{p}: {obj['key']} bytes [{obj['start']}, {obj['end']})" in shown.stdout
+    done = CliRunner().invoke(app, human, env=wide)
+    assert done.exit_code == 0, done.stdout
+    _, out, _ = cli(*run_args(src, mock, target))  # the finished replay's report, once more
+    for p, row in out[-1]["partitions"].items():
+        cells = [p, row["first_offset"], row["last_offset"], row["records"], row["records"]]
+        assert [*map(str, cells)] in [r[:5] for r in table_rows(done.stdout)], (p, done.stdout)
+    assert "records sent this run" in done.stdout
+
+
 # -- guard rails ----------------------------------------------------------------------------
 
 
