@@ -136,30 +136,29 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
     raise exc
 
 
-def _print_plan(report: Any) -> None:
-    table = Table(
-        title=f"replay {report.replay_id} (dry run): {report.cluster}/{report.topic} "
-        f"-> {report.target_topic} @ {report.target}"
-    )
-    for col in (
-        "partition",
-        "start offset",
-        "end offset (excl.)",
-        "records <=",
-        "bytes",
-        "objects",
-    ):
+def _partition_table(title: str, columns: dict[str, str], partitions: dict[int, Any]) -> None:
+    """Print one row per partition: its number, then ``row[key]`` for each ``header: key``."""
+    table = Table(title=title)
+    for col in ("partition", *columns):
         table.add_column(col, justify="right")
-    for p, row in report.partitions.items():
-        table.add_row(
-            str(p),
-            str(row["start_offset"]),
-            str(row["end_offset"]),
-            str(row["records"]),
-            str(row["bytes"]),
-            str(len(row["objects"])),
-        )
+    for p, row in partitions.items():
+        table.add_row(str(p), *(str(row[key]) for key in columns.values()))
     console.print(table)
+
+
+def _print_plan(report: Any) -> None:
+    _partition_table(
+        f"replay {report.replay_id} (dry run): {report.cluster}/{report.topic} "
+        f"-> {report.target_topic} @ {report.target}",
+        {
+            "start offset": "start_offset",
+            "end offset (excl.)": "end_offset",
+            "records <=": "records",
+            "bytes": "bytes",
+            "objects": "object_count",
+        },
+        {p: {**row, "object_count": len(row["objects"])} for p, row in report.partitions.items()},
+    )
     for p, row in report.partitions.items():
         for obj in row["objects"]:
             console.print(
@@ -169,34 +168,21 @@ def _print_plan(report: Any) -> None:
 
 
 def _print_report(report: Any) -> None:
-    table = Table(title=f"replay {report.replay_id}: {report.status}")
-    for col in (
-        "partition",
-        "first offset",
-        "last offset",
-        "records",
-        "this run",
-        "aborted skipped",
-        "control skipped",
-        "filtered",
-        "open txn",
-        "status",
-    ):
-        table.add_column(col, justify="right")
-    for p, row in report.partitions.items():
-        table.add_row(
-            str(p),
-            str(row["first_offset"]),
-            str(row["last_offset"]),
-            str(row["records"]),
-            str(row["records_this_run"]),
-            str(row["skipped_aborted_records"]),
-            str(row["skipped_control_batches"]),
-            str(row["filtered_records"]),
-            str(row["open_txn_records"]),
-            row["status"],
-        )
-    console.print(table)
+    _partition_table(
+        f"replay {report.replay_id}: {report.status}",
+        {
+            "first offset": "first_offset",
+            "last offset": "last_offset",
+            "records": "records",
+            "this run": "records_this_run",
+            "aborted skipped": "skipped_aborted_records",
+            "control skipped": "skipped_control_batches",
+            "filtered": "filtered_records",
+            "open txn": "open_txn_records",
+            "status": "status",
+        },
+        report.partitions,
+    )
     console.print(
         f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
         f"to {report.target_topic} in {report.duration_s:.2f} s: "
