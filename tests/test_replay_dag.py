@@ -34,7 +34,8 @@ sys.path.insert(0, {repo!r})
 from airflow.dag_processing.dagbag import DagBag
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
-from tests.support.kafka_mock import MockCluster, consume_all
+from kafka_archive.embedded_kafka import read_to_end
+from tests.support.kafka_mock import MockCluster
 
 mock = MockCluster(3)
 mock.create_topic("__kafka_archive_replay_progress", 4)
@@ -61,11 +62,11 @@ def run(**extra):
 
 run(dry_run=True)
 def count():
-    return sum(len(v) for v in consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2]).values())
+    return sum(len(v) for v in read_to_end(mock.bootstrap_servers, "orders-dr", [0, 1, 2]).values())
 
 out["after_dry_run"] = count()
 run()
-got = consume_all(mock.bootstrap_servers, "orders-dr", [0, 1, 2])
+got = read_to_end(mock.bootstrap_servers, "orders-dr", [0, 1, 2])
 out["got"] = {{p: [[s.timestamp, s.key.hex() if s.key else None, s.value.hex() if s.value else None]
               for s in v] for p, v in got.items()}}
 run()

@@ -27,6 +27,7 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.cli import _register_groups, app
+from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
 from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.catalog_source import CatalogPlanSource
 from kafka_archive.replay.errors import PartitionMappingError, SameTopicError
@@ -44,9 +45,7 @@ from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.kafka_mock import (
     MarkerAwareReader,
     MockCluster,
-    Seen,
     committed_records,
-    consume_all,
     raw_log,
 )
 from tests.support.replay_data import Expected, SourcePartition, write_source_topic
@@ -129,11 +128,11 @@ def run_args(src: Source, mock: MockCluster, target_topic: str, *extra: str) -> 
     ]  # fmt: skip
 
 
-def view(e: Expected | Seen) -> tuple[Any, ...]:
+def view(e: Expected | ConsumedRecord) -> tuple[Any, ...]:
     return (e.timestamp, e.key, e.value, tuple(e.headers))
 
 
-def strip_provenance(s: Seen) -> tuple[Any, ...]:
+def strip_provenance(s: ConsumedRecord) -> tuple[Any, ...]:
     return (
         s.timestamp,
         s.key,
@@ -158,7 +157,7 @@ def test_mock_cluster_limits(mock: MockCluster) -> None:
     p.produce(topic, b"aborted", partition=0)
     p.flush(30)
     p.abort_transaction(30)
-    seen = [s.value for s in consume_all(mock.bootstrap_servers, topic, [0])[0]]
+    seen = [s.value for s in read_to_end(mock.bootstrap_servers, topic, [0])[0]]
     assert seen == [b"kept", b"aborted"]  # read_committed on the mock: aborted data visible
     assert [s.value for s in committed_records(mock.bootstrap_servers, topic, 0)] == [b"kept"]
 
@@ -176,7 +175,7 @@ def test_replay_same_partition_exact(src: Source, mock: MockCluster) -> None:
     assert report["skipped_aborted_records"] == sum(sp.aborted_records for sp in src.parts.values())
     assert report["open_txn_records"] == sum(sp.open_records for sp in src.parts.values())
     assert report["skipped_control_batches"] > 0
-    got = consume_all(mock.bootstrap_servers, target, [0, 1, 2])
+    got = read_to_end(mock.bootstrap_servers, target, [0, 1, 2])
     for p, sp in src.parts.items():
         row = report["partitions"][str(p)]
         assert row["records"] == len(sp.expected)
@@ -211,7 +210,7 @@ def test_rerun_is_noop_and_force_replays(src: Source, mock: MockCluster) -> None
     assert again["replay_id"] == first["replay_id"]
     assert again["status"] == "already-done" and again["records_sent_this_run"] == 0
     assert (
-        sum(len(v) for v in consume_all(mock.bootstrap_servers, target, [0, 1]).values())
+        sum(len(v) for v in read_to_end(mock.bootstrap_servers, target, [0, 1]).values())
         == (first["records_sent"])
     )
     code, out, text = cli(*args, "--force")
@@ -219,7 +218,7 @@ def test_rerun_is_noop_and_force_replays(src: Source, mock: MockCluster) -> None
     forced = out[-1]
     assert forced["replay_id"] != first["replay_id"]
     assert forced["records_sent_this_run"] == first["records_sent"]
-    got = consume_all(mock.bootstrap_servers, target, [0, 1])
+    got = read_to_end(mock.bootstrap_servers, target, [0, 1])
     assert sum(len(v) for v in got.values()) == 2 * first["records_sent"]
 
 
@@ -233,7 +232,7 @@ def test_hashed_mappings(src: Source, mock: MockCluster, mapping: str) -> None:
         *run_args(src, mock, target, "--partition-mapping", mapping, "--provenance-headers")
     )
     assert code == 0, text
-    got = consume_all(mock.bootstrap_servers, target, list(range(n)))
+    got = read_to_end(mock.bootstrap_servers, target, list(range(n)))
     placed: dict[tuple[int, int], int] = {}
     for q, records in got.items():
         prev: dict[int, int] = {}
@@ -278,7 +277,7 @@ def test_time_range_key_filter_provenance(src: Source, mock: MockCluster) -> Non
         e for e in sp.expected if start <= e.offset < end and e.key and e.key.startswith(b"p1r1")
     ]
     assert want
-    got = consume_all(mock.bootstrap_servers, target, [1])[1]
+    got = read_to_end(mock.bootstrap_servers, target, [1])[1]
     assert [strip_provenance(s) for s in got] == [view(e) for e in want]
     assert [dict(s.headers)["kafka-archive.source"] for s in got] == [
         f"{CLUSTER}/{TOPIC}/1/{e.offset}".encode() for e in want
@@ -307,7 +306,7 @@ def test_dry_run_prints_plan_and_sends_nothing(src: Source, mock: MockCluster) -
         assert row["start_offset"] == 10 and row["end_offset"] == sp.log_end_offset
         assert row["objects"] and row["bytes"] > 0
         assert all(o["key"].startswith(f"{CLUSTER}/{TOPIC}/{p}/") for o in row["objects"])
-    assert all(not v for v in consume_all(mock.bootstrap_servers, target, [0, 1, 2]).values())
+    assert all(not v for v in read_to_end(mock.bootstrap_servers, target, [0, 1, 2]).values())
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -393,7 +392,7 @@ def test_guard_rails(src: Source, mock: MockCluster) -> None:
 # -- consumer groups ------------------------------------------------------------------------
 
 
-def _position_by_provenance(records: list[Seen], source_offset: int) -> int:
+def _position_by_provenance(records: list[ConsumedRecord], source_offset: int) -> int:
     for s in records:
         so = int(dict(s.headers)["kafka-archive.source"].decode().rsplit("/", 1)[1])
         if so >= source_offset:
@@ -406,7 +405,7 @@ def test_translate_group_from_archived_commits_and_at_time(src: Source, mock: Mo
     code, out, text = cli(*run_args(src, mock, target, "--provenance-headers"))
     assert code == 0, text
     replay_id = out[-1]["replay_id"]
-    got = consume_all(mock.bootstrap_servers, target, [0, 1, 2])
+    got = read_to_end(mock.bootstrap_servers, target, [0, 1, 2])
     base = ["--cluster", CLUSTER, "--topic", TOPIC, "--replay", replay_id,
             "--store", src.store_uri, "--db", src.db_url, "--json"]  # fmt: skip
     code, out, text = cli("replay", "translate-group", "--group", "billing", "--apply", *base)
@@ -637,5 +636,5 @@ def test_killed_at_random_times(src: Source, mock: MockCluster, tmp_path: Path) 
         total_raw += sum(
             h.record_count for h in iter_batches(data, verify_crc=False) if not h.is_control
         )
-    seen = consume_all(mock.bootstrap_servers, target, [0, 1, 2])
+    seen = read_to_end(mock.bootstrap_servers, target, [0, 1, 2])
     assert sum(len(v) for v in seen.values()) == total_raw

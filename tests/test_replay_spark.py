@@ -16,6 +16,7 @@ import pytest
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
+from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.catalog_source import CatalogPlanSource
 from kafka_archive.replay.ledger import ReplayLedger
@@ -24,7 +25,7 @@ from kafka_archive.replay.spark import run_on_spark
 from kafka_archive.store import ObjectStore, open_store
 
 from segment_lib.writer.broker_writer import BrokerWriter
-from tests.support.kafka_mock import MockCluster, consume_all
+from tests.support.kafka_mock import MockCluster
 from tests.support.replay_data import SourcePartition, write_source_topic
 
 pytest_plugins = ["support.spark"]
@@ -73,7 +74,7 @@ def _plan(catalog: Catalog, store: ObjectStore, mock: MockCluster, target_topic:
 
 
 def _check(parts: dict[int, SourcePartition], mock: MockCluster, topic: str) -> None:
-    got = consume_all(mock.bootstrap_servers, topic, [0, 1, 2])
+    got = read_to_end(mock.bootstrap_servers, topic, [0, 1, 2])
     for p, sp in parts.items():
         assert [(s.timestamp, s.key, s.value, s.headers) for s in got[p]] == [
             (e.timestamp, e.key, e.value, e.headers) for e in sp.expected

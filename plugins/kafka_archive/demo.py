@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
@@ -268,41 +268,13 @@ def read_target(
     bootstrap: str, partitions: list[int], timeout_s: float = 30.0, *, topic: str = TOPIC
 ) -> Expected:
     """Everything the target's ``topic`` partitions hold, in order, via a confluent consumer."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from kafka_archive.embedded_kafka import read_to_end
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "demo-verify",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    out: Expected = {p: [] for p in partitions}
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in partitions
-        }
-        todo = {p for p in partitions if ends[p] > 0}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        deadline = time.monotonic() + timeout_s
-        while todo and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            p = msg.partition() or 0
-            error = msg.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF and (msg.offset() or 0) >= ends[p]:
-                    todo.discard(p)
-                continue
-            headers = cast(list[tuple[str, bytes | None]], list(msg.headers() or []))
-            out[p].append((msg.key(), msg.value(), headers, msg.timestamp()[1]))
-    finally:
-        consumer.close()
-    return out
+    got = read_to_end(bootstrap, topic, partitions, timeout_s=timeout_s)
+    return {
+        p: [(r.key, r.value, list(r.headers), r.timestamp) for r in records]
+        for p, records in got.items()
+    }
 
 
 def run_demo(

@@ -10,6 +10,9 @@ through :attr:`EmbeddedKafka.bootstrap_servers`.
 Known limits of the mock (librdkafka 2.16): read_committed consumers also receive records of
 aborted transactions, zombie producers are not fenced, and timestamp ListOffsets is not
 supported. It is a protocol peer for tests and the demo, not a broker.
+
+:func:`read_to_end` reads partitions of any cluster back with a confluent-kafka consumer: how the
+demo and the tests check what a replay wrote.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import time
+from dataclasses import dataclass
 from types import TracebackType
+from typing import cast
 
 import confluent_kafka
 
-__all__ = ["EmbeddedKafka"]
+__all__ = ["ConsumedRecord", "EmbeddedKafka", "read_to_end"]
 
 
 def _lib() -> ctypes.CDLL:
@@ -97,3 +103,75 @@ class EmbeddedKafka:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumedRecord:
+    """One record as a consumer sees it."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def read_to_end(
+    bootstrap: str,
+    topic: str,
+    partitions: list[int],
+    *,
+    isolation: str = "read_committed",
+    timeout_s: float = 30.0,
+) -> dict[int, list[ConsumedRecord]]:
+    """Every record of ``topic``'s ``partitions`` from offset 0 up to the high watermarks taken
+    when the call starts, in order, as a confluent-kafka consumer in a new group receives them.
+
+    Raises :class:`TimeoutError` naming the partitions not read to their watermark within
+    ``timeout_s``, and :class:`confluent_kafka.KafkaException` for any error the consumer
+    reports, so a partial read is never mistaken for a short topic.
+    """
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"kafka-archive-readback-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    out: dict[int, list[ConsumedRecord]] = {p: [] for p in partitions}
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout_s)[
+                1
+            ]
+            for p in partitions
+        }
+        todo = {p for p in partitions if ends[p] > 0}
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            p, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
+            if error is not None:
+                if error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
+                    raise confluent_kafka.KafkaException(error)
+                if offset >= ends[p]:
+                    todo.discard(p)
+                continue
+            # a consumer's header values are bytes or None (the stubs allow str, for producers)
+            headers = cast(tuple[tuple[str, bytes | None], ...], tuple(msg.headers() or ()))
+            out[p].append(
+                ConsumedRecord(p, offset, msg.timestamp()[1], msg.key(), msg.value(), headers)
+            )
+        if todo:
+            raise TimeoutError(
+                f"{topic}: partitions {sorted(todo)} not read to their end in {timeout_s:g} s"
+            )
+    finally:
+        consumer.close()
+    return out

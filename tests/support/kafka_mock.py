@@ -31,11 +31,8 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-import confluent_kafka
-from confluent_kafka import Consumer, TopicPartition
-from kafka_archive.embedded_kafka import EmbeddedKafka
+from kafka_archive.embedded_kafka import ConsumedRecord, EmbeddedKafka
 
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import TornTailError
@@ -205,19 +202,7 @@ def _raw_log(bootstrap: str, topic: str, partition: int, *, max_bytes: int) -> b
         conn.close()
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """One record as a consumer sees it."""
-
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
-
-
-def committed_records(bootstrap: str, topic: str, partition: int) -> list[Seen]:
+def committed_records(bootstrap: str, topic: str, partition: int) -> list[ConsumedRecord]:
     """The records a read_committed consumer of a real broker sees (see the module docstring)."""
     data = raw_log(bootstrap, topic, partition)
     batches = list(iter_batches(data, verify_crc=False))
@@ -239,7 +224,7 @@ def committed_records(bootstrap: str, topic: str, partition: int) -> list[Seen]:
             continue
         for r in decode_batch(data, h):
             out.append(
-                Seen(
+                ConsumedRecord(
                     partition,
                     r.offset,
                     r.timestamp,
@@ -263,65 +248,7 @@ def open_transaction_records(bootstrap: str, topic: str, partition: int) -> int:
     return sum(pending.values())
 
 
-def consume_all(
-    bootstrap: str,
-    topic: str,
-    partitions: list[int],
-    *,
-    isolation: str = "read_committed",
-    timeout_s: float = 20.0,
-) -> dict[int, list[Seen]]:
-    """Everything a confluent-kafka consumer reads from ``partitions`` up to their high
-    watermarks (what the mock serves; see the module docstring)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"readback-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-        }
-    )
-    out: dict[int, list[Seen]] = {p: [] for p in partitions}
-    try:
-        ends = {}
-        for p in partitions:
-            _lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = hi
-        todo = {p for p in partitions if ends[p] > 0}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        deadline = time.monotonic() + timeout_s
-        while todo and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            p = msg.partition()
-            assert p is not None
-            if msg.error():
-                if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                    if (msg.offset() or 0) >= ends[p]:
-                        todo.discard(p)
-                    continue
-                raise RuntimeError(str(msg.error()))
-            _ts_type, ts = msg.timestamp()
-            out[p].append(
-                Seen(
-                    p,
-                    msg.offset() or 0,
-                    ts,
-                    msg.key(),
-                    msg.value(),
-                    tuple((k, v) for k, v in (msg.headers() or [])),
-                )
-            )
-        if todo:
-            raise TimeoutError(f"did not reach the end of partitions {sorted(todo)}")
-    finally:
-        consumer.close()
-    return out
-
-
-def iter_committed(bootstrap: str, topic: str, partitions: list[int]) -> Iterator[Seen]:
+def iter_committed(bootstrap: str, topic: str, partitions: list[int]) -> Iterator[ConsumedRecord]:
     for p in partitions:
         yield from committed_records(bootstrap, topic, p)
 
