@@ -64,7 +64,7 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from kafka_archive.catalog.integrity import (
     DEFAULT_VERIFY,
@@ -161,6 +161,14 @@ except ImportError:  # pragma: no cover - depends on the build
     pass
 #: codec id -> Codec (the summary reports codecs as a bit mask of ids)
 _CODEC_BY_ID = {int(c): c for c in Codec}
+
+#: the attributes the compiled summary's state tuple carries, in its order (``segment_lib.
+#: _summary.summarize_v2``); "" is the codec mask, which is per window, not carried
+_SUMMARY_STATE: Final = (
+    "_first", "_first_ts", "_last", "_batches", "_records", "_txn", "_control", "",
+    "_max_ts", "_off_max", "_ep_cur", "_ep_first", "_iv_open", "_iv_so", "_iv_bs", "_iv_mx",
+    "_iv_rmx", "_iv_cnt",
+)  # fmt: skip
 
 
 class _Checksum(Protocol):
@@ -574,26 +582,8 @@ class SegmentExtractor:
         :meth:`_book` from the Python reader's headers)."""
         summarize = self._summary
         assert summarize is not None
-        state = (
-            self._first,
-            self._first_ts,
-            self._last,
-            self._batches,
-            self._records,
-            self._txn,
-            self._control,
-            0,  # codec mask: merged into self._codecs below
-            self._max_ts,
-            self._off_max,
-            self._ep_cur,
-            self._ep_first,
-            int(self._iv_open),
-            self._iv_so,
-            self._iv_bs,
-            self._iv_mx,
-            self._iv_rmx,
-            self._iv_cnt,
-        )
+        # the codec mask starts at 0 in every window: merged into self._codecs below
+        state = tuple(getattr(self, name) if name else 0 for name in _SUMMARY_STATE)
         try:
             stop, reason, crc_out, st, intervals, runs, hist = summarize(
                 view, start, end, self._base, self.batch_crc, crc, state,
@@ -609,27 +599,10 @@ class SegmentExtractor:
             for cid, codec in _CODEC_BY_ID.items():
                 if mask >> cid & 1:
                     self._codecs.add(codec)
-        (
-            self._first,
-            self._first_ts,
-            self._last,
-            self._batches,
-            self._records,
-            self._txn,
-            self._control,
-            _mask,
-            self._max_ts,
-            self._off_max,
-            self._ep_cur,
-            self._ep_first,
-            iv_open,
-            self._iv_so,
-            self._iv_bs,
-            self._iv_mx,
-            self._iv_rmx,
-            self._iv_cnt,
-        ) = st
-        self._iv_open = bool(iv_open)
+        for name, value in zip(_SUMMARY_STATE, st, strict=True):
+            if name:
+                setattr(self, name, value)
+        self._iv_open = bool(self._iv_open)
         if intervals:
             self._intervals.extend(map(IntervalRow._make, intervals))
         for epoch, first, last in runs:
