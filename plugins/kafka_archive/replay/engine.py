@@ -550,10 +550,8 @@ class PartitionReplay:
             group = next(batches, None)
             if group is None:
                 return None
-            if isinstance(group, RawBatch):
-                if streaming:
-                    return stream_batch(txn, group, bytes_before)
-                group = group.records()
+            if isinstance(group, RawBatch):  # (made only when streaming: see the reader above)
+                return stream_batch(txn, group, bytes_before)
             produce_, topic_ = produce, topic
             # target partitions and runs of this source batch
             if mapping == "same":
