@@ -617,17 +617,18 @@ class PartitionReplay:
             )
             template = (topic, None, None, source_partition, None, None, 0, None)
             marks = (run.first, run.last, run.both)
-            done, err = batch.emit(produce, template, _PRODUCE_SLOTS, marks=marks,
-                                   zero_timestamps=not ok_ts)  # fmt: skip
-            while err is not None:
+            done = 0
+            while True:
+                done, err = batch.emit(produce, template, _PRODUCE_SLOTS, start=done,
+                                       marks=marks, zero_timestamps=not ok_ts)  # fmt: skip
+                if err is None:
+                    break
                 if isinstance(err, BufferError):
                     poll(0.05)  # the producer's queue is full: serve it, then resume
                 elif isinstance(err, KafkaException):
                     self._raise_kafka(err)
                 else:
                     raise err
-                done, err = batch.emit(produce, template, _PRODUCE_SLOTS, start=done,
-                                       marks=marks, zero_timestamps=not ok_ts)  # fmt: skip
             n = h.record_count
             nbytes = stats.bytes_read - bytes_before
             txn.add((run,), h.base_offset, h.last_offset, n, nbytes)
