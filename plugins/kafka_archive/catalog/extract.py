@@ -531,7 +531,11 @@ class SegmentExtractor:
         compiled = self._summary is not None or _scan_v2 is not None
         window = _WINDOW if compiled else n
         # the summary continues a CRC-32C object checksum itself (one pass over the bytes)
-        fused = isinstance(checksum, ObjectChecksum) and checksum.algorithm == "crc32c"
+        fused = (
+            checksum
+            if isinstance(checksum, ObjectChecksum) and checksum.algorithm == "crc32c"
+            else None
+        )
         found: list[BatchHeader] = []
         pos = 0  # where the next window starts
         min_end = 0  # a batch longer than a window: the next window must reach its end
@@ -540,13 +544,13 @@ class SegmentExtractor:
             covered = pos  # the checksum has seen view[:covered]
             stop, reason = pos, ""
             if self._summary is not None:
-                crc_in = checksum.crc if fused and isinstance(checksum, ObjectChecksum) else None
+                crc_in = fused.crc if fused is not None else None
                 done = self._summarize_window(view, pos, limit, crc_in)
                 if done is None:  # switched to the header path: redo this window
                     continue
                 stop, reason, crc = done
-                if crc is not None and isinstance(checksum, ObjectChecksum):
-                    checksum.crc = crc
+                if crc is not None and fused is not None:
+                    fused.crc = crc
                     covered = stop
                     self._checked = stop
             elif _scan_v2 is not None:
