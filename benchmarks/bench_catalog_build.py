@@ -55,7 +55,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -590,12 +589,7 @@ def main() -> None:
                     "breakdown": parts,
                     "crc32c": CRC32C_SOURCE,
                     "raw_view1_pass": TOUCH_NAME,
-                    "commit": _data.git_commit(),
-                    "machine": {
-                        "python": platform.python_version(),
-                        "cpus": os.cpu_count(),
-                        "platform": platform.platform(),
-                    },
+                    "machine": _data.machine(),
                 },
                 indent=1,
             )

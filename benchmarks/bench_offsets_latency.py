@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import platform
 import random
 import statistics
 import sys
@@ -252,8 +251,7 @@ def main() -> None:
                 "partitions": args.partitions,
                 "queries": args.queries,
                 "results": results,
-                "commit": _data.git_commit(),
-                "machine": {"python": platform.python_version(), "platform": platform.platform()},
+                "machine": _data.machine(),
             },
             indent=1,
         )

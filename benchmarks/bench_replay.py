@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
 import statistics
 import sys
 import threading
@@ -66,6 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import _data  # noqa: E402
+import confluent_kafka  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
 from kafka_archive.replay import models as _models  # noqa: E402, F401
@@ -479,14 +480,11 @@ def main() -> int:
     result: dict[str, Any] = {
         "kind": "replay",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _data.git_commit(),
         "machine": {
-            "cpus": __import__("os").cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "confluent_kafka": __import__("confluent_kafka").version(),
-            "librdkafka": __import__("confluent_kafka").libversion()[0],
-            "loadavg_at_end": list(__import__("os").getloadavg()),
+            **_data.machine(),
+            "confluent_kafka": confluent_kafka.version(),
+            "librdkafka": confluent_kafka.libversion()[0],
+            "loadavg_at_end": list(os.getloadavg()),
         },
         "params": vars(args),
         "producer_config": PRODUCER,
