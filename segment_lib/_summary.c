@@ -452,42 +452,32 @@ summarize_v2(PyObject *self, PyObject *args)
     free(w.intervals.v);
     free(w.runs.v);
     free(w.hist.v);
-    PyObject *state = hist ? PyTuple_New(N_STATE) : NULL;
-    if (state == NULL) {
-        Py_XDECREF(intervals);
-        Py_XDECREF(runs);
-        Py_XDECREF(hist);
-        return NULL;
+    PyObject *state = NULL, *crc_out = NULL;
+    if (hist == NULL || (state = PyTuple_New(N_STATE)) == NULL) {
+        goto fail;
     }
     for (Py_ssize_t i = 0; i < N_STATE; i++) {
         PyObject *v = PyLong_FromLongLong(fields[i]);
         if (v == NULL) {
-            Py_DECREF(state);
-            Py_DECREF(intervals);
-            Py_DECREF(runs);
-            Py_DECREF(hist);
-            return NULL;
+            goto fail;
         }
         PyTuple_SET_ITEM(state, i, v);
     }
-    PyObject *crc_out;
-    if (w.want_crc) {
-        crc_out = PyLong_FromUnsignedLong(~w.reg);
+    if (!w.want_crc) {
+        crc_out = Py_NewRef(Py_None);
     }
-    else {
-        crc_out = Py_None;
-        Py_INCREF(crc_out);
+    else if ((crc_out = PyLong_FromUnsignedLong(~w.reg)) == NULL) {
+        goto fail;
     }
-    if (crc_out == NULL) {
-        Py_DECREF(state);
-        Py_DECREF(intervals);
-        Py_DECREF(runs);
-        Py_DECREF(hist);
-        return NULL;
-    }
-    PyObject *reason = v2_reason_objects[w.reason];
-    Py_INCREF(reason);
-    return Py_BuildValue("(nNNNNNN)", w.stop, reason, crc_out, state, intervals, runs, hist);
+    return Py_BuildValue("(nONNNNN)", w.stop, v2_reason_objects[w.reason], crc_out, state,
+                         intervals, runs, hist);
+
+fail: /* one exit for every failed allocation: what was made is released */
+    Py_XDECREF(state);
+    Py_XDECREF(intervals);
+    Py_XDECREF(runs);
+    Py_XDECREF(hist);
+    return NULL;
 }
 
 /* the shift a test asks for: "auto" (the walk's) or "table" (portable) */
