@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import threading
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
@@ -62,7 +63,18 @@ _LZ4_MAGIC = 0x184D2204
 _LZ4_FRAME_START = struct.Struct("<IBB")
 _LZ4_BLOCK_SIZE = struct.Struct("<I")
 _LZ4_MAX_BLOCK = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
-_ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor()
+# python-zstandard: "ZstdDecompressor instances are not thread safe" (nor the decompressobj
+# objects made from one, which share its context). Replay and the catalog decode on several
+# threads at once, so each thread keeps a decompressor of its own: a shared one mixed two
+# frames' state and produced garbage ("value length -49") on a byte-perfect object.
+_ZSTD_LOCAL = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    d: zstandard.ZstdDecompressor | None = getattr(_ZSTD_LOCAL, "d", None)
+    if d is None:
+        d = _ZSTD_LOCAL.d = zstandard.ZstdDecompressor()
+    return d
 
 
 def _snappy_decompress(data: memoryview) -> bytes:
@@ -130,7 +142,7 @@ def _lz4_legacy_decompress(data: memoryview) -> bytes:
 
 
 def _zstd_decompress(data: memoryview) -> bytes:
-    return bytes(_ZSTD_DECOMPRESSOR.decompressobj().decompress(data))
+    return bytes(_zstd_decompressor().decompressobj().decompress(data))
 
 
 def _gzip_decompress(data: memoryview) -> bytes:
