@@ -1,0 +1,96 @@
+"""A real Apache Kafka cluster for the tests (pytest plugin).
+
+The session starts one 3-node KRaft cluster of the current 4.x release
+(:class:`kafka_archive.local_kafka.LocalKafkaCluster`, jars from Maven Central through
+``scripts/ensure-kafka.sh``) the first time a test asks for it, and stops it at the end. Tests
+share it and keep to topics and groups of their own (:func:`unique_name`); a test that kills a
+broker restarts it before it returns (:func:`broker_down`).
+
+Fixtures:
+
+* ``kafka_cluster`` (session): the running cluster (3 brokers, RF 3, min.insync.replicas 2,
+  segments rolling every 3 s, ``__consumer_offsets`` in 64 KiB segments with the cleaner on, so
+  compaction happens as it does in production, only sooner);
+* ``kafka_cluster_39`` (session): a smaller cluster of Kafka 3.9 for the compatibility pass.
+
+Without Java or Maven the tests that need a cluster skip with the reason; with
+``KAFKA_ARCHIVE_REQUIRE_KAFKA=1`` (set by ``.ci/run``) that is a failure instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_archive.local_kafka import (
+    KafkaUnavailableError,
+    LocalKafkaCluster,
+    kafka_unavailable_reason,
+)
+
+#: broker settings every test cluster shares (on top of LocalKafkaCluster's fast-roll defaults)
+TEST_BROKER_CONFIG = {
+    # the offsets topic rolls and is compacted within seconds: what production does in hours
+    "offsets.topic.segment.bytes": str(64 * 1024),
+    "log.cleaner.min.compaction.lag.ms": "0",
+    "log.cleaner.min.cleanable.ratio": "0.01",
+}
+
+_counter = itertools.count(1)
+
+
+def unique_name(prefix: str) -> str:
+    """A topic/group name no other test of this session uses."""
+    return f"{prefix}-{os.getpid()}-{next(_counter)}"
+
+
+def _require() -> None:
+    reason = kafka_unavailable_reason()
+    if reason:
+        if os.environ.get("KAFKA_ARCHIVE_REQUIRE_KAFKA") == "1":
+            pytest.fail(reason + " (required by KAFKA_ARCHIVE_REQUIRE_KAFKA=1)")
+        pytest.skip(reason)
+
+
+def _start(version: str | None, brokers: int) -> Iterator[LocalKafkaCluster]:
+    _require()
+    with tempfile.TemporaryDirectory(prefix="kafka-archive-kafka-") as tmp:
+        kwargs = {"version": version} if version else {}
+        cluster = LocalKafkaCluster(
+            Path(tmp), brokers=brokers, broker_config=TEST_BROKER_CONFIG, **kwargs
+        )
+        try:
+            cluster.start()
+        except KafkaUnavailableError as exc:
+            cluster.stop()
+            pytest.fail(f"the real Kafka cluster did not start: {exc}")
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[LocalKafkaCluster]:
+    yield from _start(None, 3)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_39() -> Iterator[LocalKafkaCluster]:
+    yield from _start("3.9.1", 1)
+
+
+@contextlib.contextmanager
+def broker_down(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """``kill -9`` one node for the body of the block, then restart it and wait for it."""
+    cluster.kill(node_id)
+    try:
+        yield
+    finally:
+        cluster.restart(node_id)
