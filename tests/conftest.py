@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# the real Kafka cluster (session fixtures kafka_cluster, kafka_cluster_39)
+pytest_plugins = ["support.real_kafka"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REAL_BROKER_DATA = Path(
     os.environ.get(
