@@ -275,7 +275,11 @@ class LocalKafkaCluster:
             node.home.mkdir(parents=True, exist_ok=True)
             props = node.home / "server.properties"
             props.write_text(self._properties(node))
-            self.run_tool("kafka.tools.StorageTool", ["format", "-t", self.cluster_id, "-c", str(props)])
+            # "--cluster-id=ID": a random id may start with "-", which argparse reads as an option
+            self.run_tool(
+                "kafka.tools.StorageTool",
+                ["format", f"--cluster-id={self.cluster_id}", "-c", str(props)],
+            )
 
     def start(self, timeout_s: float = 90.0) -> LocalKafkaCluster:
         """Format (first time) and start every node; wait until all brokers serve metadata."""
