@@ -16,7 +16,11 @@ Vocabulary:
   running maximum never decreases, "the first offset with timestamp >= T" is in the first
   interval whose running maximum is >= T: one index seek plus one ranged read.
 * ``histogram``: records and bytes per partition per time bucket (for ``stats``).
-* ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``.
+* ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``, from
+  archived segments.
+* ``followed_commits`` / ``offsets_follower_positions``: the same history as the continuous
+  reader of ``__consumer_offsets`` (:mod:`kafka_archive.groups.follower`) saw it, and how far it
+  read each partition (written in the same transaction as its rows).
 
 All timestamps are epoch milliseconds (BIGINT); -1 means "none", as in Kafka.
 """
@@ -30,6 +34,8 @@ __all__ = [
     "Base",
     "BuildRun",
     "ChainPiece",
+    "FollowedCommitRow",
+    "FollowerPosition",
     "HistogramBucket",
     "OffsetCommitRow",
     "Partition",
@@ -222,3 +228,55 @@ class BuildRun(Base):
     finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(16))
     summary: Mapped[str] = mapped_column(Text)
+
+
+class FollowedCommitRow(Base):
+    """One offset commit (or offset tombstone, ``kind='delete'``) that the follower read from
+    partition ``source_partition`` of ``__consumer_offsets`` at ``log_offset``.
+
+    The follower reads ``read_committed``: a commit written inside a transaction appears only
+    once its producer committed, and aborted ones never. ``record_timestamp`` (the record's own
+    timestamp, set by the group coordinator when it appended the commit) is when the commit is
+    taken to be in effect. Unique per ``(cluster, source_partition, log_offset)``: re-reading a
+    record adds nothing.
+    """
+
+    __tablename__ = "followed_commits"
+    __table_args__ = (
+        UniqueConstraint(
+            "cluster", "source_partition", "log_offset", name="uq_followed_commits_log"
+        ),
+        Index("ix_followed_commits_group", "cluster", "group_id", "record_timestamp"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(255))
+    group_id: Mapped[str] = mapped_column(String(1024))
+    topic: Mapped[str] = mapped_column(String(255))
+    partition: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    committed_offset: Mapped[int] = mapped_column(BigInteger)
+    leader_epoch: Mapped[int] = mapped_column(Integer)
+    metadata_text: Mapped[str] = mapped_column(Text)
+    commit_timestamp: Mapped[int] = mapped_column(BigInteger)
+    expire_timestamp: Mapped[int] = mapped_column(BigInteger)
+    source_partition: Mapped[int] = mapped_column(Integer)
+    log_offset: Mapped[int] = mapped_column(BigInteger)
+    record_timestamp: Mapped[int] = mapped_column(BigInteger)
+    followed_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class FollowerPosition(Base):
+    """How far the follower has read partition ``source_partition`` of a cluster's
+    ``__consumer_offsets``: every record before ``next_offset`` is reflected in
+    ``followed_commits``. Updated in the same transaction as the rows it covers."""
+
+    __tablename__ = "offsets_follower_positions"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    cluster: Mapped[str] = mapped_column(String(255), primary_key=True)
+    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    next_offset: Mapped[int] = mapped_column(BigInteger)
+    records_read: Mapped[int] = mapped_column(BigInteger)
+    commits_recorded: Mapped[int] = mapped_column(BigInteger)
+    updated_at_ms: Mapped[int] = mapped_column(BigInteger)

@@ -37,6 +37,8 @@ app = typer.Typer(
         "  kafka-archive catalog build --store s3://bucket/archive --db catalog.db\n\n"
         "  kafka-archive catalog offsets --cluster prod --topic orders --at '2026-11-20 03:00'\n\n"
         "  kafka-archive catalog group-offsets --cluster prod --group billing --at -2h\n\n"
+        "  kafka-archive catalog follow-offsets --cluster prod --bootstrap kafka-1:9092 "
+        "--until-caught-up\n\n"
         "Set KAFKA_ARCHIVE_DB and KAFKA_ARCHIVE_STORE to skip --db and --store."
     ),
     no_args_is_help=True,
@@ -515,7 +517,8 @@ def group_offsets(
     db: DbOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
-    """A consumer group's committed offsets at a moment, from the archived __consumer_offsets.
+    """A consumer group's committed offsets at a moment: from archived __consumer_offsets
+    segments and from what `catalog follow-offsets` read live (merged).
 
     Example: kafka-archive catalog group-offsets --cluster prod --group billing --at -6h
     """
@@ -595,4 +598,7 @@ def topics(
 
 def register(root: typer.Typer) -> None:
     """Add ``catalog`` to the root command."""
+    from kafka_archive.cli import follow
+
+    follow.register(app)
     root.add_typer(app, name="catalog")

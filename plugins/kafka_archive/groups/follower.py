@@ -1,0 +1,470 @@
+"""The offsets follower: a continuous reader of a cluster's ``__consumer_offsets`` that writes
+every consumer-group commit into the catalog, exactly once.
+
+Why: the broker compacts ``__consumer_offsets`` (one record kept per group/topic/partition)
+well before its segments roll and are archived, so the segment archive alone loses most of a
+group's commit history. The follower reads the records while the broker still holds them.
+
+Contract of :func:`follow_offsets` / :func:`apply_batch`:
+
+* **What is read.** Every partition of ``__consumer_offsets`` (assigned directly: no consumer
+  group of its own), ``isolation.level=read_committed``: a commit written inside a transaction
+  (``TxnOffsetCommit``, e.g. ``send_offsets_to_transaction``) is read only once its producer
+  committed; one of an aborted transaction is never read. Every record is decoded with
+  :func:`segment_lib.consumer_offsets.decode_offsets_record` (offset commit keys 0/1, values
+  v0-v4, group metadata, KIP-848 records, tombstones). Offset commits become ``commit`` rows and
+  offset tombstones ``delete`` rows of ``followed_commits``; the other record types are counted.
+* **When a commit counts.** At its record's timestamp (the group coordinator sets it when it
+  appends the commit), kept as ``record_timestamp``; ``commit_timestamp`` is the value's field.
+* **Exactly once.** The follower's position per partition (``offsets_follower_positions``: every
+  record before ``next_offset`` is reflected) is stored in the **same database transaction** as
+  the rows read up to it. A crash (even ``kill -9``) at any moment leaves either both or neither,
+  and the next run resumes at the stored position: nothing lost, nothing twice. The transaction
+  moves a position only from the value this follower read at its start or last write; if
+  another follower moved it meanwhile, nothing is written (:class:`PositionConflictError`,
+  handled by re-reading the positions and seeking there). Rows are also unique per
+  ``(cluster, partition, log_offset)`` and inserted with "on conflict do nothing", so re-reading
+  records already stored (positions deleted by hand, say) adds nothing.
+* **Caught up.** With ``until_caught_up`` the run ends once every partition reached its end as
+  seen by a ``read_committed`` consumer (the last stable offset): what was committed when the
+  run started is then stored. A scheduled run every N minutes loses nothing as long as the broker
+  keeps uncompacted records longer than N (see docs/catalog.md, "The offsets follower").
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import Table, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
+from segment_lib.consumer_offsets import (
+    CoordinatorRecord,
+    GroupMetadata,
+    OffsetCommit,
+    OffsetCommitKey,
+    Tombstone,
+    decode_offsets_record,
+)
+from segment_lib.errors import CorruptRecordError
+
+__all__ = [
+    "CONSUMER_OFFSETS_TOPIC",
+    "BatchResult",
+    "FollowReport",
+    "PositionConflictError",
+    "ReadRecord",
+    "apply_batch",
+    "consumer_config",
+    "decode_records",
+    "follow_offsets",
+    "load_positions",
+]
+
+log = logging.getLogger(__name__)
+
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class PositionConflictError(RuntimeError):
+    """Another follower moved a position this one was about to move; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One record of ``__consumer_offsets`` as a consumer delivered it."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(slots=True)
+class DecodeCounts:
+    """What a run of records held besides offset commits."""
+
+    commits: int = 0
+    tombstones: int = 0
+    group_records: int = 0
+    other_records: int = 0
+    undecodable: int = 0
+
+    def add(self, other: DecodeCounts) -> None:
+        self.commits += other.commits
+        self.tombstones += other.tombstones
+        self.group_records += other.group_records
+        self.other_records += other.other_records
+        self.undecodable += other.undecodable
+
+
+def decode_records(
+    cluster: str, records: Iterable[ReadRecord], now_ms: int
+) -> tuple[list[dict[str, Any]], DecodeCounts]:
+    """``followed_commits`` rows for the offset commits and offset tombstones among
+    ``records``, and counts of everything read. Undecodable records are counted and skipped
+    (logged), never fatal: one bad record must not stop the history of every group."""
+    rows: list[dict[str, Any]] = []
+    counts = DecodeCounts()
+    for r in records:
+        try:
+            rec = decode_offsets_record(r.key, r.value)
+        except CorruptRecordError as exc:
+            counts.undecodable += 1
+            log.warning("__consumer_offsets-%d@%d: undecodable: %s", r.partition, r.offset, exc)
+            continue
+        base = {
+            "cluster": cluster,
+            "source_partition": r.partition,
+            "log_offset": r.offset,
+            "record_timestamp": r.timestamp,
+            "followed_at_ms": now_ms,
+        }
+        if isinstance(rec, OffsetCommit):
+            counts.commits += 1
+            rows.append(
+                base
+                | {
+                    "group_id": rec.group,
+                    "topic": rec.topic,
+                    "partition": rec.partition,
+                    "kind": "commit",
+                    "committed_offset": rec.offset,
+                    "leader_epoch": rec.leader_epoch,
+                    "metadata_text": rec.metadata,
+                    "commit_timestamp": rec.commit_timestamp,
+                    "expire_timestamp": rec.expire_timestamp,
+                }
+            )
+        elif isinstance(rec, Tombstone) and isinstance(rec.key, OffsetCommitKey):
+            counts.tombstones += 1
+            k = rec.key
+            rows.append(
+                base
+                | {
+                    "group_id": k.group,
+                    "topic": k.topic,
+                    "partition": k.partition,
+                    "kind": "delete",
+                    "committed_offset": -1,
+                    "leader_epoch": -1,
+                    "metadata_text": "",
+                    "commit_timestamp": -1,
+                    "expire_timestamp": -1,
+                }
+            )
+        elif isinstance(rec, GroupMetadata | CoordinatorRecord | Tombstone):
+            counts.group_records += 1
+        else:
+            counts.other_records += 1
+    return rows, counts
+
+
+def load_positions(catalog: Catalog, cluster: str) -> dict[int, int]:
+    """Stored ``next_offset`` per ``__consumer_offsets`` partition of ``cluster``."""
+    fp = FollowerPosition
+    with catalog.session() as s:
+        return {
+            p: n
+            for p, n in s.execute(
+                select(fp.source_partition, fp.next_offset).where(fp.cluster == cluster)
+            )
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """What one :func:`apply_batch` transaction stored."""
+
+    rows_written: int
+    counts: DecodeCounts
+    positions: dict[int, int]
+
+
+def _insert_ignoring_duplicates(s: Session, rows: list[dict[str, Any]]) -> None:
+    tbl = FollowedCommitRow.__table__
+    assert isinstance(tbl, Table)
+    keys = ["cluster", "source_partition", "log_offset"]
+    name = s.get_bind().dialect.name
+    if name == "postgresql":
+        s.execute(postgresql.insert(tbl).on_conflict_do_nothing(index_elements=keys), rows)
+    elif name == "sqlite":
+        s.execute(sqlite.insert(tbl).on_conflict_do_nothing(index_elements=keys), rows)
+    else:  # pragma: no cover - the catalog supports SQLite and PostgreSQL
+        raise NotImplementedError(f"catalog dialect {name!r}")
+
+
+def apply_batch(
+    catalog: Catalog,
+    cluster: str,
+    records: Sequence[ReadRecord],
+    expected: Mapping[int, int | None],
+    *,
+    ends: Mapping[int, int] | None = None,
+    now_ms: int | None = None,
+) -> BatchResult:
+    """Store ``records`` and move positions, in **one** database transaction.
+
+    ``expected`` maps every partition the batch touches to the ``next_offset`` this follower
+    believes is stored (``None``: no row yet). A partition's new position is one past its last
+    record, or ``ends[p]`` when greater (an end-of-partition offset the consumer reported: the
+    offsets between were transaction markers, aborted or compacted records). Records before the
+    expected position are already stored and skipped.
+
+    Raises:
+        PositionConflictError: a stored position differs from ``expected`` (another follower
+            wrote meanwhile); the transaction is rolled back, nothing is written.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    ends = ends or {}
+    fresh = [r for r in records if r.offset >= (expected.get(r.partition) or 0)]
+    rows, counts = decode_records(cluster, fresh, now)
+    new_pos: dict[int, int] = {}
+    read: dict[int, int] = {}
+    commits: dict[int, int] = {}
+    for r in fresh:
+        new_pos[r.partition] = max(new_pos.get(r.partition, 0), r.offset + 1)
+        read[r.partition] = read.get(r.partition, 0) + 1
+    for row in rows:
+        commits[row["source_partition"]] = commits.get(row["source_partition"], 0) + 1
+    for p, end in ends.items():
+        if end > max(new_pos.get(p, 0), expected.get(p) or 0):
+            new_pos[p] = end
+    missing = set(new_pos) - set(expected)
+    if missing:
+        raise ValueError(f"no expected position for partition(s) {sorted(missing)}")
+    fp = FollowerPosition
+    with catalog.session() as s, s.begin():
+        if rows:
+            _insert_ignoring_duplicates(s, rows)
+        for p, pos in sorted(new_pos.items()):
+            old = expected[p]
+            if old is None:
+                if s.get(fp, (cluster, p)) is not None:
+                    raise PositionConflictError(
+                        f"__consumer_offsets-{p}: another follower stored a position"
+                    )
+                s.execute(
+                    insert(fp).values(
+                        cluster=cluster,
+                        source_partition=p,
+                        next_offset=pos,
+                        records_read=read.get(p, 0),
+                        commits_recorded=commits.get(p, 0),
+                        updated_at_ms=now,
+                    )
+                )
+                continue
+            done = s.execute(
+                update(fp)
+                .where(fp.cluster == cluster, fp.source_partition == p, fp.next_offset == old)
+                .values(
+                    next_offset=pos,
+                    records_read=fp.records_read + read.get(p, 0),
+                    commits_recorded=fp.commits_recorded + commits.get(p, 0),
+                    updated_at_ms=now,
+                )
+            )
+            if getattr(done, "rowcount", 1) != 1:
+                raise PositionConflictError(
+                    f"__consumer_offsets-{p}: stored position is no longer {old}"
+                )
+    return BatchResult(len(rows), counts, new_pos)
+
+
+@dataclass(slots=True)
+class FollowReport:
+    """What one :func:`follow_offsets` run did (``--json`` prints :meth:`to_json`)."""
+
+    cluster: str
+    partitions: int = 0
+    records_read: int = 0
+    commits_recorded: int = 0
+    tombstones_recorded: int = 0
+    group_records: int = 0
+    other_records: int = 0
+    undecodable: int = 0
+    transactions: int = 0
+    conflicts: int = 0
+    caught_up: bool = False
+    stopped_by: str = ""
+    seconds: float = 0.0
+    positions: dict[int, int] = field(default_factory=dict)
+    #: partitions whose stored position was below the broker's log start offset when the run
+    #: began: records in between were deleted (retention) before the follower read them
+    behind_log_start: dict[int, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "follow-offsets", **asdict(self)}
+
+
+def consumer_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """librdkafka settings of the follower's consumer (``extra`` overrides, e.g. security)."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        # required by the client, never used: partitions are assigned, nothing is committed
+        "group.id": "kafka-archive-offsets-follower",
+        "client.id": "kafka-archive-offsets-follower",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": "read_committed",
+        "exclude.internal.topics": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+    }
+    conf.update(extra or {})
+    return conf
+
+
+def _partitions(consumer: Any, timeout_s: float) -> list[int]:
+    md = consumer.list_topics(CONSUMER_OFFSETS_TOPIC, timeout=timeout_s)
+    t = md.topics.get(CONSUMER_OFFSETS_TOPIC)
+    if t is None or t.error is not None:
+        return []  # created lazily by the first group: nothing to follow yet
+    return sorted(t.partitions)
+
+
+def follow_offsets(
+    catalog: Catalog,
+    cluster: str,
+    bootstrap: str,
+    *,
+    until_caught_up: bool = False,
+    duration_s: float | None = None,
+    config: Mapping[str, str] | None = None,
+    batch_records: int = 2000,
+    poll_timeout_s: float = 0.5,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+    handle_signals: bool = False,
+) -> FollowReport:
+    """Follow ``__consumer_offsets`` of the cluster at ``bootstrap`` into ``catalog`` (see the
+    module docstring for the guarantees) until caught up, ``duration_s`` passed, ``stop`` is
+    set, or (``handle_signals``) SIGTERM/SIGINT arrives. With none of them, runs for ever.
+
+    Each consume call's records go to the catalog in one :func:`apply_batch` transaction
+    before the next call; ``on_batch`` sees each committed result.
+    """
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    started = time.monotonic()
+    report = FollowReport(cluster)
+    stop = stop or threading.Event()
+    if handle_signals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    consumer = Consumer(consumer_config(bootstrap, config))
+    try:
+        parts = _partitions(consumer, 30.0)
+        report.partitions = len(parts)
+        if not parts:
+            report.caught_up = True
+            report.stopped_by = "no __consumer_offsets topic yet"
+            return report
+        stored: dict[int, int | None] = {p: None for p in parts}
+
+        def assign() -> None:
+            stored.update(load_positions(catalog, cluster))
+            consumer.assign(
+                [
+                    TopicPartition(CONSUMER_OFFSETS_TOPIC, p, stored[p] or 0)
+                    if stored[p] is not None
+                    else TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2)  # OFFSET_BEGINNING
+                    for p in parts
+                ]
+            )
+
+        assign()
+        for p in parts:
+            low, _high = consumer.get_watermark_offsets(
+                TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
+            )
+            pos = stored[p]
+            if pos is not None and pos < low:
+                report.behind_log_start[p] = [pos, low]
+                log.warning(
+                    "__consumer_offsets-%d: stored position %d is below the log start %d: "
+                    "records in between were deleted before they were read",
+                    p,
+                    pos,
+                    low,
+                )
+        at_end: set[int] = set()
+        while True:
+            if stop.is_set():
+                report.stopped_by = "stop requested"
+                break
+            if duration_s is not None and time.monotonic() - started >= duration_s:
+                report.stopped_by = "duration"
+                break
+            msgs = consumer.consume(num_messages=batch_records, timeout=poll_timeout_s)
+            records: list[ReadRecord] = []
+            ends: dict[int, int] = {}
+            for m in msgs:
+                part, off = m.partition() or 0, m.offset() or 0
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_end.add(part)
+                        ends[part] = off
+                        continue
+                    if err.fatal():
+                        raise KafkaException(err)
+                    log.warning("__consumer_offsets follower: %s", err)
+                    continue
+                ts_type, ts = m.timestamp()
+                key, value = m.key(), m.value()
+                records.append(
+                    ReadRecord(
+                        part,
+                        off,
+                        ts if ts_type else -1,
+                        key.encode() if isinstance(key, str) else key,
+                        value.encode() if isinstance(value, str) else value,
+                    )
+                )
+            touched = {r.partition for r in records} | set(ends)
+            if touched:
+                try:
+                    res = apply_batch(
+                        catalog,
+                        cluster,
+                        records,
+                        {p: stored[p] for p in touched},
+                        ends=ends,
+                    )
+                except PositionConflictError as exc:
+                    report.conflicts += 1
+                    log.warning("%s: re-reading stored positions", exc)
+                    at_end.clear()
+                    assign()
+                    continue
+                stored.update(res.positions)
+                report.transactions += 1
+                report.records_read += len(records)
+                report.commits_recorded += res.counts.commits
+                report.tombstones_recorded += res.counts.tombstones
+                report.group_records += res.counts.group_records
+                report.other_records += res.counts.other_records
+                report.undecodable += res.counts.undecodable
+                if on_batch is not None:
+                    on_batch(res)
+            if until_caught_up and at_end >= set(parts):
+                report.caught_up = True
+                report.stopped_by = "caught up"
+                break
+    finally:
+        consumer.close()
+        report.positions = load_positions(catalog, cluster)
+        report.seconds = round(time.monotonic() - started, 3)
+    return report
