@@ -173,6 +173,11 @@ class LocalKafkaCluster:
             "log.cleaner.backoff.ms": "1000",
             "log.initial.task.delay.ms": "1000",
             "log.flush.interval.messages": "1",
+            # the archiver reads the recovery point and high watermark from these checkpoint
+            # files; Kafka writes them every 60 s / 5 s by default, which would hold every
+            # rolled segment back from the archive for up to a minute
+            "log.flush.offset.checkpoint.interval.ms": "1000",
+            "replica.high.watermark.checkpoint.interval.ms": "1000",
             "auto.create.topics.enable": "false",
             "unclean.leader.election.enable": "false",
             # transactions abandoned by a killed producer are aborted quickly
@@ -325,7 +330,7 @@ class LocalKafkaCluster:
                     if wanted <= up:
                         return
                     last = f"brokers registered: {sorted(up)}"
-                except Exception as exc:  # noqa: BLE001 - any client error means "not yet"
+                except Exception as exc:
                     last = str(exc)
             time.sleep(0.3)
         raise KafkaUnavailableError(f"Kafka cluster not ready in {timeout_s:g} s ({last})")
