@@ -172,7 +172,6 @@ class LocalKafkaCluster:
             "log.retention.check.interval.ms": "2000",
             "log.cleaner.backoff.ms": "1000",
             "log.initial.task.delay.ms": "1000",
-            "log.flush.interval.messages": "1",
             # the archiver reads the recovery point and high watermark from these checkpoint
             # files; Kafka writes them every 60 s / 5 s by default, which would hold every
             # rolled segment back from the archive for up to a minute
