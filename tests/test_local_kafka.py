@@ -7,10 +7,8 @@ import time
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
-
 from support.real_kafka import broker_down, unique_name
 
 
@@ -24,7 +22,7 @@ def test_cluster_rolls_segments_into_readable_log_dirs(kafka_cluster: LocalKafka
     topic = unique_name("smoke")
     _create(kafka_cluster, topic, 2, **{"segment.ms": "500"})
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "acks": "all"})
-    for round_ in range(3):
+    for _round in range(3):
         for i in range(50):
             producer.produce(topic, key=str(i).encode(), value=b"v" * 100, partition=i % 2)
         producer.flush(30)

@@ -217,9 +217,7 @@ class LocalKafkaCluster:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _properties(self, node: _Node) -> str:
-        voters = ",".join(
-            f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values()
-        )
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),

@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from kafka_archive.local_kafka import (
     KafkaUnavailableError,
     LocalKafkaCluster,
