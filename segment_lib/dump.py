@@ -7,8 +7,10 @@ Each event is a JSON-ready ``dict`` with a ``kind``: ``file``, ``batch``, ``reco
     {"kind":"batch","position":int,"base_offset":int,"last_offset":int,"magic":int,
      "codec":"none|gzip|snappy|lz4|zstd","timestamp_type":"CreateTime|LogAppendTime|NoTimestamp",
      "max_timestamp":int,"record_count":int,"crc_valid":bool,"transactional":bool,
-     "control":bool,"producer_id":int, ...}
-    {"kind":"record","offset":int,"timestamp":int,"key":BASE64|null,"value":BASE64|null,
+     "control":bool,"producer_id":int,"base_sequence":int,"last_sequence":int,
+     "delete_horizon_ms":int|null, ...}
+    {"kind":"record","offset":int,"timestamp":int,"sequence":int,"key":BASE64|null,
+     "value":BASE64|null,
      "headers":[[NAME,BASE64|null],...], ...}
 
 Index checks follow DumpLogSegments: every ``.index`` entry must point at a batch boundary of
@@ -63,8 +65,35 @@ def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
+_INT32_MAX = (1 << 31) - 1
+#: batch attribute bit 6: the batch's first timestamp field holds the cleaner's delete horizon
+_DELETE_HORIZON_BIT = 0x40
+
+
+def _increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap from int32 max to 0;
+    -1 (no sequence) stays -1."""
+    if sequence < 0:
+        return -1
+    if sequence > _INT32_MAX - increment:
+        return increment - (_INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def _delete_horizon_ms(batch: BatchHeader) -> int | None:
+    if batch.magic >= 2 and batch.attributes & _DELETE_HORIZON_BIT:
+        return batch.first_timestamp
+    return None
+
+
 def batch_event(batch: BatchHeader, crc_valid: bool) -> Event:
-    """The ``--json`` object of one batch."""
+    """The ``--json`` object of one batch.
+
+    ``last_sequence`` and ``delete_horizon_ms`` are what DumpLogSegments prints as
+    ``lastSequence`` and ``deleteHorizonMs``: the sequence of the last record (-1 without
+    one) and the delete horizon the log cleaner stamped on a batch with tombstones or a
+    transaction marker (``null`` when the batch has none).
+    """
     return {
         "kind": "batch",
         "position": batch.position,
@@ -83,17 +112,26 @@ def batch_event(batch: BatchHeader, crc_valid: bool) -> Event:
         "producer_id": batch.producer_id,
         "producer_epoch": batch.producer_epoch,
         "base_sequence": batch.base_sequence,
+        "last_sequence": _increment_sequence(
+            batch.base_sequence, batch.last_offset - batch.base_offset
+        ),
+        "delete_horizon_ms": _delete_horizon_ms(batch),
         "partition_leader_epoch": batch.partition_leader_epoch,
         "size": batch.size,
     }
 
 
-def record_event(record: Record) -> Event:
-    """The ``--json`` object of one record."""
+def record_event(record: Record, batch: BatchHeader | None = None) -> Event:
+    """The ``--json`` object of one record; ``sequence`` (the producer sequence of the record,
+    -1 without one) is derived from its ``batch``."""
+    sequence = -1
+    if batch is not None:
+        sequence = _increment_sequence(batch.base_sequence, record.offset - batch.base_offset)
     return {
         "kind": "record",
         "offset": record.offset,
         "timestamp": record.timestamp,
+        "sequence": sequence,
         "key": _b64(record.key),
         "value": _b64(record.value),
         "headers": [[h.key, _b64(h.value)] for h in record.headers],
@@ -143,7 +181,7 @@ def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
             if not opts.print_data_log:
                 continue
             for record in log.records(batch):
-                event = record_event(record)
+                event = record_event(record, batch)
                 if batch.is_control:
                     control = decode_control_record(record.key, record.value)
                     event["control"] = {

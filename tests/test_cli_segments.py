@@ -202,3 +202,41 @@ def test_time_index_check_finds_a_timestamp_the_log_does_not_have(partition_dir:
     assert [(p["offset"], p["timestamp"]) for p in problems] == [(5, 1_700_000_009_000)]
     summary = _lines(result.output)[-1]
     assert summary["kind"] == "summary" and summary["problems"] == 1
+
+
+def test_dump_shows_sequences_and_delete_horizon_like_dump_log_segments(tmp_path: Path) -> None:
+    """lastSequence, per-record sequence (wrapping past int32 max, as Kafka's
+    incrementSequence does) and deleteHorizonMs (attribute bit 6: the first-timestamp field holds
+    the cleaner's delete horizon), as DumpLogSegments prints them. Found comparing against
+    Kafka 4.4's DumpLogSegments on a real cluster's segments (tests/real_kafka)."""
+    from crc32c import crc32c
+
+    d = tmp_path / "compacted-0"
+    d.mkdir()
+    top = (1 << 31) - 1
+    b = DefaultRecordBatchBuilder(2, 0, False, 7, 1, top - 1, 1 << 20)
+    for i in range(3):
+        b.append(i, 1_700_000_000_000 + i, b"k%d" % i, None if i == 1 else b"v", [])
+    raw = bytearray(b.build())
+    attributes = int.from_bytes(raw[21:23], "big") | 0x40
+    raw[21:23] = attributes.to_bytes(2, "big")
+    raw[27:35] = (1_800_000_000_000).to_bytes(8, "big")  # first timestamp = the horizon
+    raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    plain = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    plain.append(0, 1_700_000_000_000, b"k", b"v", [])
+    raw2 = bytearray(plain.build())
+    raw2[0:8] = (3).to_bytes(8, "big")
+    log = d / "00000000000000000000.log"
+    log.write_bytes(bytes(raw) + bytes(raw2))
+    result = runner.invoke(app, ["segments", "dump", "--print-data-log", "--json", str(log)])
+    assert result.exit_code == 0, result.output
+    events = _lines(result.output)
+    batches = [e for e in events if e["kind"] == "batch"]
+    assert [(x["base_sequence"], x["last_sequence"]) for x in batches] == [(top - 1, 0), (-1, -1)]
+    assert [x["delete_horizon_ms"] for x in batches] == [1_800_000_000_000, None]
+    assert [r["sequence"] for r in events if r["kind"] == "record"] == [top - 1, top, 0, -1]
+    text = runner.invoke(app, ["segments", "dump", "--print-data-log", str(log)]).output
+    assert f"baseSequence: {top - 1} lastSequence: 0 " in text
+    assert "deleteHorizonMs: OptionalLong[1800000000000] " in text
+    assert "deleteHorizonMs: OptionalLong.empty " in text
+    assert "| offset: 2 timestamp: " in text and " sequence: 0 " in text

@@ -43,6 +43,11 @@ def _show_bytes(data: str | None) -> str:
     return repr(raw)[2:-1]
 
 
+def _horizon(ms: int | None) -> str:
+    """A delete horizon as DumpLogSegments prints it."""
+    return "OptionalLong.empty" if ms is None else f"OptionalLong[{ms}]"
+
+
 def _text(event: dict[str, Any]) -> str | None:
     kind = event["kind"]
     if kind == "file":
@@ -51,10 +56,13 @@ def _text(event: dict[str, Any]) -> str | None:
         return (
             f"baseOffset: {event['base_offset']} lastOffset: {event['last_offset']} "
             f"count: {event['record_count']} baseSequence: {event['base_sequence']} "
+            f"lastSequence: {event['last_sequence']} "
             f"producerId: {event['producer_id']} producerEpoch: {event['producer_epoch']} "
             f"partitionLeaderEpoch: {event['partition_leader_epoch']} "
             f"isTransactional: {str(event['transactional']).lower()} "
-            f"isControl: {str(event['control']).lower()} position: {event['position']} "
+            f"isControl: {str(event['control']).lower()} "
+            f"deleteHorizonMs: {_horizon(event['delete_horizon_ms'])} "
+            f"position: {event['position']} "
             f"{event['timestamp_type']}: {event['max_timestamp']} size: {event['size']} "
             f"magic: {event['magic']} compresscodec: {event['codec']} crc: {event['crc']} "
             f"isvalid: {str(event['crc_valid']).lower()}"
@@ -63,7 +71,7 @@ def _text(event: dict[str, Any]) -> str | None:
         headers = ", ".join(f"{k}={_show_bytes(v)}" for k, v in event["headers"])
         line = (
             f"| offset: {event['offset']} timestamp: {event['timestamp']} "
-            f"headers: [{headers}] key: {_show_bytes(event['key'])} "
+            f"sequence: {event['sequence']} headers: [{headers}] key: {_show_bytes(event['key'])} "
             f"payload: {_show_bytes(event['value'])}"
         )
         if "control" in event:
