@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from segment_lib.control import decode_control_record
-from segment_lib.errors import CrcMismatchError, SegmentError
+from segment_lib.errors import CrcMismatchError, InvalidFileNameError, SegmentError
 from segment_lib.log_file import LogBuffer, open_log, verify_batch_crc
-from segment_lib.names import classify_file, parse_partition_dir_name
+from segment_lib.names import classify_file, parse_dumpable_file_name, parse_partition_dir_name
 from segment_lib.offset_index import OffsetPosition, read_offset_index
 from segment_lib.records import BatchHeader, Record
 from segment_lib.time_index import TimestampOffset, read_time_index
@@ -139,6 +139,10 @@ def record_event(record: Record, batch: BatchHeader | None = None) -> Event:
 
 
 def _is_consumer_offsets(path: Path) -> bool:
+    """In a broker's ``__consumer_offsets-<n>/`` folder, or in the archive's layout
+    ``.../__consumer_offsets/<n>/<object>``."""
+    if path.parent.name.isdigit() and path.parent.parent.name == "__consumer_offsets":
+        return True
     try:
         return parse_partition_dir_name(path.parent.name).topic == "__consumer_offsets"
     except SegmentError:
@@ -287,30 +291,30 @@ def _check_index(
     }
 
 
-def _check_offset_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
+def _check_offset_index(path: Path, opts: DumpOptions, base: int) -> Iterator[Event]:
     yield from _check_index(
         path,
-        list(read_offset_index(path)),
+        list(read_offset_index(path, base)),
         opts,
         lambda e: {"kind": "index_entry", "offset": e.offset, "position": e.position},
         _offset_entry_problem,
     )
 
 
-def _check_time_index(path: Path, opts: DumpOptions) -> Iterator[Event]:
+def _check_time_index(path: Path, opts: DumpOptions, base: int) -> Iterator[Event]:
     yield from _check_index(
         path,
-        list(read_time_index(path)),
+        list(read_time_index(path, base)),
         opts,
         lambda e: {"kind": "time_index_entry", "timestamp": e.timestamp, "offset": e.offset},
         _time_entry_problem,
     )
 
 
-def _dump_txn_index(path: Path) -> Iterator[Event]:
+def _dump_txn_index(path: Path, base: int) -> Iterator[Event]:
     from segment_lib.txn_index import read_txn_index
 
-    for e in read_txn_index(path).entries:
+    for e in read_txn_index(path, base).entries:
         yield {
             "kind": "txn_entry",
             "producer_id": e.producer_id,
@@ -322,22 +326,27 @@ def _dump_txn_index(path: Path) -> Iterator[Event]:
 
 def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Event]:
     """Events describing one file, chosen by its name (``.log``, ``.index``, ``.timeindex``,
-    ``.txnindex``). The first event is ``{"kind": "file", ...}``."""
+    ``.txnindex``): a broker's name or an archived object's ``<baseOffset>-<sha16><suffix>``
+    (the base offset is then its leading digits). The first event is ``{"kind": "file", ...}``."""
     p = Path(path)
     opts = opts or DumpOptions()
-    cls = classify_file(p.name)
-    kind = cls.segment.kind if cls.segment is not None else cls.kind.value
+    try:
+        parsed = parse_dumpable_file_name(p.name)
+        kind: str = parsed.kind
+        base = parsed.base_offset
+    except InvalidFileNameError:
+        kind, base = classify_file(p.name).kind.value, 0
     yield {"kind": "file", "path": str(p), "type": kind}
     if kind == ".log":
         if opts.offsets_decoder and not _is_consumer_offsets(p):
             opts = DumpOptions(print_data_log=True)  # the decoder only applies to its topic
         yield from _dump_log(p, opts)
     elif kind == ".index":
-        yield from _check_offset_index(p, opts)
+        yield from _check_offset_index(p, opts, base)
     elif kind == ".timeindex":
-        yield from _check_time_index(p, opts)
+        yield from _check_time_index(p, opts, base)
     elif kind == ".txnindex":
-        yield from _dump_txn_index(p)
+        yield from _dump_txn_index(p, base)
     else:
         raise SegmentError(
             f"cannot dump a {kind} file",

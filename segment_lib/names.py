@@ -48,6 +48,7 @@ __all__ = [
     "TransientSuffix",
     "classify_file",
     "format_partition_dir_name",
+    "parse_dumpable_file_name",
     "parse_partition_dir_name",
     "parse_segment_file_name",
     "segment_file_name",
@@ -158,6 +159,31 @@ def parse_segment_file_name(name: str) -> SegmentFileName:
             f"{name!r}: producer snapshots are never {transient}", expected=".snapshot[.deleted]"
         )
     return SegmentFileName(offset, kind, transient)
+
+
+#: an archived object's name (kafka_archive.archive.layout): the segment's base offset as 20
+#: digits, ``-``, the first 16 hex digits of the object's SHA-256, the segment suffix
+_ARCHIVED_RE: Final = re.compile(
+    r"(?P<offset>[0-9]{20})-[0-9a-f]{16}(?P<kind>\.log|\.index|\.timeindex|\.txnindex|\.snapshot)"
+)
+
+
+def parse_dumpable_file_name(name: str) -> SegmentFileName:
+    """Parse a broker's segment file name (:func:`parse_segment_file_name`) or the name of an
+    object downloaded from the archive, ``<baseOffset:020d>-<sha16><suffix>`` (e.g.
+    ``00000000000000000042-0123456789abcdef.log``): the base offset is its leading digits.
+
+    Raises InvalidFileNameError for anything else.
+    """
+    m = _ARCHIVED_RE.fullmatch(name)
+    if m is None:
+        return parse_segment_file_name(name)
+    offset = int(m["offset"])
+    if offset > _INT64_MAX:
+        raise InvalidFileNameError(
+            f"{name!r}: offset {offset} does not fit an int64", expected="offset <= 2^63-1"
+        )
+    return SegmentFileName(offset, cast(SegmentSuffix, m["kind"]), None)
 
 
 def parse_partition_dir_name(name: str) -> PartitionDirName:

@@ -240,3 +240,38 @@ def test_dump_shows_sequences_and_delete_horizon_like_dump_log_segments(tmp_path
     assert "deleteHorizonMs: OptionalLong[1800000000000] " in text
     assert "deleteHorizonMs: OptionalLong.empty " in text
     assert "| offset: 2 timestamp: " in text and " sequence: 0 " in text
+
+
+def test_dump_reads_objects_downloaded_from_the_archive(
+    partition_dir: Path, tmp_path: Path
+) -> None:
+    """An archived object is named ``<baseOffset:020d>-<sha16><suffix>`` (archive/layout.py):
+    dump takes the base offset from its leading digits (the name was refused before)."""
+    import struct
+
+    from kafka_archive.archive.layout import object_key
+
+    obj_dir = tmp_path / "store" / "prod" / "orders" / "0"
+    obj_dir.mkdir(parents=True)
+    log_bytes = (partition_dir / "00000000000000000000.log").read_bytes()
+    index_bytes = struct.pack(">ii", 2, 100)
+    sha = "0123456789abcdef" * 4
+    log_name = object_key("prod", "orders", 0, 0, sha, ".log").rsplit("/", 1)[1]
+    assert log_name == "00000000000000000000-0123456789abcdef.log"
+    (obj_dir / log_name).write_bytes(log_bytes)
+    index = obj_dir / "00000000000000000010-fedcba9876543210.index"
+    index.write_bytes(index_bytes)
+    result = runner.invoke(
+        app, ["segments", "dump", "--print-data-log", "--json", str(obj_dir / log_name), str(index)]
+    )
+    assert result.exit_code == 0, result.output
+    events = _lines(result.output)
+    assert [e["offset"] for e in events if e["kind"] == "record"] == list(range(6))
+    assert [e for e in events if e["kind"] == "index_entry"] == [
+        {"kind": "index_entry", "offset": 12, "position": 100}
+    ]
+    # a name that is neither a broker's nor the archive's is still refused
+    odd = obj_dir / "0-0123456789abcdef.log"
+    odd.write_bytes(log_bytes)
+    refused = runner.invoke(app, ["segments", "dump", "--json", str(odd)])
+    assert refused.exit_code != 0
