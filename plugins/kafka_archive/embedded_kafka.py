@@ -126,7 +126,8 @@ def read_to_end(
     timeout_s: float = 30.0,
 ) -> dict[int, list[ConsumedRecord]]:
     """Every record of ``topic``'s ``partitions`` from offset 0 up to the high watermarks taken
-    when the call starts, in order, as a confluent-kafka consumer in a new group receives them.
+    when the call starts, in order, as a confluent-kafka consumer in a new group receives them
+    (with read_committed: every transaction below the high watermarks resolved first).
 
     Raises :class:`TimeoutError` naming the partitions not read to their watermark within
     ``timeout_s``, and :class:`confluent_kafka.KafkaException` for any error the consumer
@@ -141,14 +142,29 @@ def read_to_end(
             "enable.partition.eof": True,
         }
     )
+    # The ends are high watermarks, asked by a read_uncommitted client: a read_committed client's
+    # ListOffsets answers the last stable offset, which on a real broker stays below a
+    # transaction's records until its markers are written - a moment *after* commit_transaction
+    # returns - so a read right after a commit found nothing. read_committed then reads on until
+    # its position passes them (the last stable offset has moved past every transaction).
+    ends_client = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"kafka-archive-readback-{time.monotonic_ns()}",
+            "isolation.level": "read_uncommitted",
+        }
+    )
     out: dict[int, list[ConsumedRecord]] = {p: [] for p in partitions}
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout_s)[
-                1
-            ]
-            for p in partitions
-        }
+        try:
+            ends = {
+                p: ends_client.get_watermark_offsets(
+                    confluent_kafka.TopicPartition(topic, p), timeout_s
+                )[1]
+                for p in partitions
+            }
+        finally:
+            ends_client.close()
         todo = {p for p in partitions if ends[p] > 0}
         consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
         deadline = time.monotonic() + timeout_s

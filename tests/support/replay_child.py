@@ -6,7 +6,8 @@ POINT is an engine hook point (``produced``, ``before_progress``, ``before_commi
 ``after_commit``, ``after_catalog``); the process dies at its N-th occurrence (any partition),
 with no cleanup - the closest thing to a crashed executor. Without ``--kill-at`` the replay runs
 to the end and prints its report as JSON. The progress topic is read with the marker-aware
-reader (the mock's read_committed consumers also see aborted data: see kafka_mock.py).
+reader (the mock's read_committed consumers also see aborted data: see kafka_mock.py), or with
+``--reader kafka`` with the replay's own read_committed consumer (a real broker).
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def main() -> int:
     p.add_argument("--kill-at", default=None)
     p.add_argument("--nth", type=int, default=1)
     p.add_argument("--parallelism", type=int, default=None)
+    p.add_argument(
+        "--reader",
+        choices=["marker-aware", "kafka"],
+        default="marker-aware",
+        help="how to read the progress topic: the mock needs the marker-aware reader; a real "
+        "broker is read with the replay's own read_committed consumer",
+    )
     args = p.parse_args()
     with open(args.plan, encoding="utf-8") as f:
         plan = ReplayPlan.from_json(f.read())
@@ -56,7 +64,11 @@ def main() -> int:
         plan,
         store=open_store(args.store),
         ledger=ledger,
-        committed_reader=MarkerAwareReader(plan.spec.target.bootstrap_servers),
+        committed_reader=(
+            MarkerAwareReader(plan.spec.target.bootstrap_servers)
+            if args.reader == "marker-aware"
+            else None
+        ),
         hook=hook if args.kill_at else None,
         parallelism=args.parallelism,
     )

@@ -178,9 +178,11 @@ def write_source_topic(
     leave_open: bool = True,
     log_append_time_partition: int | None = None,
     broker: BrokerWriter | None = None,
+    start_ms: int = 1_700_000_000_000,
 ) -> dict[int, SourcePartition]:
     """Write ``partitions`` partitions of ``topic`` under ``root/kafka-logs`` (or as partitions
-    of ``broker``)."""
+    of ``broker``). Timestamps start at ``start_ms`` (a real target deletes records older than
+    its ``retention.ms``: tests replaying into one start them recently)."""
     log_dir = root / "kafka-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     return {
@@ -197,6 +199,7 @@ def write_source_topic(
                 else TimestampType.CREATE_TIME
             ),
             broker=broker,
+            start_ms=start_ms,
         )
         for p in range(partitions)
     }

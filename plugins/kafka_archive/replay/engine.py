@@ -53,7 +53,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -71,7 +71,9 @@ from kafka_archive.replay.progress import (
     KafkaCommittedReader,
     OffsetRange,
     ProgressRecord,
+    RunClaim,
     load_progress,
+    newer_claim,
     progress_key,
     progress_partition,
 )
@@ -97,6 +99,10 @@ PROVENANCE_HEADER = "kafka-archive.source"
 Hook = Callable[[str, dict[str, Any]], None]
 
 _MAX_TXN_RETRIES = 8
+
+#: how often a run that owns the replay (newest claim) makes a new producer after an older run
+#: fenced it on its way out
+_MAX_TAKEBACKS = 5
 
 #: the replay producer's librdkafka settings (before the target's client settings and the
 #: transactional id; ``producer_config`` overrides them). Also the reference configuration of
@@ -270,6 +276,8 @@ class PartitionReplay:
         self.key_filter = KeyFilter.parse(self.spec.key_filter) if self.spec.key_filter else None
         self.key = progress_key(plan.replay_id, partition)
         self._progress_partitions = progress_partitions
+        #: this run's claim on the replay (see progress.RunClaim); ``None``: no run-level check
+        self.claim: RunClaim | None = None
         self._committed: ProgressRecord | None = None
         self._open_txns: list[tuple[int, int]] = []
         #: (producer, committed progress, progress partition) once :meth:`prepare` has run
@@ -367,6 +375,7 @@ class PartitionReplay:
                 for _ in range(2):
                     producer.list_topics(self.spec.progress_topic, timeout=30)
                 self._init(producer)
+                self._check_claim()
                 progress, ppart = self._resume_point(producer)
             except BaseException:
                 self._producer = None
@@ -375,6 +384,36 @@ class PartitionReplay:
             self._prepared = (producer, progress, ppart)
 
     def run(self) -> PartitionResult:
+        """Replay the partition (preparing it first if nobody did); see the module docstring.
+
+        Fenced with a claim (:class:`~.progress.RunClaim`): when no newer run has claimed the
+        replay, the fencer was an older run stopping on its own, so a new producer takes the
+        transactional id back and the replay resumes from the committed progress.
+        """
+        takebacks = 0
+        while True:
+            try:
+                return self._run_once()
+            except ReplayFencedError:
+                if self.claim is None or takebacks >= _MAX_TAKEBACKS:
+                    raise
+                self._check_claim()  # raises when a newer run owns the replay
+                takebacks += 1
+
+    def _check_claim(self) -> None:
+        """Refuse to go on when a newer run of this replay has claimed it."""
+        if self.claim is None:
+            return
+        newer = newer_claim(self.reader_of_progress, self.spec.progress_topic, self.claim)
+        if newer is not None:
+            raise ReplayFencedError(
+                f"partition {self.partition}: another run of replay {self.plan.replay_id} "
+                f"(run {newer.run}, started after this one) owns it now; this run stops",
+                hint="Let the other run finish (see `kafka-archive replay status`); nothing is "
+                "written twice.",
+            )
+
+    def _run_once(self) -> PartitionResult:
         if self._prepared is None:
             self.prepare()
         assert self._prepared is not None and self._started is not None
@@ -412,9 +451,10 @@ class PartitionReplay:
             )
             return result
         finally:
-            producer.flush(5)
             # a later run() prepares a fresh producer; this one is released with the object
             self._producer = self._prepared = self._started = None
+            with suppress(KafkaException, SystemError):  # fenced / failed: nothing to deliver
+                producer.flush(5)
 
     def _init(self, producer: Producer) -> None:
         try:
@@ -428,8 +468,8 @@ class PartitionReplay:
     def _abort(self, producer: Producer) -> None:
         try:
             producer.abort_transaction(60)
-        except KafkaException as exc:
-            err = exc.args[0]
+        except (KafkaException, SystemError) as exc:
+            err = _kafka_exception(exc).args[0]
             if err.fatal():
                 raise ReplayFencedError(f"aborting failed fatally: {err.str()}") from None
             # an abort of a transaction the coordinator already ended: nothing to undo
@@ -644,7 +684,10 @@ class PartitionReplay:
             n, nbytes = produced
             if limiter is not None:
                 limiter.acquire(n, nbytes)
-            poll(0)
+            try:
+                poll(0)
+            except (KafkaException, SystemError) as exc:
+                self._raise_kafka(exc)
             if self.hook is not None:
                 self._hook("produced", records=n, offset=txn.last_offset)
             if self.on_records is not None:
@@ -679,7 +722,10 @@ class PartitionReplay:
         this_run[2] += 1
         return base
 
-    def _raise_kafka(self, exc: KafkaException) -> None:
+    def _raise_kafka(self, exc: BaseException) -> None:
+        """Turn a client exception into :class:`ReplayFencedError` (fenced, fatal) or
+        :class:`_Abort` (redo the transaction)."""
+        exc = _kafka_exception(exc)
         err = exc.args[0] if exc.args else None
         if isinstance(err, KafkaError):
             if err.fatal() or err.code() in (
@@ -708,7 +754,7 @@ class PartitionReplay:
         """Steps 2-5 of the module docstring for the open transaction ``txn``."""
         try:
             remaining = producer.flush(60)
-        except KafkaException as exc:
+        except (KafkaException, SystemError) as exc:
             self._raise_kafka(exc)
         if remaining:
             raise _Abort(f"{remaining} records not delivered within 60 s")
@@ -791,12 +837,27 @@ class PartitionReplay:
             try:
                 producer.commit_transaction(60)
                 return
-            except KafkaException as exc:
-                err = exc.args[0]
+            except (KafkaException, SystemError) as exc:
+                err = _kafka_exception(exc).args[0]
                 if err.retriable() and not err.txn_requires_abort() and attempt < 4:
                     time.sleep(0.5 * (attempt + 1))
                     continue
                 self._raise_kafka(exc)
+
+
+def _kafka_exception(exc: BaseException) -> BaseException:
+    """The :class:`KafkaException` behind ``exc``. confluent-kafka reports an error raised
+    while it serves delivery callbacks (a producer fenced during ``flush()``) as a
+    ``SystemError`` "returned a result with an exception set", caused by the KafkaException:
+    seen when a second run of a replay fenced the first on a real broker."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KafkaException):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(exc, SystemError):
+        raise exc
+    return exc
 
 
 # -- garbage collector pauses -------------------------------------------------------------------

@@ -15,7 +15,10 @@ key, so every client agrees on it.
 The committed-read itself is behind :class:`CommittedLogReader` so that it can be swapped: the
 default :class:`KafkaCommittedReader` is a confluent-kafka ``read_committed`` consumer that reads
 up to the high watermark observed at the start (waiting while another producer's open
-transaction holds the last stable offset below it).
+transaction holds the last stable offset below it). The high watermark is asked with a
+read_uncommitted client: a read_committed client's ListOffsets answers the last stable offset,
+and reading only up to that missed committed progress behind another replay's open transaction
+(a resume from stale progress, i.e. records replayed twice).
 
 Each progress record also carries the source->target offset ranges of *its* transaction, so a
 catalog mirror that missed a transaction (a crash between commit and the catalog update) is
@@ -28,7 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
 from kafka_archive.replay.errors import ReplayTargetError
@@ -37,11 +40,16 @@ from kafka_archive.replay.murmur2 import murmur2_partition
 __all__ = [
     "CLIENT_DEFAULTS",
     "PROGRESS_VERSION",
+    "RETRIABLE_CODES",
     "CommittedLogReader",
     "KafkaCommittedReader",
     "OffsetRange",
     "ProgressRecord",
+    "RunClaim",
+    "claim_key",
+    "is_retriable",
     "load_progress",
+    "newer_claim",
     "progress_key",
     "progress_partition",
 ]
@@ -56,6 +64,38 @@ __all__ = [
 CLIENT_DEFAULTS: dict[str, Any] = {"reconnect.backoff.ms": 10}
 
 PROGRESS_VERSION = 1
+
+#: errors a client gets while a partition has no (or a moving) leader - right after the topic is
+#: created, or while a broker is down - and that go away by asking again (librdkafka marks most,
+#: not all, of them retriable)
+RETRIABLE_CODES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._WAIT_COORD,
+        KafkaError._NOENT,
+    }
+)
+
+
+def is_retriable(err: KafkaError) -> bool:
+    """Whether asking again (after a short wait) may succeed: see :data:`RETRIABLE_CODES`."""
+    return not err.fatal() and (err.retriable() or err.code() in RETRIABLE_CODES)
 
 
 class OffsetRange(BaseModel):
@@ -118,6 +158,51 @@ def progress_key(replay_id: str, source_partition: int) -> bytes:
     return f"{replay_id}/{source_partition}".encode()
 
 
+def claim_key(replay_id: str) -> bytes:
+    """The key of a replay's run claims in the progress topic (see :class:`RunClaim`)."""
+    return f"{replay_id}/run".encode()
+
+
+class RunClaim(BaseModel):
+    """One run of a replay announcing itself: the value of a ``<replay id>/run`` record in the
+    progress topic, written (and acknowledged by every in-sync replica) before the run
+    initialises any partition's transactional producer.
+
+    The transactional ids are per (replay, partition), so two runs of the same replay fence
+    each other partition by partition - whichever calls ``init_transactions`` last - and two
+    runs started at once could each win some partitions and both fail. The claim makes the
+    outcome whole: the run with the **newest** claim (the highest offset) owns the replay. A
+    run checks, after each ``init_transactions`` and whenever it is fenced, whether a newer
+    claim exists: if so it stops (:class:`~.errors.ReplayFencedError`, before writing when
+    the check comes first); if not, whoever fenced it was an older run on its way out, so it
+    makes a new producer (fencing that one back) and resumes from the committed progress.
+    Newest wins, as with Kafka's own fencing: a resumed replay takes over from a stuck one.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    v: int = PROGRESS_VERSION
+    replay_id: str
+    run: str
+    claimed_at_ms: int = 0
+    #: where the claim is: progress partition and offset (not part of the record's value)
+    partition: int = -1
+    offset: int = -1
+
+
+def newer_claim(reader: CommittedLogReader, topic: str, claim: RunClaim) -> RunClaim | None:
+    """The newest claim of ``claim``'s replay written after it (``None`` if it is the newest)."""
+    key = claim_key(claim.replay_id)
+    newest: RunClaim | None = None
+    for offset, k, value in reader.read(topic, claim.partition, claim.offset + 1):
+        if k != key or value is None:
+            continue
+        found = RunClaim.model_validate_json(value)
+        if found.run != claim.run:
+            newest = found.model_copy(update={"partition": claim.partition, "offset": offset})
+    return newest
+
+
 def progress_partition(key: bytes, num_partitions: int) -> int:
     """The progress topic partition of ``key`` (Kafka's default partitioner)."""
     return murmur2_partition(key, num_partitions)
@@ -139,16 +224,16 @@ class KafkaCommittedReader:
     def __init__(self, client_config: dict[str, str], *, timeout_s: float = 120.0) -> None:
         self.config = client_config
         self.timeout_s = timeout_s
-        self._warm: Consumer | None = None
+        self._warm: tuple[Consumer, Consumer] | None = None
 
-    def _consumer(self) -> Consumer:
+    def _consumer(self, isolation: str) -> Consumer:
         return Consumer(
             {
                 **CLIENT_DEFAULTS,
                 **self.config,
                 "group.id": "kafka-archive-replay-progress-reader",
                 "enable.auto.commit": False,
-                "isolation.level": "read_committed",
+                "isolation.level": isolation,
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
                 # progress partitions are small: do not let the broker hold fetches back
@@ -156,25 +241,37 @@ class KafkaCommittedReader:
             }
         )
 
+    def _consumers(self) -> tuple[Consumer, Consumer]:
+        """``(reader, watermarks)``: the read_committed consumer that reads, and a
+        read_uncommitted one that only asks for the high watermark. (A read_committed client's
+        ListOffsets answers the *last stable offset*: with another producer's transaction open
+        on the partition - or the markers of a commit not written yet - that is below committed
+        progress records, which a read up to it would silently miss.)"""
+        return self._consumer("read_committed"), self._consumer("read_uncommitted")
+
     def connect(self) -> None:
-        """Create the consumer of the next :meth:`read` now: it connects and fetches metadata
-        in the background but reads nothing (partitions are assigned only by :meth:`read`), so
-        a caller can overlap the client's start-up with its own (e.g. ``init_transactions``,
-        which must come *before* the read, not before the consumer exists)."""
+        """Create the consumers of the next :meth:`read` now: they connect and fetch metadata
+        in the background but read nothing (partitions are assigned only by :meth:`read`), so
+        a caller can overlap the clients' start-up with its own (e.g. ``init_transactions``,
+        which must come *before* the read, not before the consumers exist)."""
         if self._warm is None:
-            self._warm = self._consumer()
+            self._warm = self._consumers()
 
     def read(
         self, topic: str, partition: int, start_offset: int
     ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        consumer, self._warm = self._warm or self._consumer(), None
+        (consumer, watermarks), self._warm = self._warm or self._consumers(), None
         try:
             tp = TopicPartition(topic, partition)
-            _low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            deadline = time.monotonic() + self.timeout_s
+            try:
+                high = self._high_watermark(watermarks, tp, deadline)
+            finally:
+                watermarks.close()
             if high <= start_offset:
                 return
             consumer.assign([TopicPartition(topic, partition, start_offset)])
-            deadline = time.monotonic() + self.timeout_s
+            last_error = ""
             while time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
@@ -188,17 +285,49 @@ class KafkaCommittedReader:
                         if pos >= high:
                             return
                         continue
+                    if is_retriable(err):
+                        # a leader moving (a broker down, a topic just created): the consumer
+                        # finds the new leader and fetches again by itself
+                        last_error = f" (last error: {err.str()})"
+                        continue
                     raise ReplayTargetError(f"reading {topic}-{partition}: {err.str()}")
                 yield msg.offset() or 0, msg.key(), msg.value()
                 if (msg.offset() or 0) + 1 >= high:
                     return
             raise ReplayTargetError(
-                f"timed out reading the committed records of {topic}-{partition} up to {high}",
-                hint="Another producer's open transaction holds the last stable offset back; "
-                "it is aborted after its transaction.timeout.ms. Retry then.",
+                f"timed out reading the committed records of {topic}-{partition} up to "
+                f"{high}{last_error}",
+                hint="Another producer's open transaction holds the last stable offset back "
+                "(it is aborted after its transaction.timeout.ms), or the partition has no "
+                "leader. Retry then.",
             )
         finally:
             consumer.close()
+
+    @staticmethod
+    def _high_watermark(consumer: Consumer, tp: TopicPartition, deadline: float) -> int:
+        """The partition's high watermark from its leader, asking again while the answer is a
+        retriable error (no leader yet, leader moving) until ``deadline``."""
+        while True:
+            try:
+                _low, high = consumer.get_watermark_offsets(
+                    tp, timeout=max(1.0, min(30.0, deadline - time.monotonic()))
+                )
+                return int(high)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not isinstance(err, KafkaError) or not is_retriable(err):
+                    raise ReplayTargetError(
+                        f"reading {tp.topic}-{tp.partition}: "
+                        f"{err.str() if isinstance(err, KafkaError) else err}"
+                    ) from None
+                if time.monotonic() >= deadline:
+                    raise ReplayTargetError(
+                        f"{tp.topic}-{tp.partition} did not answer ListOffsets in time: "
+                        f"{err.str()}",
+                        hint="The partition has no leader; check the target brokers and retry.",
+                    ) from None
+                time.sleep(0.1)
 
 
 def load_progress(

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pydantic import BaseModel
 
@@ -39,7 +40,14 @@ from kafka_archive.replay.errors import (
 )
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
-from kafka_archive.replay.progress import CLIENT_DEFAULTS, CommittedLogReader
+from kafka_archive.replay.progress import (
+    CLIENT_DEFAULTS,
+    CommittedLogReader,
+    RunClaim,
+    claim_key,
+    is_retriable,
+    progress_partition,
+)
 from kafka_archive.store.base import ObjectStore
 
 __all__ = [
@@ -47,14 +55,19 @@ __all__ = [
     "ReplayReport",
     "TargetInfo",
     "check_target",
+    "claim_run",
     "execute",
     "plan_replay",
     "run_partition",
     "target_metadata",
+    "wait_until_ready",
 ]
 
 #: partitions of the progress topic when ``replay run`` creates it
 DEFAULT_PROGRESS_PARTITIONS = 12
+
+#: how long a topic the replay created may take until every partition has a leader that serves
+TOPIC_READY_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +173,60 @@ def _create_topic(
             ) from None
 
 
+def wait_until_ready(
+    consumer: Consumer,
+    topic: str,
+    partitions: int,
+    *,
+    timeout_s: float = TOPIC_READY_TIMEOUT_S,
+) -> int:
+    """Wait until ``topic`` (just created) is usable: the metadata shows it with at least
+    ``partitions`` partitions, each with a leader, and every partition's leader answers
+    ListOffsets (what reading the progress topic asks first). Returns the partition count.
+
+    CreateTopics returns once the controller has committed the topic; the brokers learn it (and
+    become leaders) a moment later. Until then metadata lacks the topic or its leaders, and a
+    read gets ``NOT_LEADER_FOR_PARTITION`` - which crashed the first replay into a real cluster.
+
+    Raises:
+        ReplayTargetError: not ready within ``timeout_s``, or a non-retriable error.
+    """
+    deadline = time.monotonic() + timeout_s
+    last = "not in the metadata yet"
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            md = consumer.list_topics(topic, timeout=max(1.0, min(10.0, left)))
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None:
+                last = meta.error.str() if meta is not None else "not in the metadata yet"
+            elif len(meta.partitions) < partitions:
+                last = f"{len(meta.partitions)} of {partitions} partitions in the metadata"
+            else:
+                leaderless = sorted(
+                    p for p, pm in meta.partitions.items() if pm.leader < 0 or pm.error is not None
+                )
+                if leaderless:
+                    last = f"no leader yet for partition(s) {leaderless}"
+                else:
+                    for p in sorted(meta.partitions):
+                        consumer.get_watermark_offsets(
+                            TopicPartition(topic, p), timeout=max(1.0, min(10.0, left))
+                        )
+                    return len(meta.partitions)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not isinstance(err, KafkaError) or not is_retriable(err):
+                raise ReplayTargetError(f"target metadata for {topic}: {exc}") from None
+            last = err.str()
+        if time.monotonic() >= deadline:
+            raise ReplayTargetError(
+                f"{topic} was created but is not ready on the target after {timeout_s:g} s: {last}",
+                hint="Check the target brokers (every partition needs a leader) and run again.",
+            )
+        time.sleep(0.1)
+
+
 def check_target(plan: ReplayPlan) -> TargetInfo:
     """Step 2: the guard rails that need the target (see the module docstring).
 
@@ -200,12 +267,7 @@ def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) 
                 f"the target topic {plan.target_topic!r} does not exist on the target cluster"
             )
         _create_topic(client, plan.target_topic, plan.source_partition_count)
-        _cid, partitions = _topic_metadata(consumer, plan.target_topic)
-        if partitions is None:
-            raise TargetTopicMissingError(
-                f"{plan.target_topic!r} was created but is not visible on the target yet",
-                hint="Run again in a few seconds.",
-            )
+        partitions = wait_until_ready(consumer, plan.target_topic, plan.source_partition_count)
         created = True
     if spec.partition_mapping == "same":
         highest = max(p.partition for p in plan.partitions)
@@ -222,7 +284,46 @@ def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) 
             DEFAULT_PROGRESS_PARTITIONS,
             {"cleanup.policy": "compact"},
         )
+        # (also when another replay created it a moment ago: TOPIC_ALREADY_EXISTS)
+        wait_until_ready(consumer, spec.progress_topic, 1)
     return TargetInfo(cluster_id, partitions, created)
+
+
+def claim_run(plan: ReplayPlan) -> RunClaim:
+    """Announce a new run of ``plan``'s replay in the progress topic (see
+    :class:`~.progress.RunClaim`): the record is acknowledged by every in-sync replica before
+    this returns, so any run that checks after its own ``init_transactions`` sees it."""
+    spec = plan.spec
+    producer = Producer(
+        {
+            **CLIENT_DEFAULTS,
+            **spec.target.client_config(),
+            "enable.idempotence": True,
+            "acks": "all",
+        }
+    )
+    md = producer.list_topics(spec.progress_topic, timeout=30)
+    meta = md.topics.get(spec.progress_topic)
+    if meta is None or meta.error is not None or not meta.partitions:
+        raise ReplayTargetError(f"the progress topic {spec.progress_topic} is not available")
+    key = claim_key(plan.replay_id)
+    partition = progress_partition(key, len(meta.partitions))
+    claim = RunClaim(
+        replay_id=plan.replay_id, run=uuid.uuid4().hex[:16], claimed_at_ms=int(time.time() * 1000)
+    )
+    delivered: list[tuple[KafkaError | None, int]] = []
+    producer.produce(
+        spec.progress_topic,
+        claim.model_dump_json(exclude={"partition", "offset"}).encode(),
+        key,
+        partition,
+        lambda err, msg: delivered.append((err, msg.offset() or 0)),
+    )
+    producer.flush(60)
+    if not delivered or delivered[0][0] is not None:
+        why = delivered[0][0].str() if delivered and delivered[0][0] else "no delivery report"
+        raise ReplayTargetError(f"announcing the run in {spec.progress_topic} failed: {why}")
+    return claim.model_copy(update={"partition": partition, "offset": delivered[0][1]})
 
 
 def run_partition(
@@ -294,17 +395,21 @@ def execute(
     for early in replays[: 2 * workers]:
         assert early is not None
         early.connect()
-    if target is None:
-        try:
+    try:
+        if target is None:
             target = check_target(plan)
-        except BaseException:
-            for early in replays[: 2 * workers]:
-                assert early is not None
-                early.close()
-            raise
-        for pending in replays:
-            assert pending is not None
-            pending.target_partitions = target.partitions
+        # the run's claim, before any partition's init_transactions (two runs of one replay:
+        # the newest claim wins whole, instead of each run winning some partitions)
+        claim = claim_run(plan)
+    except BaseException:
+        for early in replays[: 2 * workers]:
+            assert early is not None
+            early.close()
+        raise
+    for pending in replays:
+        assert pending is not None
+        pending.target_partitions = target.partitions
+        pending.claim = claim
     if ledger is not None:
         ledger.register(plan)
         ledger.set_status(plan.replay_id, "running")
