@@ -17,6 +17,9 @@ from segment_lib.names import SegmentSuffix, parse_segment_file_name
 
 Buffer = bytes | bytearray | memoryview
 
+_ZERO_CHUNK_SIZE = 1 << 16
+_ZERO_CHUNK = bytes(_ZERO_CHUNK_SIZE)
+
 
 def valid_length(data: Buffer, entry_size: int, what: str) -> int:
     """Byte length of the written entries of an index buffer (excluding the zero-filled tail).
@@ -37,9 +40,16 @@ def valid_length(data: Buffer, entry_size: int, what: str) -> int:
             position=whole,
             expected=f"a whole {entry_size}-byte entry",
         )
-    # rstrip runs in C; rounding the stripped length up to a whole entry keeps a real last entry
-    # whose final bytes happen to be zero (e.g. position 256 = 00 00 01 00).
-    nonzero = len(bytes(data).rstrip(b"\0"))
+    # An active index is 10 MiB, nearly all of it the zero tail: skip whole zero chunks from the
+    # end by comparing them with a zero block (memcmp, ~50x faster than rstrip's byte loop, which
+    # cost ~8 ms per active index), then rstrip the rest. Rounding the stripped length up to a
+    # whole entry keeps a real last entry whose final bytes happen to be zero (position 256 =
+    # 00 00 01 00).
+    view = memoryview(data).cast("B")
+    end = size
+    while end >= _ZERO_CHUNK_SIZE and view[end - _ZERO_CHUNK_SIZE : end].tobytes() == _ZERO_CHUNK:
+        end -= _ZERO_CHUNK_SIZE
+    nonzero = len(bytes(view[:end]).rstrip(b"\0"))
     return -(-nonzero // entry_size) * entry_size
 
 

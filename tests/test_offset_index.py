@@ -226,3 +226,17 @@ def test_real_index_swap_files(real_broker_data: Path) -> None:
     assert swaps
     for path in swaps:
         assert read_offset_index(path).entries == path.stat().st_size // 8
+
+
+@pytest.mark.parametrize("last_nonzero", [0, 7, 65535, 65536, 65537, 131071, 10 * (1 << 20) - 1])
+def test_zero_tail_found_across_chunk_boundaries(last_nonzero: int) -> None:
+    """valid_length skips the zero tail a 64 KiB chunk at a time: the one non-zero byte is found
+    wherever it sits relative to the chunks (the rule: up to the last non-zero byte, rounded up
+    to a whole entry)."""
+    from segment_lib._index_util import valid_length
+
+    data = bytearray(10 * (1 << 20))
+    data[last_nonzero] = 1
+    want = -(-(last_nonzero + 1) // 8) * 8
+    for buf in (bytes(data), data, memoryview(data)):
+        assert valid_length(buf, 8, "index") == want
