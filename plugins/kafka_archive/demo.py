@@ -24,13 +24,15 @@ returns a JSON-ready report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,17 +97,15 @@ class DemoPaths:
         return f"sqlite:///{self.catalog_db}"
 
 
-def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
-    """Stage 1: a fresh demo folder and cluster whose records end a minute ago."""
+def fresh_root(paths: DemoPaths) -> None:
+    """An empty demo folder (a previous demo's is removed)."""
     if paths.root.exists():
         shutil.rmtree(paths.root)
-    paths.cluster.mkdir(parents=True)
-    paths.logs.mkdir()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
-    shutil.rmtree(paths.root / "probe")
-    start = now - 60_000 - (probe.end_ms - probe.start_ms)
-    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
+    paths.logs.mkdir(parents=True)
+
+
+def write_config(paths: DemoPaths, broker_dirs: dict[int, list[Path]]) -> None:
+    """The archive DAG's configuration: one cluster, its brokers and their log dirs."""
     config = {
         "store_uri": paths.store_uri,
         "state_dir": str(paths.root / "archive-state"),
@@ -114,12 +114,25 @@ def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None)
                 "name": CLUSTER,
                 "brokers": [
                     {"id": b, "log_dirs": [str(d) for d in dirs]}
-                    for b, dirs in sorted(cluster.broker_dirs.items())
+                    for b, dirs in sorted(broker_dirs.items())
                 ],
             }
         ],
     }
     paths.config.write_text(json.dumps(config, indent=2))
+
+
+def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
+    """Stage 1 without Java: a fresh demo folder and a writer-made cluster whose records end a
+    minute ago."""
+    fresh_root(paths)
+    paths.cluster.mkdir(parents=True)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
+    shutil.rmtree(paths.root / "probe")
+    start = now - 60_000 - (probe.end_ms - probe.start_ms)
+    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
+    write_config(paths, cluster.broker_dirs)
     return cluster
 
 
@@ -169,8 +182,11 @@ def run_archive_and_catalog(paths: DemoPaths) -> None:
     _airflow(paths, "dag-catalog", "dags", "test", DAG_CATALOG)
 
 
-def run_replay(paths: DemoPaths, bootstrap: str, from_ms: int) -> None:
-    """Stage 4: the replay DAG, with Params, into the embedded target."""
+def run_replay(
+    paths: DemoPaths, bootstrap: str, from_ms: int, *, create_topic: bool = False
+) -> None:
+    """Stage 4: the replay DAG, with Params, into the target (``create_topic``: the replay
+    creates the target topic with the source's partition count)."""
     from kafka_archive.timeparse import format_ms
 
     conf = {
@@ -181,6 +197,7 @@ def run_replay(paths: DemoPaths, bootstrap: str, from_ms: int) -> None:
         "target": bootstrap,
         "partition_mapping": "same",
         "preserve_timestamps": True,
+        "create_topic": create_topic,
     }
     _airflow(paths, "dag-replay", "dags", "test", DAG_REPLAY, "-c", json.dumps(conf))
 
@@ -193,46 +210,68 @@ def _leader_dir(cluster: DemoCluster, topic: str, partition: int) -> Path:
     raise DemoError(f"no directory for {topic}-{partition} on broker {leader}")
 
 
-def catalog_offsets(paths: DemoPaths, cluster: DemoCluster, at_ms: int) -> list[dict[str, Any]]:
-    """The catalog's ListOffsets answer at ``at_ms`` beside segment_lib's lookup on the leader's
-    original log dir (what the broker itself would have answered)."""
+def _catalog_answers(paths: DemoPaths, at_ms: int) -> list[dict[str, Any]]:
+    """The catalog's ListOffsets answer for the demo topic at ``at_ms``, per partition."""
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.catalog.queries import offsets_for_time
     from kafka_archive.store import open_store
 
     catalog = open_catalog(paths.db_url)
     store = open_store(paths.store_uri)
-    rows = []
-    for answer in offsets_for_time(catalog, store, CLUSTER, TOPIC, at_ms):
-        broker = find_offset_for_timestamp(
-            PartitionView.open(_leader_dir(cluster, TOPIC, answer.partition)), at_ms
-        )
-        rows.append(
-            {
-                "partition": answer.partition,
-                "offset": answer.offset,
-                "timestamp": answer.timestamp,
-                "broker_lookup_offset": broker.offset,
-            }
-        )
-    return rows
+    return [
+        {"partition": a.partition, "offset": a.offset, "timestamp": a.timestamp}
+        for a in offsets_for_time(catalog, store, CLUSTER, TOPIC, at_ms)
+    ]
+
+
+def catalog_offsets(paths: DemoPaths, cluster: DemoCluster, at_ms: int) -> list[dict[str, Any]]:
+    """The catalog's ListOffsets answer at ``at_ms`` beside segment_lib's lookup on the leader's
+    original log dir (what the broker itself would have answered)."""
+    return [
+        {
+            **row,
+            "broker_lookup_offset": find_offset_for_timestamp(
+                PartitionView.open(_leader_dir(cluster, TOPIC, row["partition"])), at_ms
+            ).offset,
+        }
+        for row in _catalog_answers(paths, at_ms)
+    ]
+
+
+def group_position_at(paths: DemoPaths, group: str, at_ms: int) -> dict[str, Any]:
+    """Group ``group``'s committed offsets at ``at_ms`` according to the catalog."""
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.queries import CatalogQueryError, group_offsets
+
+    try:
+        rows = group_offsets(open_catalog(paths.db_url), CLUSTER, group, at_ms)
+    except CatalogQueryError as exc:
+        raise DemoError(f"group {group} at {at_ms}: {exc}") from exc
+    return {"group": group, "at": at_ms, "offsets": [r.to_json() for r in rows]}
 
 
 def group_position(paths: DemoPaths, cluster: DemoCluster, at_ms: int) -> dict[str, Any]:
     """A consumer group's committed offsets at ``at_ms``, from the archived commits (the first
     demo group, by name, that had committed by then)."""
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.catalog.queries import CatalogQueryError, group_offsets
-
-    catalog = open_catalog(paths.db_url)
     for group in sorted(cluster.committed):
         try:
-            rows = group_offsets(catalog, CLUSTER, group, at_ms)
-        except CatalogQueryError:
+            answer = group_position_at(paths, group, at_ms)
+        except DemoError:
             continue
-        if rows:
-            return {"group": group, "at": at_ms, "offsets": [r.to_json() for r in rows]}
+        if answer["offsets"]:
+            return answer
     raise DemoError(f"no demo group had archived commits at {at_ms}")
+
+
+def _archived_ends(paths: DemoPaths) -> dict[int, int]:
+    """Per partition of the demo topic, the end offset of what was archived."""
+    from kafka_archive.archive import iter_manifests
+    from kafka_archive.store import open_store
+
+    ends: dict[int, int] = {}
+    for m in iter_manifests(open_store(paths.store_uri), CLUSTER, TOPIC):
+        ends[m.partition] = max(ends.get(m.partition, 0), m.end_offset)
+    return ends
 
 
 Expected = dict[int, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]]]
@@ -241,13 +280,7 @@ Expected = dict[int, list[tuple[bytes | None, bytes | None, list[tuple[str, byte
 def expected_records(paths: DemoPaths, cluster: DemoCluster, starts: dict[int, int]) -> Expected:
     """What the target must hold: every record of ``orders`` from each partition's start offset
     to the end of what was archived, read from the original log dirs."""
-    from kafka_archive.archive import iter_manifests
-    from kafka_archive.store import open_store
-
-    store = open_store(paths.store_uri)
-    ends: dict[int, int] = {}
-    for m in iter_manifests(store, CLUSTER, TOPIC):
-        ends[m.partition] = max(ends.get(m.partition, 0), m.end_offset)
+    ends = _archived_ends(paths)
     out: Expected = {}
     for partition, start in starts.items():
         rows = out.setdefault(partition, [])
@@ -278,14 +311,135 @@ def read_target(
 
 
 def run_demo(
-    root: Path, *, seed: int = 0, progress: Callable[[str], None] | None = None
+    root: Path,
+    *,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    kafka: str = "auto",
 ) -> dict[str, Any]:
-    """Run every stage; returns the report (raises :class:`DemoError` on a failed stage)."""
-    from kafka_archive.embedded_kafka import EmbeddedKafka
+    """Run every stage; returns the report (raises :class:`DemoError` on a failed stage).
+
+    ``kafka``: ``real`` runs real Apache Kafka clusters (needs Java 17+ and Maven), ``mock``
+    the Java-free fallback (a writer-made source and librdkafka's mock cluster as the target),
+    ``auto`` real where Java and Maven are present, else the fallback (and the report says why).
+    """
+    from kafka_archive.local_kafka import kafka_unavailable_reason
 
     say = progress or (lambda _msg: None)
+    reason = kafka_unavailable_reason()
+    if kafka == "real" or (kafka == "auto" and reason is None):
+        return _run_real(DemoPaths(root.resolve()), seed, say)
+    note = f"mock Kafka ({reason or 'asked for'})"
+    say(f"no real Kafka here: {note}; using a writer-made source and librdkafka's mock target")
+    report = _run_mock(DemoPaths(root.resolve()), seed, say)
+    report["kafka"] = note
+    return report
+
+
+def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """The demo on real Kafka: a 3-broker source cluster, a 1-broker target cluster."""
+    from kafka_archive.demo_live import (
+        DEMO_TOPICS,
+        broker_offsets_for_time,
+        produce_demo_data,
+    )
+    from kafka_archive.embedded_kafka import read_to_end
+    from kafka_archive.local_kafka import DEFAULT_KAFKA_VERSION, LocalKafkaCluster
+
     started = time.monotonic()
-    paths = DemoPaths(root.resolve())
+    fresh_root(paths)
+    partitions = list(range(DEMO_TOPICS[TOPIC][0]))
+    source = LocalKafkaCluster(paths.root / "kafka-source", brokers=3)
+    target = LocalKafkaCluster(paths.root / "kafka-target", brokers=1)
+    try:
+        say(f"starting a 3-broker Apache Kafka {DEFAULT_KAFKA_VERSION} cluster (KRaft)")
+        source.start()
+        say(
+            f"producing the demo's traffic through it ({source.bootstrap_servers}), with the "
+            "offsets follower reading __consumer_offsets into the catalog beside it"
+        )
+        with _offsets_follower(paths, source.bootstrap_servers):
+            traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
+        write_config(paths, {b: [d] for b, d in source.log_dirs.items()})
+        say("archive DAG over the brokers' live log dirs, then catalog DAG (through Airflow)")
+        run_archive_and_catalog(paths)
+        at = traffic.moments[len(traffic.moments) // 2]
+        broker = broker_offsets_for_time(source.bootstrap_servers, TOPIC, len(partitions), at)
+        offsets = [
+            {**row, "broker_lookup_offset": broker[row["partition"]]}
+            for row in _catalog_answers(paths, at)
+        ]
+        group = group_position_at(paths, "billing", at)
+        want_group = traffic.group_at(at)
+        say("starting a 1-broker target cluster")
+        target.start()
+        say(f"replay DAG: {TOPIC} from {at} into the target {target.bootstrap_servers}")
+        run_replay(paths, target.bootstrap_servers, at, create_topic=True)
+        got = read_target(target.bootstrap_servers, partitions)
+        source_records = read_to_end(source.bootstrap_servers, TOPIC, partitions)
+    finally:
+        source.stop()
+        target.stop()
+    ends = _archived_ends(paths)
+    starts = {r["partition"]: r["offset"] for r in offsets}
+    want = {
+        p: [
+            (r.key, r.value, list(r.headers), r.timestamp)
+            for r in source_records[p]
+            if starts[p] >= 0 and starts[p] <= r.offset < ends.get(p, 0)
+        ]
+        for p in partitions
+    }
+    got_group = {o["partition"]: o["offset"] for o in group.get("offsets", [])}
+    return _report(
+        paths,
+        started,
+        topics=sorted(DEMO_TOPICS),
+        at=at,
+        offsets=offsets,
+        group={**group, "expected": want_group, "matches": got_group == want_group},
+        want=want,
+        got=got,
+        kafka=f"Apache Kafka {DEFAULT_KAFKA_VERSION}: source {source.bootstrap_servers} "
+        f"(3 brokers), target {target.bootstrap_servers} (1 broker)",
+    )
+
+
+@contextlib.contextmanager
+def _offsets_follower(paths: DemoPaths, bootstrap: str) -> Iterator[None]:
+    """Run the offsets follower (``kafka-archive catalog follow-offsets``) in a thread for the
+    body of the block, then once more until caught up: the group's commit history is read as
+    it happens, before the broker's cleaner compacts ``__consumer_offsets``."""
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.groups.follower import follow_offsets
+
+    catalog = open_catalog(paths.db_url)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            follow_offsets(catalog, CLUSTER, bootstrap, stop=stop)
+        except BaseException as exc:  # re-raised in the demo's thread below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="offsets-follower", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+    if failure:
+        raise DemoError(f"the offsets follower failed: {failure[0]}")
+    follow_offsets(catalog, CLUSTER, bootstrap, until_caught_up=True)
+
+
+def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """The Java-free demo: a writer-made source cluster, librdkafka's mock as the target."""
+    from kafka_archive.embedded_kafka import EmbeddedKafka
+
+    started = time.monotonic()
     say(f"writing a 3-broker Kafka log directory under {paths.cluster}")
     cluster = write_cluster(paths, seed=seed)
     say("archive DAG, then catalog DAG (through Airflow)")
@@ -302,10 +456,36 @@ def run_demo(
         run_replay(paths, target.bootstrap_servers, at)
         got = read_target(target.bootstrap_servers, partitions)
     want = expected_records(paths, cluster, {r["partition"]: r["offset"] for r in offsets})
-    mismatched = [p for p in partitions if got.get(p, []) != want.get(p, [])]
+    return _report(
+        paths,
+        started,
+        topics=sorted(cluster.topics),
+        at=at,
+        offsets=offsets,
+        group={**group, "matches": True},
+        want=want,
+        got=got,
+        kafka="",
+    )
+
+
+def _report(
+    paths: DemoPaths,
+    started: float,
+    *,
+    topics: list[str],
+    at: int,
+    offsets: list[dict[str, Any]],
+    group: dict[str, Any],
+    want: Expected,
+    got: Expected,
+    kafka: str,
+) -> dict[str, Any]:
+    mismatched = [p for p in sorted(want) if got.get(p, []) != want.get(p, [])]
     return {
         "root": str(paths.root),
-        "topics": sorted(cluster.topics),
+        "kafka": kafka,
+        "topics": topics,
         "offsets_at": {"topic": TOPIC, "timestamp": at, "partitions": offsets},
         "catalog_matches_broker": all(r["offset"] == r["broker_lookup_offset"] for r in offsets),
         "group_position": group,
@@ -317,4 +497,6 @@ def run_demo(
         },
         "seconds": round(time.monotonic() - started, 1),
         "logs": str(paths.logs),
+        "store": paths.store_uri,
+        "db": paths.db_url,
     }

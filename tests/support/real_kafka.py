@@ -79,6 +79,13 @@ def _start(version: str | None, brokers: int) -> Iterator[LocalKafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def kafka_available() -> None:
+    """For tests that start clusters of their own (the demo): skip, or in CI fail, where Java
+    or Maven is missing."""
+    _require()
+
+
+@pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[LocalKafkaCluster]:
     yield from _start(None, 3)
 
