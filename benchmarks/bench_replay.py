@@ -124,11 +124,38 @@ def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
 _serial = [0]
 
 
-def fresh_target(partitions: int) -> tuple[MockCluster, str]:
-    """A new mock cluster (with the progress topic) and a topic of ``partitions`` on it. Every
-    run gets its own: the mock keeps every message in memory, and a cluster reused across runs
-    grows by ~0.5 GB per million records, which slowed later runs unevenly."""
+class RealTarget:
+    """A topic space on the run's one real Kafka cluster (``--target real``), shaped like the
+    mock: the cluster outlives every run (its brokers keep the data on disk, not in memory), so
+    :meth:`close` deletes the run's topic instead of a cluster."""
+
+    def __init__(self, cluster: Any, topic: str, partitions: int) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        self.bootstrap_servers: str = cluster.bootstrap_servers
+        self.topic = topic
+        self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        self._admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(60)
+        # leaders elected and serving before the clock starts, as the mock's are
+        Producer({"bootstrap.servers": self.bootstrap_servers}).list_topics(topic, timeout=60)
+
+    def close(self) -> None:
+        self._admin.delete_topics([self.topic])[self.topic].result(60)
+
+
+_real_cluster: list[Any] = []
+
+
+def fresh_target(partitions: int) -> tuple[Any, str]:
+    """A new target and a topic of ``partitions`` on it. With ``--target mock`` (default) a new
+    mock cluster (with the progress topic) for every run: the mock keeps every message in
+    memory, and a cluster reused across runs grows by ~0.5 GB per million records, which slowed
+    later runs unevenly. With ``--target real`` a fresh topic on the one real cluster (RF 3,
+    min.insync.replicas 2: acks=all waits for two brokers' copies)."""
     _serial[0] += 1
+    if _real_cluster:
+        topic = f"t{_serial[0]}"
+        return RealTarget(_real_cluster[0], topic, partitions), topic
     mock = MockCluster(3)
     mock.create_topic("__kafka_archive_replay_progress", 6)
     topic = f"t{_serial[0]}"
@@ -416,10 +443,22 @@ def main() -> int:
         "--breakdown", action="store_true",
         help="then --reps more bare-txn/replay pairs with the replay's parts timed",
     )  # fmt: skip
+    ap.add_argument(
+        "--target", default="mock", choices=["mock", "real"],
+        help="mock: librdkafka's mock cluster per run; real: a 3-broker Apache Kafka cluster "
+        "(kafka_archive.local_kafka, needs Java 17 and Maven), one fresh topic per run",
+    )  # fmt: skip
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
 
     tmp = _data.scratch_dir("bench-replay-")
+    if args.target == "real":
+        from kafka_archive.local_kafka import LocalKafkaCluster
+
+        cluster = LocalKafkaCluster(tmp / "kafka", brokers=3, heap="1g").start()
+        _real_cluster.append(cluster)
+        print(f"target: Apache Kafka {cluster.version}, 3 brokers at "
+              f"{cluster.bootstrap_servers}", flush=True)  # fmt: skip
     t0 = time.perf_counter()
     dirs = write_source(tmp / "logs", args)
     store = LocalStore(tmp / "store", fsync=False)
@@ -530,7 +569,12 @@ def main() -> int:
         result["spark_speedup_2_vs_1_cores"] = s1 / s2
         print(f"Spark, 2 partitions: local[1] {s1:.2f} s, local[2] {s2:.2f} s: "
               f"{s1 / s2:.2f}x with 2 cores", flush=True)  # fmt: skip
-    _data.result_file("replay", Path(args.out)).write_text(json.dumps(result, indent=2))
+    if _real_cluster:
+        _real_cluster[0].stop()
+        result["kafka"] = _real_cluster[0].version
+    _data.result_file("replay-real" if _real_cluster else "replay", Path(args.out)).write_text(
+        json.dumps(result, indent=2)
+    )
     print(json.dumps({k: v for k, v in result.items() if k.startswith(("ratio", "spark_speedup",
                       "median"))}))  # fmt: skip
     return 0
