@@ -392,3 +392,24 @@ def test_group_offsets_merge_archive_and_follower(catalog: Catalog) -> None:
         (300, 3500, ("archive", "follower")),
     ]
     assert len(group_commit_history(catalog, CLUSTER, "g", from_ms=2000, to_ms=2500)) == 3
+
+
+def test_dag_config_from_variable_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_archive.groups.dag_tasks import load_follow_config
+
+    monkeypatch.setenv("KAFKA_ARCHIVE_DB", "/srv/catalog.db")
+    monkeypatch.delenv("KAFKA_ARCHIVE_OFFSETS_CLUSTER", raising=False)
+    with pytest.raises(ValueError, match="no cluster to follow"):
+        load_follow_config(None)
+    monkeypatch.setenv("KAFKA_ARCHIVE_OFFSETS_CLUSTER", "prod")
+    monkeypatch.setenv("KAFKA_ARCHIVE_OFFSETS_BOOTSTRAP", "k1:9092")
+    cfg = load_follow_config(None)
+    assert (cfg.db_url, cfg.clusters[0].cluster, cfg.clusters[0].bootstrap) == (
+        "/srv/catalog.db",
+        "prod",
+        "k1:9092",
+    )
+    raw = '{"db_url": "postgresql://c@db/c", "clusters": [{"cluster": "a", "bootstrap": "b:1"}]}'
+    assert load_follow_config(raw).clusters[0].cluster == "a"
+    with pytest.raises(ValueError):
+        load_follow_config('{"db_url": "x", "clusters": [{"cluster": "a"}]}')

@@ -243,6 +243,8 @@ def apply_batch(
     missing = set(new_pos) - set(expected)
     if missing:
         raise ValueError(f"no expected position for partition(s) {sorted(missing)}")
+    if not rows and all(new_pos[p] == expected[p] for p in new_pos):
+        return BatchResult(0, counts, new_pos)  # nothing new: no transaction
     fp = FollowerPosition
     with catalog.session() as s, s.begin():
         if rows:
@@ -318,7 +320,8 @@ def consumer_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> d
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "isolation.level": "read_committed",
-        "exclude.internal.topics": False,
+        # (Java's exclude.internal.topics is not needed: partitions are assigned, never
+        # subscribed by pattern; librdkafka has no such setting and refuses it)
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
     }
@@ -366,9 +369,16 @@ def follow_offsets(
     consumer = Consumer(consumer_config(bootstrap, config))
     try:
         parts = _partitions(consumer, 30.0)
+        while not parts and not until_caught_up:
+            # created by the first group that commits: a long-running follower waits for it
+            if stop.wait(1.0) or (
+                duration_s is not None and time.monotonic() - started >= duration_s
+            ):
+                break
+            parts = _partitions(consumer, 30.0)
         report.partitions = len(parts)
         if not parts:
-            report.caught_up = True
+            report.caught_up = until_caught_up
             report.stopped_by = "no __consumer_offsets topic yet"
             return report
         stored: dict[int, int | None] = {p: None for p in parts}
@@ -385,10 +395,12 @@ def follow_offsets(
             )
 
         assign()
+        end_at_start: dict[int, int] = {}
         for p in parts:
-            low, _high = consumer.get_watermark_offsets(
+            low, high = consumer.get_watermark_offsets(
                 TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
             )
+            end_at_start[p] = high
             pos = stored[p]
             if pos is not None and pos < low:
                 report.behind_log_start[p] = [pos, low]
@@ -399,7 +411,9 @@ def follow_offsets(
                     pos,
                     low,
                 )
-        at_end: set[int] = set()
+        # caught up on p: an end-of-partition event, or a record at or past the last offset
+        # that existed at the start (a busy partition may never report its end)
+        at_end = {p for p in parts if (stored[p] or 0) >= end_at_start[p]}
         while True:
             if stop.is_set():
                 report.stopped_by = "stop requested"
@@ -422,6 +436,8 @@ def follow_offsets(
                         raise KafkaException(err)
                     log.warning("__consumer_offsets follower: %s", err)
                     continue
+                if off >= end_at_start[part] - 1:
+                    at_end.add(part)
                 ts_type, ts = m.timestamp()
                 key, value = m.key(), m.value()
                 records.append(
@@ -446,8 +462,8 @@ def follow_offsets(
                 except PositionConflictError as exc:
                     report.conflicts += 1
                     log.warning("%s: re-reading stored positions", exc)
-                    at_end.clear()
                     assign()
+                    at_end = {p for p in at_end if (stored[p] or 0) >= end_at_start[p]}
                     continue
                 stored.update(res.positions)
                 report.transactions += 1

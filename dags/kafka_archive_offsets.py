@@ -1,0 +1,66 @@
+"""
+# kafka_archive_offsets
+
+Follows every configured cluster's `__consumer_offsets` into the catalog, so that
+`kafka-archive catalog group-offsets --at T` knows every commit a consumer group made, even
+after the broker's log cleaner compacted the topic (which it does long before segments roll
+and are archived). See `docs/catalog.md`, "The offsets follower".
+
+## Task
+
+* `follow` reads each cluster's `__consumer_offsets` (read_committed) from the positions stored
+  in the catalog up to its end, and stores the commits and the new positions in one database
+  transaction per batch: exactly once, whatever kills the run. Fails if a cluster did not catch
+  up within `max_seconds` (what it read is kept).
+
+Every minute, one run at a time: nothing is lost as long as the broker keeps uncompacted
+records longer than the interval between runs (with Kafka's defaults, at least until a
+100 MiB segment of `__consumer_offsets` rolls). Retries are always safe.
+
+## Configuration
+
+Airflow Variable `kafka_archive_offsets` (JSON: `db_url`, `clusters` = list of `cluster`,
+`bootstrap`, `consumer_config`; `max_seconds`), else the environment: `KAFKA_ARCHIVE_DB`,
+`KAFKA_ARCHIVE_OFFSETS_CLUSTER`, `KAFKA_ARCHIVE_OFFSETS_BOOTSTRAP`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import dag, task
+
+DEFAULT_ARGS: dict[str, Any] = {
+    "owner": "kafka-archive",
+    "retries": 2,
+    "retry_delay": timedelta(seconds=20),
+    "execution_timeout": timedelta(minutes=30),
+}
+
+
+@dag(
+    dag_id="kafka_archive_offsets",
+    schedule=timedelta(minutes=1),
+    start_date=datetime(2024, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["kafka-archive", "catalog", "consumer-groups"],
+    doc_md=__doc__,
+    default_args=DEFAULT_ARGS,
+)
+def kafka_archive_offsets() -> None:
+    @task
+    def follow() -> list[dict[str, Any]]:
+        import logging
+
+        from airflow.sdk import Variable
+        from kafka_archive.groups.dag_tasks import CONFIG_VARIABLE, load_follow_config, run_follow
+
+        config = load_follow_config(Variable.get(CONFIG_VARIABLE, default=None))
+        return run_follow(config, logging.getLogger("kafka_archive.groups").info)
+
+    follow()
+
+
+DAG = kafka_archive_offsets()

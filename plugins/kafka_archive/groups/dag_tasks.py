@@ -1,0 +1,127 @@
+"""What the ``kafka_archive_offsets`` DAG's task does, without Airflow (tests call it directly).
+
+Configuration (:class:`FollowJobConfig`), from the Airflow Variable ``kafka_archive_offsets``
+(JSON) when set, else the environment::
+
+    {"db_url": "postgresql://catalog@db/catalog",      # or $KAFKA_ARCHIVE_DB
+     "clusters": [{"cluster": "prod",                  # or $KAFKA_ARCHIVE_OFFSETS_CLUSTER
+                   "bootstrap": "kafka-1:9092",         # or $KAFKA_ARCHIVE_OFFSETS_BOOTSTRAP
+                   "consumer_config": {"security.protocol": "SSL"}}],
+     "max_seconds": 300}
+
+Each run follows every cluster's ``__consumer_offsets`` until caught up (at most
+``max_seconds`` per cluster), exactly once into the catalog
+(:func:`kafka_archive.groups.follower.follow_offsets`). A run killed at any point loses nothing:
+the next resumes from the positions stored with the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_archive.catalog.db import DB_ENV
+
+__all__ = [
+    "BOOTSTRAP_ENV",
+    "CLUSTER_ENV",
+    "CONFIG_VARIABLE",
+    "FollowJobConfig",
+    "FollowedCluster",
+    "load_follow_config",
+    "run_follow",
+]
+
+CONFIG_VARIABLE = "kafka_archive_offsets"
+CLUSTER_ENV = "KAFKA_ARCHIVE_OFFSETS_CLUSTER"
+BOOTSTRAP_ENV = "KAFKA_ARCHIVE_OFFSETS_BOOTSTRAP"
+
+
+class FollowedCluster(BaseModel):
+    """One cluster whose ``__consumer_offsets`` is followed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster: str
+    bootstrap: str
+    consumer_config: dict[str, str] = Field(default_factory=dict)
+
+
+class FollowJobConfig(BaseModel):
+    """Where the catalog is, which clusters to follow, and how long one run may take."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    db_url: str
+    clusters: list[FollowedCluster]
+    max_seconds: float = Field(default=300.0, gt=0)
+
+
+def load_follow_config(raw: str | None) -> FollowJobConfig:
+    """The configuration from the Variable's JSON text, else from the environment.
+
+    Raises:
+        ValueError: nothing configured, or an invalid configuration.
+    """
+    data: dict[str, Any] = json.loads(raw) if raw else {}
+    data.setdefault("db_url", os.environ.get(DB_ENV, ""))
+    if "clusters" not in data and os.environ.get(CLUSTER_ENV) and os.environ.get(BOOTSTRAP_ENV):
+        data["clusters"] = [
+            {"cluster": os.environ[CLUSTER_ENV], "bootstrap": os.environ[BOOTSTRAP_ENV]}
+        ]
+    if not data["db_url"]:
+        raise ValueError(f"no catalog: set db_url in Variable {CONFIG_VARIABLE} or {DB_ENV}")
+    if not data.get("clusters"):
+        raise ValueError(
+            f"no cluster to follow: set clusters in Variable {CONFIG_VARIABLE} or "
+            f"{CLUSTER_ENV} and {BOOTSTRAP_ENV}"
+        )
+    return FollowJobConfig.model_validate(data)
+
+
+def run_follow(
+    config: FollowJobConfig, log: Callable[[str], None] = lambda _m: None
+) -> list[dict[str, Any]]:
+    """Follow every configured cluster until caught up; one report (JSON-able) per cluster.
+
+    Raises:
+        RuntimeError: a cluster did not catch up within ``max_seconds`` (what was read is
+            stored; the next run goes on from there), after every cluster had its turn.
+    """
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.groups.follower import follow_offsets
+
+    reports: list[dict[str, Any]] = []
+    behind: list[str] = []
+    with open_catalog(config.db_url) as catalog:
+        for c in config.clusters:
+            report = follow_offsets(
+                catalog,
+                c.cluster,
+                c.bootstrap,
+                until_caught_up=True,
+                duration_s=config.max_seconds,
+                config=c.consumer_config,
+            )
+            out = report.to_json()
+            log(
+                f"{c.cluster}: {report.records_read} record(s), {report.commits_recorded} "
+                f"commit(s) in {report.seconds}s; {report.stopped_by}"
+            )
+            if report.behind_log_start:
+                log(
+                    f"{c.cluster}: records deleted before they were read: {report.behind_log_start}"
+                )
+            if not report.caught_up:
+                behind.append(c.cluster)
+            reports.append(out)
+    if behind:
+        raise RuntimeError(
+            f"not caught up within {config.max_seconds}s: {', '.join(behind)} (what was read "
+            "is stored; the next run continues)"
+        )
+    return reports
