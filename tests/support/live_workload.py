@@ -13,8 +13,8 @@ Topics (:attr:`LiveWorkload.topics`, role -> name; all with ``partitions`` parti
 
 * ``codec-none``, ``codec-gzip``, ``codec-snappy``, ``codec-lz4``, ``codec-zstd``: one producer
   each with that ``compression.type`` (gzip/lz4/zstd idempotent, none/snappy not); CreateTime
-  timestamps, about one record in four up to 3 s in the past (out of order); headers on every
-  other record, including duplicate header names and ``None`` header values;
+  timestamps, about one record in four up to ``segment_ms / 5`` in the past (out of order);
+  headers on every other record, including duplicate header names and ``None`` header values;
 * ``logappend``: ``message.timestamp.type=LogAppendTime`` (recorded timestamp = the broker's);
 * ``txn``: a transactional consume-transform-produce loop reading ``codec-none`` as group
   ``group_txn`` (read_committed); every third transaction is **aborted** (its records are
@@ -38,9 +38,15 @@ Typical use::
     wl.seal()                   # one tiny record per partition: every workload segment rolls
     wl.committed_records(topic)  # what a read_committed consumer should see
 
-``seal`` appends a record with CreateTime 1 ms (LogAppendTime topics: the broker's time) to
-every partition after ``segment.ms``, so every segment holding workload records rolls; its
-records are listed in :attr:`LiveWorkload.seals`, not in :attr:`records`.
+``seal`` appends one record to every partition ``segment.ms`` after the last one, so every
+segment holding workload records rolls (Kafka rolls on ``segment.ms`` when the *incoming*
+record's timestamp is that much later than the segment's first batch, so the seal carries the
+current time); its records are listed in :attr:`LiveWorkload.seals`, not in :attr:`records`,
+and are the only records of the active segments.
+
+Timestamps matter for rolling in the same way: a record older than the segment's first batch
+never rolls it, a record ``segment.ms`` newer always does, so out-of-order timestamps are kept
+within a fraction of ``segment_ms``.
 """
 
 from __future__ import annotations
@@ -303,14 +309,19 @@ class LiveWorkload:
             )
 
     def seal(self, timeout_s: float = 30.0) -> None:
-        """After ``segment.ms``, append one record (CreateTime 1 ms) to every partition, so the
+        """After ``segment.ms``, append one record (CreateTime now) to every partition, so the
         segments holding the workload's records all roll. Call after ``stop``."""
         time.sleep(self.segment_ms / 1000 + 0.3)
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all"})
         sink = _Sink(self, "seal", committed=True, transactional=False, into=self.seals)
         for topic, part in self.topic_partitions():
             producer.produce(
-                topic, key=b"seal", value=b"seal", partition=part, timestamp=1, on_delivery=sink
+                topic,
+                key=b"seal",
+                value=b"seal",
+                partition=part,
+                timestamp=now_ms(),
+                on_delivery=sink,
             )
         if producer.flush(timeout_s) != 0:
             raise WorkloadError("seal records not delivered")
@@ -377,7 +388,8 @@ class LiveWorkload:
                 for _ in range(self.batch):
                     ts = now_ms()
                     if rng.random() < 0.25:
-                        ts -= rng.randint(1, 3000)  # out of order
+                        # out of order, by less than segment.ms (see the module docstring)
+                        ts -= rng.randint(1, max(2, self.segment_ms // 5))
                     producer.produce(
                         topic,
                         key=b"k%d" % rng.randint(0, 50) if n % 5 else None,
@@ -404,13 +416,12 @@ class LiveWorkload:
         n = 0
         while not self._stop.is_set():
             for _ in range(self.batch):
-                # the producer's timestamp is replaced by the broker's append time
+                # the recorded timestamp is the broker's append time
                 producer.produce(
                     topic,
                     key=b"k%d" % n,
                     value=self._value(rng, n),
                     headers=self._headers(rng, n),
-                    timestamp=1000 + n,
                     on_delivery=sink,
                 )
                 n += 1
