@@ -53,7 +53,7 @@ from segment_lib.records import Header
 from segment_lib.writer.broker_writer import BrokerWriter
 from segment_lib.writer.encode import WriteRecord
 from segment_lib.writer.partition_writer import ManualClock
-from tests.support.real_kafka import unique_name
+from tests.support.real_kafka import broker_down, unique_name
 from tests.support.replay_data import Expected, write_source_topic
 
 CLUSTER = "east"
@@ -332,6 +332,29 @@ def test_progress_behind_another_open_transaction(kafka_cluster: LocalKafkaClust
     finally:
         ended.join()
     assert record is not None and (record.txn_seq, offset) == (2, 3)
+
+
+def test_progress_read_right_after_its_leader_is_killed(
+    kafka_cluster: LocalKafkaCluster,
+) -> None:
+    """The leader of the progress partition is killed (-9) just before a resume reads it: the
+    read follows the partition to its new leader. Fault: ListOffsets went to the dead leader
+    librdkafka had cached, timed out, and the replay failed (retries asked the same dead
+    broker again, never who leads now)."""
+    topic = create_topic(kafka_cluster, unique_name("progress-dead-leader"), 1)
+    bs = kafka_cluster.bootstrap_servers
+    key = progress_key("r-dead", 0)
+    producer = Producer({"bootstrap.servers": bs, "transactional.id": topic})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, _progress("r-dead", 1), key, 0)
+    producer.commit_transaction(30)
+    victim = _leader_of(kafka_cluster, topic, 0)
+    with broker_down(kafka_cluster, victim):
+        record, offset = load_progress(
+            KafkaCommittedReader({"bootstrap.servers": bs}), topic, 0, key
+        )
+        assert record is not None and (record.txn_seq, offset) == (1, 0)
 
 
 def test_cli_replay_exactly_once_and_rerun_is_noop(

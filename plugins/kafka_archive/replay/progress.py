@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -89,6 +90,7 @@ RETRIABLE_CODES = frozenset(
         KafkaError._UNKNOWN_TOPIC,
         KafkaError._WAIT_COORD,
         KafkaError._NOENT,
+        KafkaError._DESTROY_BROKER,  # its broker was decommissioned (dead, left the cluster)
     }
 )
 
@@ -307,11 +309,16 @@ class KafkaCommittedReader:
     @staticmethod
     def _high_watermark(consumer: Consumer, tp: TopicPartition, deadline: float) -> int:
         """The partition's high watermark from its leader, asking again while the answer is a
-        retriable error (no leader yet, leader moving) until ``deadline``."""
+        retriable error (no leader yet, leader moving) until ``deadline``.
+
+        Each try is short and followed by a metadata request: librdkafka sends ListOffsets to
+        the leader it has cached and, when that broker is dead, waits for it rather than ask
+        who leads now (seen with a target broker killed mid-replay: 120 s on a dead leader).
+        """
         while True:
             try:
                 _low, high = consumer.get_watermark_offsets(
-                    tp, timeout=max(1.0, min(30.0, deadline - time.monotonic()))
+                    tp, timeout=max(1.0, min(5.0, deadline - time.monotonic()))
                 )
                 return int(high)
             except KafkaException as exc:
@@ -327,6 +334,8 @@ class KafkaCommittedReader:
                         f"{err.str()}",
                         hint="The partition has no leader; check the target brokers and retry.",
                     ) from None
+                with suppress(KafkaException):
+                    consumer.list_topics(tp.topic, timeout=5)  # who leads it now
                 time.sleep(0.1)
 
 
