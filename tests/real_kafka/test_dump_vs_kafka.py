@@ -61,28 +61,27 @@ INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__cluster_metad
 # -- the workload and the snapshot ---------------------------------------------------------------
 
 
-def _warm_group_coordinator(bootstrap: str, timeout_s: float = 90.0) -> None:
-    """Commit once for a throwaway group until the coordinator answers (a fresh cluster creates
-    and loads ``__consumer_offsets`` on the first request; until then commits fail with
-    COORDINATOR_LOAD_IN_PROGRESS, which the live workload's group threads treat as fatal)."""
+def _warm_group_coordinator(
+    bootstrap: str, group: str, topic: str = "__warm", timeout_s: float = 90.0
+) -> None:
+    """Commit offset 0 of ``topic`` partition 0 for ``group`` until its coordinator answers. A
+    fresh cluster creates and loads ``__consumer_offsets`` on the first group request; until a
+    group's coordinator partition is loaded, commits fail with COORDINATOR_LOAD_IN_PROGRESS,
+    which the live workload's group threads treat as fatal."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique_name("warm"),
-            "enable.auto.commit": False,
-        }
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
     )
     deadline = time.monotonic() + timeout_s
     try:
         while True:
             try:
-                consumer.commit(offsets=[TopicPartition("__warm", 0, 0)], asynchronous=False)
+                consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
                 return
             except KafkaException as exc:
-                if time.monotonic() > deadline:
-                    raise
                 if "UNKNOWN_TOPIC" in str(exc) or "Unknown topic" in str(exc):
                     return  # the coordinator answered
+                if time.monotonic() > deadline:
+                    raise
                 time.sleep(0.5)
     finally:
         consumer.close()
@@ -130,9 +129,12 @@ def _subscribed_group(bootstrap: str, topic: str, group: str) -> None:
 
 def produce_workload(cluster: LocalKafkaCluster, prefix: str, seconds: float) -> LiveWorkload:
     bootstrap = cluster.bootstrap_servers
-    _warm_group_coordinator(bootstrap)
     wl = LiveWorkload(bootstrap, prefix=prefix, partitions=2, segment_ms=800, pause_s=0.15)
     wl.create_topics()
+    # the groups' coordinators are loaded before the workload's threads commit (offset 0 of a
+    # partition they read from 0 anyway)
+    for group, role in ((wl.group_plain, "codec-zstd"), (wl.group_txn, "codec-none")):
+        _warm_group_coordinator(bootstrap, group, wl.topics[role])
     wl.run_for(seconds)
     _explicit_transactions(bootstrap, wl.topics["txn"], prefix)
     _subscribed_group(bootstrap, wl.topics["codec-gzip"], f"{prefix}-subscribed")
@@ -738,7 +740,7 @@ def small_workload(cluster: LocalKafkaCluster, prefix: str) -> list[Produced]:
             tx.flush(60)
             tx.commit_transaction(60) if outcome == "commit" else tx.abort_transaction(60)
         time.sleep(0.6)
-    _warm_group_coordinator(bootstrap)
+    _warm_group_coordinator(bootstrap, f"{prefix}-g", codecs)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-g"})
     for n in (3, 9, 17):
         consumer.commit(
