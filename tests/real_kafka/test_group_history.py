@@ -30,12 +30,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import build_catalog
-from kafka_archive.catalog.db import open_catalog
+from kafka_archive.catalog.db import Catalog, open_catalog
+from kafka_archive.catalog.models import FollowedCommitRow
 from kafka_archive.catalog.queries import GroupOffset, group_commit_history, group_offsets
 from kafka_archive.cli import _register_groups, app
+from kafka_archive.groups.dag_tasks import FollowedCluster, FollowJobConfig, run_follow
 from kafka_archive.groups.follower import CONSUMER_OFFSETS_TOPIC, load_positions
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import open_store
+from sqlalchemy import func, select
 from support.real_kafka import unique_name
 from typer.testing import CliRunner
 
@@ -204,6 +207,12 @@ def _asked(cli: CliRunner, db: str, group: str, at: int) -> Offsets:
     return {(o["topic"], o["partition"]): o["offset"] for o in map(json.loads, res.stdout.split())}
 
 
+def _followed_rows(cat: Catalog, groups: list[str]) -> int:
+    fc = FollowedCommitRow
+    with cat.session() as s:
+        return int(s.execute(select(func.count(fc.id)).where(fc.group_id.in_(groups))).scalar_one())
+
+
 def _as_dict(found: list[GroupOffset]) -> Offsets:
     return {(o.topic, o.partition): o.offset for o in found}
 
@@ -327,6 +336,13 @@ def test_group_offsets_equal_every_commit_after_compaction(
     report = follower.until_caught_up()
     assert report["caught_up"] is True and report["partitions"] == nparts, report
     assert report["undecodable"] == 0, report
+    # the DAG's task body, run again: caught up at once, nothing added for the groups
+    rows = _followed_rows(cat, [g1, g2])
+    again = run_follow(
+        FollowJobConfig(db_url=db, clusters=[FollowedCluster(cluster=CLUSTER, bootstrap=bs)])
+    )
+    assert again[0]["caught_up"] is True, again
+    assert _followed_rows(cat, [g1, g2]) == rows == sum(len(g.commits) for g in groups)
 
     # the segment archive of the same broker: an archive-only catalog, and the merged one
     store = open_store(str(tmp_path / "store"))
