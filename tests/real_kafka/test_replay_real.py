@@ -421,7 +421,7 @@ def test_killed_at_random_times_then_resumed(
             and proc.poll() is None
         ):
             time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, 1.0))
+        time.sleep(rng.uniform(0.0, 0.5))
         proc.kill()
         _out, err = proc.communicate(timeout=30)
         assert proc.returncode == -9, err[-2000:]
