@@ -198,6 +198,7 @@ class LiveWorkload:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._ready = threading.Semaphore(0)
         self._failures: list[BaseException] = []
         self.started_ms = -1
         self.stopped_ms = -1
@@ -252,8 +253,8 @@ class LiveWorkload:
 
     # -- running -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start every producer and group thread (returns at once)."""
+    def start(self, ready_timeout_s: float = 90.0) -> None:
+        """Start every producer and group thread; return when all are set up and producing."""
         self.started_ms = now_ms()
         loops: list[tuple[str, Callable[[random.Random], None]]] = []
         for codec in CODECS:
@@ -267,11 +268,18 @@ class LiveWorkload:
             loops.append(("txn", self._txn_loop))
         if "codec-zstd" in self.roles:
             loops.append(("group-plain", self._plain_group_loop))
+        self._ready = threading.Semaphore(0)
         for i, (name, fn) in enumerate(loops):
             rng = random.Random(self.seed * 1000 + i)
             t = threading.Thread(target=self._guard, args=(fn, rng), name=name, daemon=True)
             t.start()
             self._threads.append(t)
+        # every producer/consumer is set up (the first transactional producer of a cluster
+        # waits for __transaction_state) before the caller's clock starts
+        for _ in self._threads:
+            if not self._ready.acquire(timeout=ready_timeout_s):
+                raise WorkloadError(f"workload threads not ready in {ready_timeout_s} s")
+        self.check()
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Stop every thread, wait for their last deliveries; raise the first failure."""
@@ -286,6 +294,17 @@ class LiveWorkload:
             raise WorkloadError(f"workload thread failed: {self._failures[0]!r}") from (
                 self._failures[0]
             )
+
+    def stop_after(self, seconds: float) -> None:
+        """Tell every thread to stop ``seconds`` from now (returns at once; ``stop`` joins)."""
+        timer = threading.Timer(seconds, self._stop.set)
+        timer.daemon = True
+        timer.start()
+
+    @property
+    def producing(self) -> bool:
+        """True until the threads were told to stop and have all finished."""
+        return any(t.is_alive() for t in self._threads)
 
     def run_for(self, seconds: float, during: Callable[[], None] | None = None) -> None:
         """``start``, call ``during()`` repeatedly (or sleep) for ``seconds``, ``stop``."""
@@ -352,9 +371,10 @@ class LiveWorkload:
     def _guard(self, fn: Callable[[random.Random], None], rng: random.Random) -> None:
         try:
             fn(rng)
-        except BaseException as exc:
+        except BaseException as exc:  # reported by stop() and check()
             with self._lock:
                 self._failures.append(exc)
+            self._ready.release()  # start() must not wait for a thread that died
 
     def _value(self, rng: random.Random, n: int) -> bytes:
         words = (b"order", b"click", b"payment", b"refund", b"cart", b"eu", b"us", b"apac")
@@ -383,6 +403,7 @@ class LiveWorkload:
             }
             producer = Producer(conf)
             sink = _Sink(self, f"codec-{codec}", committed=True, transactional=False)
+            self._ready.release()
             n = 0
             while not self._stop.is_set():
                 for _ in range(self.batch):
@@ -413,6 +434,7 @@ class LiveWorkload:
             {"bootstrap.servers": self.bootstrap, "acks": "all", "compression.type": "lz4"}
         )
         sink = _Sink(self, "logappend", committed=True, transactional=False)
+        self._ready.release()
         n = 0
         while not self._stop.is_set():
             for _ in range(self.batch):
@@ -437,6 +459,7 @@ class LiveWorkload:
             {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True}
         )
         sink = _Sink(self, "compacted", committed=True, transactional=False)
+        self._ready.release()
         n = 0
         while not self._stop.is_set():
             for _ in range(self.batch):
@@ -461,6 +484,7 @@ class LiveWorkload:
             }
         )
         consumer.assign([TopicPartition(topic, p, 0) for p in range(self.partitions)])
+        self._ready.release()
         polls = 0
         try:
             while not self._stop.is_set():
@@ -514,7 +538,8 @@ class LiveWorkload:
                 "linger.ms": 5,
             }
         )
-        producer.init_transactions(30)
+        producer.init_transactions(60)
+        self._ready.release()
         committed_pos: dict[int, int] = {p: 0 for p in range(self.partitions)}
         txn = 0
         try:
