@@ -46,6 +46,8 @@ from typer.testing import CliRunner
 _register_groups()
 runner = CliRunner()
 
+#: an index entry every 512 bytes (default 4 KiB): small segments get index entries to compare
+DENSE_INDEX = {"index.interval.bytes": "512"}
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 #: our control type names -> DumpLogSegments' (KRaft control records of __cluster_metadata)
 KRAFT_CONTROL_NAMES = {
@@ -129,7 +131,14 @@ def _subscribed_group(bootstrap: str, topic: str, group: str) -> None:
 
 def produce_workload(cluster: LocalKafkaCluster, prefix: str, seconds: float) -> LiveWorkload:
     bootstrap = cluster.bootstrap_servers
-    wl = LiveWorkload(bootstrap, prefix=prefix, partitions=2, segment_ms=800, pause_s=0.15)
+    wl = LiveWorkload(
+        bootstrap,
+        prefix=prefix,
+        partitions=2,
+        segment_ms=800,
+        pause_s=0.15,
+        topic_config=DENSE_INDEX,
+    )
     wl.create_topics()
     # the groups' coordinators are loaded before the workload's threads commit (offset 0 of a
     # partition they read from 0 anyway)
@@ -178,12 +187,32 @@ def dump_log_segments_class(version: str) -> str:
     )
 
 
-def run_kafka_dump(cluster: LocalKafkaCluster, files: list[Path], *options: str) -> str:
-    if not files:
-        return ""
-    args = ["--files", ",".join(str(f) for f in files), *options]
-    proc = cluster.run_tool(dump_log_segments_class(cluster.version), args, timeout=600)
-    return proc.stdout
+def run_kafka_dump(
+    cluster: LocalKafkaCluster, files: list[Path], *options: str, stderr: bool = False
+) -> str:
+    """DumpLogSegments' standard output (with ``stderr``: and its standard error, where 4.x
+    reports index mismatches)."""
+    out = []
+    for chunk in _chunks([str(f) for f in files]):
+        args = ["--files", ",".join(chunk), *options]
+        proc = cluster.run_tool(dump_log_segments_class(cluster.version), args, timeout=600)
+        out.append(proc.stdout + "\n" + proc.stderr if stderr else proc.stdout)
+    return "\n".join(out)
+
+
+def _chunks(paths: list[str], limit: int = 120_000) -> Iterator[list[str]]:
+    """``paths`` in as few groups as fit one command-line argument each (Linux caps a single
+    argument at 128 KiB), so each group is one JVM run."""
+    chunk: list[str] = []
+    size = 0
+    for path in paths:
+        if chunk and size + len(path) + 1 > limit:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(path)
+        size += len(path) + 1
+    if chunk:
+        yield chunk
 
 
 @dataclass
@@ -618,11 +647,15 @@ def compare_everything(cluster: LocalKafkaCluster, files: list[Path]) -> Compari
 def compare_verify_index_only(
     cluster: LocalKafkaCluster, c: Comparison, indexes: list[Path]
 ) -> None:
-    """``--verify-index-only``: the files with problems are the same (bar the zero slot)."""
-    text = run_kafka_dump(cluster, indexes, "--verify-index-only")
-    _, problems = parse_kafka_dump(text)
+    """``--verify-index-only``: the files with problems are the same (bar the zero slot), on
+    the cluster's files and on a corrupted copy of one segment's indexes (so the check is not
+    vacuous: both tools must flag exactly those two)."""
+    corrupted = _corrupted_index_copies(indexes)
+    assert len(corrupted) == 2, "no rolled segment with an index entry to corrupt"
+    indexes = [*indexes, *corrupted]
+    text = run_kafka_dump(cluster, indexes, "--verify-index-only", stderr=True)
     kafka_bad = set()
-    for line in problems:
+    for line in text.split("\n"):
         m = re.match(r"(?:Found .* in|Mismatches in) ?:(\S+)", line)
         if m:
             p = Path(m[1])
@@ -635,6 +668,60 @@ def compare_verify_index_only(
         if any(e["kind"] == "index_problem" for e in events)
     }
     c.eq("--verify-index-only", "files with problems", sorted(ours_bad), sorted(kafka_bad))
+    c.eq(
+        "--verify-index-only",
+        "corrupted copies flagged",
+        sorted(corrupted),
+        sorted(Path(p) for p in ours_bad if "corrupt-" in p),
+    )
+
+
+def _corrupted_index_copies(indexes: list[Path]) -> list[Path]:
+    """Copy the first segment with an offset-index entry whose batch is not the log's last, and
+    corrupt the copy's indexes: that entry points at the next batch (a batch boundary, but of a
+    batch after the entry's offset), and the first time index entry's timestamp is off by one."""
+    import struct
+
+    from segment_lib.log_file import open_log
+
+    for index in indexes:
+        if index.suffix != ".index" or index.stat().st_size < 8 or _zero_slot(index, 8):
+            continue
+        log = index.with_suffix(".log")
+        with open_log(log) as opened:
+            positions = [b.position for b in opened.batches(allow_torn_tail=True)]
+        data = bytearray(index.read_bytes())
+        slots = []
+        for i in range(0, len(data) - 7, 8):
+            rel, pos = struct.unpack_from(">ii", data, i)
+            if i > 0 and rel == 0 and pos == 0:
+                break  # the zero-filled tail of an active index: no entry
+            slots.append((i, rel, pos))
+        usable = [
+            (i, rel, positions[positions.index(pos) + 1])
+            for i, rel, pos in slots
+            if pos in positions and positions.index(pos) + 1 < len(positions)
+        ]
+        time_index = index.with_suffix(".timeindex")
+        if not usable or time_index.stat().st_size < 12 or _zero_slot(time_index, 12):
+            continue
+        # each corrupted index beside the log and the other index as the broker wrote them
+        # (3.9 looks time index entries up through the offset index)
+        dest = index.parent.parent / f"corrupt-{index.parent.name}"
+        time_dest = index.parent.parent / f"corrupt-time-{index.parent.name}"
+        for d in (dest, time_dest):
+            d.mkdir(exist_ok=True)
+            shutil.copyfile(log, d / log.name)
+        shutil.copyfile(index, time_dest / index.name)
+        at, rel, next_position = usable[0]
+        data[at : at + 8] = struct.pack(">ii", rel, next_position)
+        (dest / index.name).write_bytes(bytes(data))
+        tdata = bytearray(time_index.read_bytes())
+        ts, trel = struct.unpack(">qi", tdata[:12])
+        tdata[0:12] = struct.pack(">qi", ts + 1, trel)
+        (time_dest / time_index.name).write_bytes(bytes(tdata))
+        return [(dest / index.name).resolve(), (time_dest / time_index.name).resolve()]
+    return []
 
 
 def _check(c: Comparison) -> None:
@@ -691,7 +778,7 @@ def small_workload(cluster: LocalKafkaCluster, prefix: str) -> list[Produced]:
     bootstrap = cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     codecs, lat, txn = f"{prefix}-codecs", f"{prefix}-lat", f"{prefix}-txn"
-    roll = {"segment.ms": "500"}
+    roll = {"segment.ms": "500", **DENSE_INDEX}
     futures = admin.create_topics(
         [
             NewTopic(codecs, 2, 1, config=roll),
