@@ -396,6 +396,35 @@ def test_segment_deleted_or_changed_after_discovery(
     ]
 
 
+def test_segment_merged_by_the_cleaner_after_discovery_is_replanned_not_quarantined(
+    cluster: Cluster, local_store: LocalStore
+) -> None:
+    """The log cleaner merges a segment with its successor under the first one's name (keeping
+    the group's newest mtime) between discovery's listing and its stat: the file then has the
+    size and mtime discovery recorded, but batches past its planned range. That is a source
+    that changed, to be re-planned, not corrupt bytes to quarantine (seen on a real broker)."""
+    d_a = cluster.dirs(1)[0]
+    disc = discover_log_dir(CLUSTER, 1, d_a)
+    plan = plan_cluster(CLUSTER, [disc], local_store)
+    tasks = plan.log_dirs[0].tasks
+    first = tasks[0].candidate
+    successor = first.path / f"{first.end_offset:020d}.log"
+    assert successor.exists()
+    # the merged file: the two segments' bytes under the first name, stamped as discovery saw it
+    merged = first.log_path.read_bytes() + successor.read_bytes()
+    for f in first.path.glob(f"{first.end_offset:020d}.*"):
+        f.rename(f.with_name(f.name + ".deleted"))
+    first.log_path.write_bytes(merged)
+    object.__setattr__(first.log, "size", len(merged))
+    os.utime(first.log_path, ns=(first.log.mtime_ns, first.log.mtime_ns))
+    outcomes = archive_log_dir(local_store, plan.log_dirs[0])
+    by_base = {(o.topic, o.partition, o.base_offset): o for o in outcomes}
+    got = by_base[(first.topic, first.partition, first.base_offset)]
+    assert (got.status, got.reason) == (SegmentStatus.SKIPPED, "changed"), got
+    assert "merged by the log cleaner" in got.detail
+    assert not [o for o in outcomes if o.status == SegmentStatus.QUARANTINED]
+
+
 def test_dry_run_uploads_nothing(cluster: Cluster, local_store: LocalStore) -> None:
     counting = CountingStore(local_store)
     report = archive_cluster(cluster, counting, dry_run=True)  # type: ignore[arg-type]

@@ -225,6 +225,12 @@ def _outcome(task: SegmentTask, status: SegmentStatus, **kw: Any) -> SegmentOutc
 
 
 def _check_unchanged(c: SegmentCandidate) -> None:
+    """Raise :class:`_SourceChanged` unless the segment is as discovery saw it: same size and
+    mtime, and its successor (the segment at ``end_offset``, which defines its range) still
+    there. The successor check catches the log cleaner merging this segment with the next one
+    between discovery's listing and its ``stat``: the merged file keeps this segment's name and,
+    as Kafka sets it, the newest mtime of the group, so size and mtime of the stat taken after
+    the swap match it, while its batches run past ``end_offset`` (seen on a real 4.4 broker)."""
     try:
         st = c.log_path.stat()
     except FileNotFoundError:
@@ -233,6 +239,11 @@ def _check_unchanged(c: SegmentCandidate) -> None:
         raise _SourceChanged(
             SkipReason.CHANGED,
             f"size/mtime changed since discovery ({c.log.size} -> {st.st_size} bytes)",
+        )
+    if not (c.path / f"{c.end_offset:020d}.log").exists():
+        raise _SourceChanged(
+            SkipReason.CHANGED,
+            f"the next segment ({c.end_offset}) is gone: merged by the log cleaner since discovery",
         )
 
 
