@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kafka_archive.archive.manifest import SegmentManifest
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
 from kafka_archive.cli import _register_groups, app
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore
-from support.live_archiving import LiveArchiver, broker_offsets, manifests_by_partition
+from support.live_archiving import LiveArchiver, archive_while_producing, broker_offsets
 from support.live_workload import LiveWorkload
 from support.real_kafka import unique_name
 from typer.testing import CliRunner
@@ -46,15 +44,6 @@ class Built:
     seal_offsets: dict[tuple[str, int], int]
 
 
-def _covered_to(ms: list[SegmentManifest]) -> int:
-    end = 0
-    for m in sorted(ms, key=lambda m: m.base_offset):
-        if m.base_offset > end:
-            break
-        end = max(end, m.end_offset)
-    return end
-
-
 @pytest.fixture(scope="module")
 def built(
     kafka_cluster: LocalKafkaCluster,
@@ -69,29 +58,7 @@ def built(
     archiver = LiveArchiver(
         kafka_cluster, store, name=NAME, prefix=prefix, workdir=tmp, state_dir=state
     )
-    wl.start()
-    wl.stop_after(PRODUCE_S)
-    try:
-        while wl.producing:
-            archiver.run_round()
-            wl.check()
-    finally:
-        wl.stop()
-    wl.seal()
-    seals = {(r.topic, r.partition): r.offset for r in wl.seals}
-    deadline = time.monotonic() + 60
-    while True:
-        archiver.run_round()
-        by_tp = manifests_by_partition(archiver.manifests())
-        short = {
-            tp: (_covered_to(list(by_tp.get(tp, []))), seal)
-            for tp, seal in seals.items()
-            if _covered_to(list(by_tp.get(tp, []))) < seal
-        }
-        if not short:
-            break
-        assert time.monotonic() < deadline, f"not archived up to the seal records: {short}"
-        time.sleep(0.5)
+    seals = archive_while_producing(wl, archiver, PRODUCE_S)
     for r in archiver.reports:
         assert r.segments_failed == 0 and not r.log_dir_failures, r.failures
     db = str(tmp / "catalog.db")
@@ -120,23 +87,24 @@ def test_catalog_offsets_equal_the_brokers_list_offsets(built: Built) -> None:
     rng = random.Random(11)
     compacted = wl.topics["compacted"]
     last = {(t, p): max(r.timestamp for r in wl.records_of(t, p)) for t, p in wl.topic_partitions()}
+    # what is left of the compacted topic on the broker (the cleaner keeps running)
+    left = read_to_end(
+        built.cluster.bootstrap_servers,
+        compacted,
+        list(range(wl.partitions)),
+        isolation="read_uncommitted",
+    )
+    surviving = {p: {r.offset for r in rs} for p, rs in left.items()}
     queries: list[tuple[str, int, int]] = []
     for topic, part in wl.topic_partitions():
         stamps = [r.timestamp for r in wl.records_of(topic, part)]
         assert stamps, (topic, part)
         queries += [(topic, part, ts) for ts in _timestamps(rng, stamps)]
+    # and the surviving records' own moments, so the equality below is exercised however far
+    # the cleaner got
+    queries += sorted({(compacted, p, r.timestamp) for p, rs in left.items() for r in rs})
     assert len(queries) > 1000
     broker = broker_offsets(built.cluster.bootstrap_servers, queries)
-    # what is left of the compacted topic on the broker (the cleaner keeps running)
-    surviving = {
-        p: {r.offset for r in rs}
-        for p, rs in read_to_end(
-            built.cluster.bootstrap_servers,
-            compacted,
-            list(range(wl.partitions)),
-            isolation="read_uncommitted",
-        ).items()
-    }
     data = {(r.topic, r.partition, r.offset): r for r in wl.records}
     cat = open_catalog(built.db)
     wrong: list[tuple[object, ...]] = []
@@ -168,7 +136,8 @@ def test_catalog_offsets_equal_the_brokers_list_offsets(built: Built) -> None:
     finally:
         cat.close()
     assert wrong == [], wrong[:20]
-    assert checked_compacted > 20
+    # how many moments land on a survivor depends on how far the cleaner got (4 to 40 seen)
+    assert checked_compacted > 0
 
 
 def test_the_command_and_kafkas_own_tool_agree(built: Built) -> None:

@@ -28,7 +28,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 from kafka_archive.archive import iter_manifests, run_archive
-from kafka_archive.archive.manifest import SegmentManifest
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
 from kafka_archive.cli import _register_groups, app
@@ -37,6 +36,7 @@ from kafka_archive.store import ObjectStore
 from support.live_archiving import (
     TRANSIENT_SUFFIXES,
     LiveArchiver,
+    archive_while_producing,
     broker_offsets,
     manifests_by_partition,
 )
@@ -69,16 +69,6 @@ class Live:
         return [t for r, t in self.wl.topics.items() if r != "compacted"]
 
 
-def _covered_to(ms: list[SegmentManifest]) -> int:
-    """The end of the contiguous archived offset range starting at 0 (0: none)."""
-    end = 0
-    for m in sorted(ms, key=lambda m: m.base_offset):
-        if m.base_offset > end:
-            break
-        end = max(end, m.end_offset)
-    return end
-
-
 @pytest.fixture(scope="module")
 def live(
     kafka_cluster: LocalKafkaCluster,
@@ -93,34 +83,9 @@ def live(
     archiver = LiveArchiver(
         kafka_cluster, store, name=NAME, prefix=prefix, workdir=tmp, state_dir=state
     )
-    wl.start()
-    wl.stop_after(PRODUCE_S)
-    try:
-        while wl.producing:
-            archiver.run_round()
-            wl.check()
-    finally:
-        wl.stop()
-    wl.seal()
-    seals = {(r.topic, r.partition): r.offset for r in wl.seals}
-    # keep archiving (the brokers go on rolling, checkpointing, cleaning) until every
-    # non-compacted partition is archived up to its seal record
-    live = Live(kafka_cluster, wl, archiver, store, tmp, seals)
-    deadline = time.monotonic() + 60
-    while True:
-        archiver.run_round()
-        by_tp = manifests_by_partition(archiver.manifests())
-        short = {
-            (t, p): (_covered_to(by_tp.get((t, p), [])), seals[(t, p)])
-            for t in live.non_compacted()
-            for p in range(wl.partitions)
-            if _covered_to(by_tp.get((t, p), [])) < seals[(t, p)]
-        }
-        if not short:
-            return live
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not archived up to the seal records in 60 s: {short}")
-        time.sleep(0.5)
+    non_compacted = [t for r, t in wl.topics.items() if r != "compacted"]
+    seals = archive_while_producing(wl, archiver, PRODUCE_S, wait_for=non_compacted)
+    return Live(kafka_cluster, wl, archiver, store, tmp, seals)
 
 
 def test_workload_really_ran(live: Live) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import time
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -28,10 +30,14 @@ from kafka_archive.archive.report import ArchiveReport
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore, open_store
 
+from support.live_workload import LiveWorkload
+
 __all__ = [
     "TRANSIENT_SUFFIXES",
     "LiveArchiver",
+    "archive_while_producing",
     "broker_offsets",
+    "covered_to",
     "live_archive_store",
     "manifests_by_partition",
 ]
@@ -163,6 +169,56 @@ def manifests_by_partition(
     for ms in out.values():
         ms.sort(key=lambda m: (m.base_offset, m.archived_at))
     return dict(out)
+
+
+def covered_to(ms: list[SegmentManifest]) -> int:
+    """The end of the contiguous archived offset range starting at 0 (0: none)."""
+    end = 0
+    for m in sorted(ms, key=lambda m: m.base_offset):
+        if m.base_offset > end:
+            break
+        end = max(end, m.end_offset)
+    return end
+
+
+def archive_while_producing(
+    wl: LiveWorkload,
+    archiver: LiveArchiver,
+    produce_s: float,
+    *,
+    wait_for: Collection[str] | None = None,
+    timeout_s: float = 60.0,
+) -> dict[tuple[str, int], int]:
+    """Run ``wl`` for ``produce_s`` seconds with archive rounds going on meanwhile, seal it,
+    then keep archiving (the brokers go on rolling, checkpointing, cleaning) until every
+    partition of the topics ``wait_for`` (default: all) is archived up to its seal record.
+    Returns ``(topic, partition) -> offset of its seal record`` (the active segment's only
+    record, so everything below it has rolled)."""
+    wl.start()
+    wl.stop_after(produce_s)
+    try:
+        while wl.producing:
+            archiver.run_round()
+            wl.check()
+    finally:
+        wl.stop()
+    wl.seal()
+    seals = {(r.topic, r.partition): r.offset for r in wl.seals}
+    watched = {tp: seal for tp, seal in seals.items() if wait_for is None or tp[0] in wait_for}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        archiver.run_round()
+        by_tp = manifests_by_partition(archiver.manifests())
+        short = {
+            tp: (covered_to(by_tp.get(tp, [])), seal)
+            for tp, seal in watched.items()
+            if covered_to(by_tp.get(tp, [])) < seal
+        }
+        if not short:
+            return seals
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not archived up to the seal records in {timeout_s:g} s: {short}")
+        time.sleep(0.5)
 
 
 def broker_offsets(
