@@ -462,10 +462,20 @@ def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
         topics=sorted(cluster.topics),
         at=at,
         offsets=offsets,
-        group={**group, "matches": True},
+        # the writer keeps only each group's last commit: the catalog's position at T must be
+        # one committed by T, and not past where the group ended up
+        group={**group, "matches": _plausible_group(group, cluster, at)},
         want=want,
         got=got,
         kafka="",
+    )
+
+
+def _plausible_group(group: dict[str, Any], cluster: DemoCluster, at_ms: int) -> bool:
+    final = cluster.committed[group["group"]]
+    return bool(group["offsets"]) and all(
+        o["commit_timestamp"] <= at_ms and o["offset"] <= final[(o["topic"], o["partition"])]
+        for o in group["offsets"]
     )
 
 
