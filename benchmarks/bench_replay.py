@@ -130,12 +130,11 @@ class RealTarget:
     :meth:`close` deletes the run's topic instead of a cluster."""
 
     def __init__(self, cluster: Any, topic: str, partitions: int) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+        from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
         self.bootstrap_servers: str = cluster.bootstrap_servers
-        self.topic = topic
+        self.topic = cluster.create_topic(topic, partitions, timeout_s=60)
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        self._admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(60)
         # leaders elected and serving before the clock starts, as the mock's are
         Producer({"bootstrap.servers": self.bootstrap_servers}).list_topics(topic, timeout=60)
 

@@ -6,21 +6,14 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
 from support.real_kafka import broker_down, unique_name
 
 
-def _create(cluster: LocalKafkaCluster, topic: str, partitions: int, **config: str) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    fut = admin.create_topics([NewTopic(topic, partitions, 3, config=config)])[topic]
-    fut.result(30)
-
-
 def test_cluster_rolls_segments_into_readable_log_dirs(kafka_cluster: LocalKafkaCluster) -> None:
     topic = unique_name("smoke")
-    _create(kafka_cluster, topic, 2, **{"segment.ms": "500"})
+    kafka_cluster.create_topic(topic, 2, config={"segment.ms": "500"})
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "acks": "all"})
     for _round in range(3):
         for i in range(50):
@@ -38,7 +31,7 @@ def test_cluster_rolls_segments_into_readable_log_dirs(kafka_cluster: LocalKafka
 
 def test_killed_node_comes_back(kafka_cluster: LocalKafkaCluster) -> None:
     topic = unique_name("smoke-kill")
-    _create(kafka_cluster, topic, 1)
+    kafka_cluster.create_topic(topic, 1)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "acks": "all"})
     with broker_down(kafka_cluster, 2):
         assert not kafka_cluster.running(2)
@@ -52,7 +45,7 @@ def test_killed_node_comes_back(kafka_cluster: LocalKafkaCluster) -> None:
 
 def test_kafka_tools_run_from_the_same_jars(kafka_cluster: LocalKafkaCluster) -> None:
     topic = unique_name("smoke-tools")
-    _create(kafka_cluster, topic, 1)
+    kafka_cluster.create_topic(topic, 1)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
     for _ in range(7):
         producer.produce(topic, value=b"x")

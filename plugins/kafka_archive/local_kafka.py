@@ -268,6 +268,25 @@ class LocalKafkaCluster:
             )
         return proc
 
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        *,
+        replication: int | None = None,
+        config: Mapping[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ) -> str:
+        """Create topic ``name`` (replication: every broker, at most 3) and wait for the
+        controller's answer; returns the name."""
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        rf = replication or min(3, len(self.nodes))
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        new = NewTopic(name, partitions, rf, config=dict(config or {}))
+        admin.create_topics([new])[name].result(timeout_s)
+        return name
+
     def _format(self) -> None:
         if not self.cluster_id:
             self.cluster_id = _kraft_cluster_id()

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
@@ -230,8 +229,7 @@ def test_group_offsets_equal_every_commit_after_compaction(
     bs = kafka_cluster.bootstrap_servers
     nparts = int(kafka_cluster.config["offsets.topic.num.partitions"])
     topic = unique_name("gh-orders")
-    admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    kafka_cluster.create_topic(topic, 3)
 
     g1 = unique_name("gh-billing")
     p1 = partition_for_group(g1, nparts)

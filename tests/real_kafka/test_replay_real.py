@@ -24,11 +24,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
-from kafka_archive.cli import _register_groups, app
 from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.replay import models as _models  # noqa: F401
@@ -45,7 +44,7 @@ from kafka_archive.replay.progress import (
 )
 from kafka_archive.replay.runner import claim_run, execute
 from kafka_archive.store import ObjectStore, open_store
-from typer.testing import CliRunner
+from support.cli_json import cli
 
 from segment_lib.compression import Codec
 from segment_lib.consumer_offsets import partition_for_group
@@ -140,24 +139,6 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
     assert sum(sp.open_records for sp in parts.values()) > 0
     yield Source(expected, store, db_url, catalog)
     catalog.close()
-
-
-_registered = [False]
-
-
-def cli(*args: str) -> tuple[int, list[dict[str, Any]], str]:
-    if not _registered[0]:
-        _register_groups()
-        _registered[0] = True
-    result = CliRunner().invoke(app, list(args))
-    lines = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
-    return result.exit_code, lines, result.stdout + (result.stderr or "")
-
-
-def create_topic(cluster: LocalKafkaCluster, name: str, partitions: int) -> str:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
-    return name
 
 
 def view(e: Expected | ConsumedRecord) -> tuple[Any, ...]:
@@ -268,7 +249,7 @@ def test_read_to_end_right_after_a_commit(kafka_cluster: LocalKafkaCluster) -> N
     found nothing - its read_committed client's ListOffsets answered the last stable offset,
     which stays below the transaction until the broker has written its markers."""
     for _ in range(3):
-        topic = create_topic(kafka_cluster, unique_name("readback"), 1)
+        topic = kafka_cluster.create_topic(unique_name("readback"), 1)
         producer = Producer(
             {"bootstrap.servers": kafka_cluster.bootstrap_servers, "transactional.id": topic}
         )
@@ -304,7 +285,7 @@ def test_progress_behind_another_open_transaction(kafka_cluster: LocalKafkaClust
     replay Z, then A's committed progress 2. A resume of A must find progress 2 (waiting for Z to
     end), not progress 1. Fault: the reader read up to the last stable offset - in front of Z's
     open transaction - and returned progress 1: a resume from there replays records twice."""
-    topic = create_topic(kafka_cluster, unique_name("progress-lso"), 1)
+    topic = kafka_cluster.create_topic(unique_name("progress-lso"), 1)
     bs = kafka_cluster.bootstrap_servers
     key = progress_key("r-a", 0)
 
@@ -341,7 +322,7 @@ def test_progress_read_right_after_its_leader_is_killed(
     read follows the partition to its new leader. Fault: ListOffsets went to the dead leader
     librdkafka had cached, timed out, and the replay failed (retries asked the same dead
     broker again, never who leads now)."""
-    topic = create_topic(kafka_cluster, unique_name("progress-dead-leader"), 1)
+    topic = kafka_cluster.create_topic(unique_name("progress-dead-leader"), 1)
     bs = kafka_cluster.bootstrap_servers
     key = progress_key("r-dead", 0)
     producer = Producer({"bootstrap.servers": bs, "transactional.id": topic})
@@ -380,7 +361,7 @@ def test_zstd_and_lz4_partitions_on_several_threads(
 ) -> None:
     """Four zstd/lz4 partitions on two threads (waves, the next partition prepared ahead), then
     the same with provenance headers (the decoding path) into a murmur2-mapped topic."""
-    target = create_topic(kafka_cluster, unique_name("replayed-bulk"), BULK_PARTITIONS)
+    target = kafka_cluster.create_topic(unique_name("replayed-bulk"), BULK_PARTITIONS)
     plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=300)
     report = execute(plan, store=src.store, parallelism=2)
     assert report.records_sent == sum(len(v) for v in src.expected[BULK].values())
@@ -397,7 +378,7 @@ def test_killed_at_random_times_then_resumed(
     killed runs' open transactions are aborted by the broker (fenced by the resume's
     init_transactions), so the target holds every committed record exactly once."""
     rng = random.Random(43)
-    target = create_topic(kafka_cluster, unique_name("replayed-kill"), 3)
+    target = kafka_cluster.create_topic(unique_name("replayed-kill"), 3)
     # ~4 s of replay per run (60 records/s per partition), a transaction every 20 records
     plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=20, rate_limit_records=60.0)
     plan_file = tmp_path / "plan.json"
@@ -448,7 +429,7 @@ def test_target_broker_killed_mid_replay(src: Source, kafka_cluster: LocalKafkaC
     """The leader of target partition 0 is killed (-9) after the first produced batch; with RF 3
     and min.insync.replicas 2 the replay carries on with the other two and every record lands
     exactly once."""
-    target = create_topic(kafka_cluster, unique_name("replayed-broker"), 3)
+    target = kafka_cluster.create_topic(unique_name("replayed-broker"), 3)
     victim = _leader_of(kafka_cluster, target, 0)
     plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=40)
     fired = threading.Event()
@@ -475,7 +456,7 @@ def test_two_identical_replays_at_once(
     """The same replay started twice at the same moment: the two runs share the transactional
     ids, so one fences the other. Exactly one writes and reports ``done``; the other is fenced
     or refused (exit 1) - never both ``done`` - and the target holds every record once."""
-    target = create_topic(kafka_cluster, unique_name("replayed-twice"), 3)
+    target = kafka_cluster.create_topic(unique_name("replayed-twice"), 3)
     plan = make_plan(
         src, kafka_cluster, TOPIC, target, txn_max_records=40, rate_limit_records=1500.0
     )
@@ -514,7 +495,7 @@ def test_an_older_run_that_fences_the_newer_one_stops_and_the_newer_takes_back(
     """The interleaving that made two simultaneous runs *both* fail: run B claims the replay
     after run A, B initialises partition 0, then A initialises it too (fencing B). A must refuse
     (B's claim is newer) and B must take its transactional id back and finish."""
-    target = create_topic(kafka_cluster, unique_name("replayed-takeback"), 3)
+    target = kafka_cluster.create_topic(unique_name("replayed-takeback"), 3)
     plan = make_plan(src, kafka_cluster, TOPIC, target, partitions=[0], txn_max_records=50)
     claim_a = claim_run(plan)
     claim_b = claim_run(plan)
