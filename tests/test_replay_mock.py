@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
-from kafka_archive.cli import _register_groups, app
+from kafka_archive.cli import app
 from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
 from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.catalog_source import CatalogPlanSource
@@ -37,6 +37,7 @@ from kafka_archive.replay.progress import load_progress, progress_key, progress_
 from kafka_archive.replay.reader import RawBatch
 from kafka_archive.replay.runner import check_target, execute
 from kafka_archive.store import ObjectStore, open_store
+from support.cli_json import cli
 from typer.testing import CliRunner
 
 from segment_lib.consumer_offsets import partition_for_group
@@ -106,18 +107,6 @@ def fresh_topic(mock: MockCluster, partitions: int = 3) -> str:
     name = f"replayed-{_counter[0]}"
     mock.create_topic(name, partitions)
     return name
-
-
-_registered = [False]
-
-
-def cli(*args: str) -> tuple[int, list[dict[str, Any]], str]:
-    if not _registered[0]:
-        _register_groups()
-        _registered[0] = True
-    result = CliRunner().invoke(app, list(args))
-    lines = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
-    return result.exit_code, lines, result.stdout + (result.stderr or "")
 
 
 def run_args(src: Source, mock: MockCluster, target_topic: str, *extra: str) -> list[str]:
