@@ -23,15 +23,13 @@ from kafka_archive.cli import _register_groups, app
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore
-from support.live_archiving import LiveArchiver, archive_while_producing, broker_offsets
+from support.live_archiving import ARCHIVE_NAME, archive_live_workload, broker_offsets
 from support.live_workload import LiveWorkload
 from support.real_kafka import unique_name
 from typer.testing import CliRunner
 
 pytest_plugins = ["support.live_archiving"]
 
-#: one archive for every live test of the session (support.live_archiving)
-NAME = "live"
 PRODUCE_S = 5.0
 
 
@@ -51,14 +49,11 @@ def built(
     live_archive_store: tuple[ObjectStore, Path],
 ) -> Built:
     tmp = tmp_path_factory.mktemp("catalog-vs-broker")
-    prefix = unique_name("cvb")
-    wl = LiveWorkload(kafka_cluster.bootstrap_servers, prefix=prefix, segment_ms=2000, seed=2)
-    wl.create_topics()
-    store, state = live_archive_store
-    archiver = LiveArchiver(
-        kafka_cluster, store, name=NAME, prefix=prefix, workdir=tmp, state_dir=state
-    )
-    seals = archive_while_producing(wl, archiver, PRODUCE_S)
+    wl, archiver, seals = archive_live_workload(
+        kafka_cluster, live_archive_store, tmp, prefix=unique_name("cvb"), seed=2,
+        produce_s=PRODUCE_S,
+    )  # fmt: skip
+    store = archiver.store
     for r in archiver.reports:
         assert r.segments_failed == 0 and not r.log_dir_failures, r.failures
     db = str(tmp / "catalog.db")
@@ -111,7 +106,7 @@ def test_catalog_offsets_equal_the_brokers_list_offsets(built: Built) -> None:
     checked_compacted = 0
     try:
         for topic, part, ts in queries:
-            (ans,) = offsets_for_time(cat, built.store, NAME, topic, ts, [part])
+            (ans,) = offsets_for_time(cat, built.store, ARCHIVE_NAME, topic, ts, [part])
             b = broker[(topic, part, ts)]
             seal = built.seal_offsets[(topic, part)]
             rec = data.get((topic, part, ans.offset))
@@ -172,7 +167,7 @@ def test_the_command_and_kafkas_own_tool_agree(built: Built) -> None:
                 "catalog",
                 "offsets",
                 "--cluster",
-                NAME,
+                ARCHIVE_NAME,
                 "--topic",
                 topic,
                 "--at",
@@ -194,7 +189,7 @@ def test_the_command_and_kafkas_own_tool_agree(built: Built) -> None:
 def test_every_partition_of_every_topic_was_cataloged(built: Built) -> None:
     _register_groups()
     out = CliRunner().invoke(
-        app, ["catalog", "topics", "--cluster", NAME, "--json", "--db", built.db]
+        app, ["catalog", "topics", "--cluster", ARCHIVE_NAME, "--json", "--db", built.db]
     )
     assert out.exit_code == 0, out.output
     text = out.output

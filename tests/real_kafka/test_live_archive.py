@@ -34,9 +34,10 @@ from kafka_archive.cli import _register_groups, app
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore
 from support.live_archiving import (
+    ARCHIVE_NAME,
     TRANSIENT_SUFFIXES,
     LiveArchiver,
-    archive_while_producing,
+    archive_live_workload,
     broker_offsets,
     manifests_by_partition,
 )
@@ -48,7 +49,6 @@ from segment_lib.log_file import decode_batch, iter_batches
 
 pytest_plugins = ["support.s3server", "support.live_archiving"]
 
-NAME = "live"
 #: how long the producers run while the archiver goes round
 PRODUCE_S = 6.0
 DATA_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)$")
@@ -76,16 +76,11 @@ def live(
     live_archive_store: tuple[ObjectStore, Path],
 ) -> Live:
     tmp = tmp_path_factory.mktemp("live-archive")
-    prefix = unique_name("live")
-    wl = LiveWorkload(kafka_cluster.bootstrap_servers, prefix=prefix, segment_ms=2000, seed=1)
-    wl.create_topics()
-    store, state = live_archive_store
-    archiver = LiveArchiver(
-        kafka_cluster, store, name=NAME, prefix=prefix, workdir=tmp, state_dir=state
-    )
-    non_compacted = [t for r, t in wl.topics.items() if r != "compacted"]
-    seals = archive_while_producing(wl, archiver, PRODUCE_S, wait_for=non_compacted)
-    return Live(kafka_cluster, wl, archiver, store, tmp, seals)
+    wl, archiver, seals = archive_live_workload(
+        kafka_cluster, live_archive_store, tmp, prefix=unique_name("live"), seed=1,
+        produce_s=PRODUCE_S, skip_roles=["compacted"],
+    )  # fmt: skip
+    return Live(kafka_cluster, wl, archiver, archiver.store, tmp, seals)
 
 
 def test_workload_really_ran(live: Live) -> None:
@@ -175,7 +170,7 @@ def test_transient_files_and_the_active_segment_never_archived(live: Live) -> No
         seal = live.seal_offsets.get((m.topic, m.partition))
         if seal is not None:
             assert m.end_offset <= seal
-    for obj in live.store.list(f"{NAME}/"):
+    for obj in live.store.list(f"{ARCHIVE_NAME}/"):
         name = obj.key.rsplit("/", 1)[-1]
         assert OBJECT_KEY.match(name) or ("/manifests/" in obj.key and name.endswith(".json")), (
             obj.key
@@ -190,7 +185,7 @@ def test_transient_files_and_the_active_segment_never_archived(live: Live) -> No
 def test_the_same_into_s3(live: Live, make_s3_store: Callable[..., Any]) -> None:
     s3 = make_s3_store()
     report = run_archive(
-        cluster=NAME,
+        cluster=ARCHIVE_NAME,
         broker_id=1,
         log_dirs=[str(live.cluster.log_dirs[1])],
         store=s3,
@@ -198,8 +193,8 @@ def test_the_same_into_s3(live: Live, make_s3_store: Callable[..., Any]) -> None
     )
     assert report.ok, report.failures
     topic = live.wl.topics["codec-zstd"]
-    local = {m.segment_sha256: m for m in iter_manifests(live.store, NAME, topic)}
-    got = list(iter_manifests(s3, NAME, topic))
+    local = {m.segment_sha256: m for m in iter_manifests(live.store, ARCHIVE_NAME, topic)}
+    got = list(iter_manifests(s3, ARCHIVE_NAME, topic))
     assert got
     for m in got:
         log = next(f for f in m.files if f.role == "log")
@@ -293,7 +288,7 @@ def test_catalog_answers_after_retention_deleted_the_segments(live: Live, tmp_pa
     try:
         wrong = []
         for t, p, ts in queries:
-            (ans,) = offsets_for_time(cat, live.store, NAME, t, ts, [p])
+            (ans,) = offsets_for_time(cat, live.store, ARCHIVE_NAME, t, ts, [p])
             if ans.offset != expected[(t, p, ts)]:
                 wrong.append((t, p, ts, ans.offset, before[(t, p, ts)]))
         assert wrong == []
@@ -307,7 +302,7 @@ def test_catalog_answers_after_retention_deleted_the_segments(live: Live, tmp_pa
                 "catalog",
                 "offsets",
                 "--cluster",
-                NAME,
+                ARCHIVE_NAME,
                 "--topic",
                 t,
                 "--partition",

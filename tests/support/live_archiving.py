@@ -33,9 +33,10 @@ from kafka_archive.store import ObjectStore, open_store
 from support.live_workload import LiveWorkload
 
 __all__ = [
+    "ARCHIVE_NAME",
     "TRANSIENT_SUFFIXES",
     "LiveArchiver",
-    "archive_while_producing",
+    "archive_live_workload",
     "broker_offsets",
     "covered_to",
     "live_archive_store",
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
+#: the cluster name of the session's shared live archive (every live test archives into it)
+ARCHIVE_NAME = "live"
 
 
 @pytest.fixture(scope="session")
@@ -181,19 +184,32 @@ def covered_to(ms: list[SegmentManifest]) -> int:
     return end
 
 
-def archive_while_producing(
-    wl: LiveWorkload,
-    archiver: LiveArchiver,
-    produce_s: float,
+def archive_live_workload(
+    cluster: LocalKafkaCluster,
+    store_and_state: tuple[ObjectStore, Path],
+    workdir: Path,
     *,
-    wait_for: Collection[str] | None = None,
+    prefix: str,
+    seed: int,
+    produce_s: float,
+    skip_roles: Collection[str] = (),
     timeout_s: float = 60.0,
-) -> dict[tuple[str, int], int]:
-    """Run ``wl`` for ``produce_s`` seconds with archive rounds going on meanwhile, seal it,
-    then keep archiving (the brokers go on rolling, checkpointing, cleaning) until every
-    partition of the topics ``wait_for`` (default: all) is archived up to its seal record.
-    Returns ``(topic, partition) -> offset of its seal record`` (the active segment's only
-    record, so everything below it has rolled)."""
+) -> tuple[LiveWorkload, LiveArchiver, dict[tuple[str, int], int]]:
+    """Create a :class:`LiveWorkload` of topics ``prefix-*`` on ``cluster``, run it for
+    ``produce_s`` seconds with archive rounds (into the session's shared store, under
+    :data:`ARCHIVE_NAME`) going on meanwhile, seal it, then keep archiving (the brokers go on
+    rolling, checkpointing, cleaning) until every partition of its topics (but those of the
+    roles ``skip_roles``) is archived up to its seal record.
+
+    Returns the workload, the archiver and ``(topic, partition) -> offset of its seal record``
+    (the active segment's only record, so everything below it has rolled)."""
+    wl = LiveWorkload(cluster.bootstrap_servers, prefix=prefix, segment_ms=2000, seed=seed)
+    wl.create_topics()
+    store, state = store_and_state
+    archiver = LiveArchiver(
+        cluster, store, name=ARCHIVE_NAME, prefix=prefix, workdir=workdir, state_dir=state
+    )
+    wait_for = {t for role, t in wl.topics.items() if role not in skip_roles}
     wl.start()
     wl.stop_after(produce_s)
     try:
@@ -204,7 +220,7 @@ def archive_while_producing(
         wl.stop()
     wl.seal()
     seals = {(r.topic, r.partition): r.offset for r in wl.seals}
-    watched = {tp: seal for tp, seal in seals.items() if wait_for is None or tp[0] in wait_for}
+    watched = {tp: seal for tp, seal in seals.items() if tp[0] in wait_for}
     deadline = time.monotonic() + timeout_s
     while True:
         archiver.run_round()
@@ -215,7 +231,7 @@ def archive_while_producing(
             if covered_to(by_tp.get(tp, [])) < seal
         }
         if not short:
-            return seals
+            return wl, archiver, seals
         if time.monotonic() > deadline:
             raise AssertionError(f"not archived up to the seal records in {timeout_s:g} s: {short}")
         time.sleep(0.5)
