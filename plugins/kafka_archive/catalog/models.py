@@ -37,6 +37,7 @@ __all__ = [
     "FollowedCommitRow",
     "FollowerPosition",
     "HistogramBucket",
+    "IntegrityProblem",
     "OffsetCommitRow",
     "Partition",
     "Segment",
@@ -217,7 +218,13 @@ class TxnMarker(Base):
 
 
 class BuildRun(Base):
-    """One catalog build: when, where from, and what it added (``summary`` is JSON)."""
+    """One catalog build: when, where from, and what it added (``summary`` is JSON).
+
+    ``status`` is ``running`` while it works, then ``done``, ``failed`` (it stopped on an
+    error) or ``stale`` (it was killed: a later build found it ``running`` with its owner gone,
+    see :mod:`kafka_archive.catalog.problems`). ``owner_host``/``owner_pid`` name the process
+    that runs it and ``heartbeat_ms`` is when it last showed it was alive.
+    """
 
     __tablename__ = "build_runs"
 
@@ -228,6 +235,47 @@ class BuildRun(Base):
     finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(16))
     summary: Mapped[str] = mapped_column(Text)
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_ms: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class IntegrityProblem(Base):
+    """An archived object or manifest the catalog refused, and why: never served, always shown.
+
+    ``kind``: ``corrupt`` (the object's bytes fail a checksum or do not parse: ``position`` is
+    the byte where), ``misfiled`` (the bytes are sound but do not belong where the manifest says:
+    another partition's object, offsets or leader epochs outside the manifest's), ``unreadable-
+    manifest`` (not JSON, or fails its schema), ``missing`` (the object is gone or its size or
+    checksum changed since it was cataloged; found by ``catalog verify``). ``subject_key`` is the
+    object key (or the manifest key when there is no usable object key); one row per
+    ``(subject_key, kind)``: seeing a problem again updates ``last_seen_ms``; a build that
+    catalogs the subject cleanly deletes its rows. ``cluster``/``topic``/``partition`` and
+    ``start_offset``/``end_offset`` (exclusive) say where the manifest claims the bytes belong,
+    NULL when not known.
+    """
+
+    __tablename__ = "integrity_problems"
+    __table_args__ = (
+        UniqueConstraint("subject_key", "kind", name="uq_integrity_problems_subject"),
+        Index("ix_integrity_problems_where", "cluster", "topic", "partition"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    subject_key: Mapped[str] = mapped_column(String(1024))
+    manifest_key: Mapped[str | None] = mapped_column(String(1024))
+    object_key: Mapped[str | None] = mapped_column(String(1024))
+    cluster: Mapped[str | None] = mapped_column(String(255))
+    topic: Mapped[str | None] = mapped_column(String(255))
+    partition: Mapped[int | None] = mapped_column(Integer)
+    start_offset: Mapped[int | None] = mapped_column(BigInteger)
+    end_offset: Mapped[int | None] = mapped_column(BigInteger)
+    position: Mapped[int | None] = mapped_column(BigInteger)
+    reason: Mapped[str] = mapped_column(Text)
+    detected_by: Mapped[str] = mapped_column(String(16))
+    first_seen_ms: Mapped[int] = mapped_column(BigInteger)
+    last_seen_ms: Mapped[int] = mapped_column(BigInteger)
 
 
 class FollowedCommitRow(Base):
