@@ -56,7 +56,7 @@ def test_key_filters() -> None:
     exact = KeyFilter.parse("exact:user-1")
     assert exact.matches(b"user-1") and not exact.matches(b"user-10") and not exact.matches(None)
     assert KeyFilter.parse("user-1").kind == "exact"
-    assert KeyFilter.parse("odd:value").kind == "exact"  # unknown kind: the whole text is exact
+    assert KeyFilter.parse("exact:odd:value").matches(b"odd:value")
     prefix = KeyFilter.parse("prefix:user-")
     assert prefix.matches(b"user-77") and not prefix.matches(b"usr-1")
     # exact/prefix work on non-UTF-8 keys by bytes; regex never matches them
@@ -72,6 +72,15 @@ def test_key_filters() -> None:
         KeyFilter.parse("regex:(")
     with pytest.raises(ReplayConfigError):
         KeyFilter.parse("prefix:")
+
+
+def test_unknown_key_filter_kind_is_an_error() -> None:
+    """``bogus:x`` used to mean "exact key bogus:x": every record filtered, replay "done"."""
+    with pytest.raises(ReplayConfigError, match="unknown key filter kind 'bogus'") as info:
+        KeyFilter.parse("bogus:x")
+    assert "exact:bogus:x" in info.value.hint
+    with pytest.raises(ReplayConfigError):
+        KeyFilter.parse("prefx:user-")
 
 
 class FakeClock:
@@ -162,7 +171,7 @@ def test_ledger_mirror_is_idempotent_and_monotone(tmp_path: Path) -> None:
     from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.progress import OffsetRange, ProgressRecord
 
-    ledger = ReplayLedger(open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}").engine)
+    ledger = ReplayLedger(open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}", create=True).engine)
 
     def rng(q: int, first: int, n: int, target_first: int) -> OffsetRange:
         return OffsetRange(

@@ -1,7 +1,10 @@
 """Key filters for replays: exact, prefix or regular expression on the record key.
 
 Spec strings (``--key-filter``): ``exact:VALUE``, ``prefix:VALUE`` or ``regex:PATTERN``; a bare
-value means ``exact``. ``exact`` and ``prefix`` compare the key's bytes with VALUE encoded as
+value without a colon means ``exact``. Any other ``WORD:...`` is an error, not an exact match of
+the whole text: a mistyped kind (``prefx:user-``) would otherwise filter out every record and the
+replay would report success having sent nothing (write ``exact:a:b`` for a key containing a
+colon). ``exact`` and ``prefix`` compare the key's bytes with VALUE encoded as
 UTF-8, so they also work on keys that are not text. ``regex`` uses Python's :mod:`re`
 ``search`` on the key decoded as UTF-8 (anchor with ``^``/``$`` for whole-key matches); keys that
 are not valid UTF-8 never match it. A null key never matches any filter.
@@ -32,11 +35,17 @@ class KeyFilter:
         """Parse ``exact:V`` / ``prefix:V`` / ``regex:P`` (bare ``V`` = exact).
 
         Raises:
-            ReplayConfigError: an empty filter or an invalid regular expression.
+            ReplayConfigError: an unknown kind, an empty filter or an invalid regular expression.
         """
         kind, sep, text = spec.partition(":")
-        if not sep or kind not in ("exact", "prefix", "regex"):
+        if not sep:
             kind, text = "exact", spec
+        elif kind not in ("exact", "prefix", "regex"):
+            raise ReplayConfigError(
+                f"unknown key filter kind {kind!r} in {spec!r}",
+                hint="Use exact:VALUE, prefix:VALUE or regex:PATTERN "
+                f"(for a key containing a colon: exact:{spec}).",
+            )
         if kind != "exact" and text == "":
             raise ReplayConfigError(
                 f"empty {kind} key filter", hint="Give a value: --key-filter prefix:user-"
