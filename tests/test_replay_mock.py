@@ -85,7 +85,7 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
     )
     assert report.segments_archived > 0
     db_url = f"sqlite:///{root / 'catalog.db'}"
-    catalog = open_catalog(db_url)
+    catalog = open_catalog(db_url, create=True)
     build_catalog(catalog, store.uri, cluster=CLUSTER)
     yield Source(parts, store, store.uri, db_url, catalog, {p: sp.dir for p, sp in parts.items()})
     catalog.close()
@@ -376,6 +376,57 @@ def test_guard_rails(src: Source, mock: MockCluster) -> None:
         check_target(
             plan.model_copy(update={"spec": plan.spec.model_copy(update={"target_topic": small})})
         )
+
+
+def test_same_topic_guard_with_blank_or_unknown_cluster_ids(src: Source, mock: MockCluster) -> None:
+    """An empty ``cluster.id=`` in the archived meta.properties is an *unknown* identity: the
+    same-topic guard refuses instead of comparing "" with the target's cluster id."""
+    if (
+        TOPIC
+        not in Consumer({"bootstrap.servers": mock.bootstrap_servers, "group.id": "x"})
+        .list_topics(timeout=10)
+        .topics
+    ):
+        mock.create_topic(TOPIC, 3)
+    spec = ReplaySpec.model_validate(
+        {"cluster": CLUSTER, "topic": TOPIC, "from": parse_position("earliest"),
+         "target": TargetSpec(bootstrap_servers=mock.bootstrap_servers)}
+    )  # fmt: skip
+    plan = build_plan(spec, CatalogPlanSource(src.catalog, src.store))
+    for blank in ("", "  "):
+        with pytest.raises(SameTopicError, match="does not record"):
+            check_target(plan.model_copy(update={"source_cluster_id": blank}))
+
+
+def test_unknown_target_config_key_is_a_clear_error(src: Source, mock: MockCluster) -> None:
+    target = fresh_topic(mock)
+    code, out, text = cli(*run_args(src, mock, target, "--target-config", "bogus.key=1"))
+    assert code == 1, text
+    assert out[-1]["error"] == "ReplayConfigError"
+    assert "bogus.key" in out[-1]["message"] and "Traceback" not in text
+    # a bad value of a known setting: the same clear error
+    code, out, text = cli(*run_args(src, mock, target, "--target-config", "security.protocol=NOPE"))
+    assert code == 1 and out[-1]["error"] == "ReplayConfigError", text
+    assert "security.protocol" in out[-1]["message"]
+
+
+def test_dead_target_one_clear_error_with_librdkafka_summary(
+    src: Source, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """librdkafka's own lines ("Connect to ipv4#127.0.0.1:1 failed") are captured and
+    summarised in the one error, not printed to the terminal (stderr) as they happen."""
+    code, out, text = cli(
+        "replay", "run", "--cluster", CLUSTER, "--topic", TOPIC, "--from", "earliest",
+        "--target", "127.0.0.1:1", "--target-topic", "t",
+        "--store", src.store_uri, "--db", src.db_url, "--json",
+    )  # fmt: skip
+    assert code == 1, text
+    err = out[-1]
+    assert err["error"] == "ReplayTargetError"
+    assert "cannot reach the target cluster" in err["message"]
+    assert "librdkafka reported" in err["message"] and "127.0.0.1:1" in err["message"]
+    streamed = capfd.readouterr()
+    assert "Connect to ipv4#127.0.0.1:1" not in streamed.err + streamed.out
 
 
 # -- consumer groups ------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
+from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS
 from kafka_archive.replay.errors import ReplayTargetError
 from kafka_archive.replay.murmur2 import murmur2_partition
 
@@ -62,7 +63,9 @@ __all__ = [
 #: guard rails' second question and every init_transactions waited ~35-50 ms for it. 10 ms
 #: (then exponential up to reconnect.backoff.max.ms, 10 s) keeps failed brokers from being
 #: hammered all the same.
-CLIENT_DEFAULTS: dict[str, Any] = {"reconnect.backoff.ms": 10}
+#: Every client also gets :data:`~.client_log.CLIENT_LOG_SETTINGS`: librdkafka's log lines and
+#: errors are captured and summarised in the replay's errors, never streamed to the terminal.
+CLIENT_DEFAULTS: dict[str, Any] = {**CLIENT_LOG_SETTINGS, "reconnect.backoff.ms": 10}
 
 PROGRESS_VERSION = 1
 

@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pydantic import BaseModel
 
+from kafka_archive.replay.client_log import CLIENT_LOG, new_client
 from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
 from kafka_archive.replay.errors import (
     PartitionMappingError,
@@ -65,6 +66,12 @@ __all__ = [
 
 #: partitions of the progress topic when ``replay run`` creates it
 DEFAULT_PROGRESS_PARTITIONS = 12
+
+#: how long the guard rails wait for the target's metadata at most, and how long once
+#: librdkafka reports every broker down (a refused connection is reported within milliseconds;
+#: the grace lets a broker that is just starting answer)
+TARGET_REACH_TIMEOUT_S = 30.0
+ALL_DOWN_GRACE_S = 3.0
 
 #: how long a topic the replay created may take until every partition has a leader that serves
 TOPIC_READY_TIMEOUT_S = 60.0
@@ -112,14 +119,15 @@ def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = No
 def _metadata_client(client_config: dict[str, str]) -> Consumer:
     # A consumer, so that asking about a missing topic cannot auto-create it; the replay's client
     # defaults let its second question wait ~12 ms instead of ~50 (see CLIENT_DEFAULTS).
-    return Consumer(
+    return new_client(
+        Consumer,
         {
             **CLIENT_DEFAULTS,
             **client_config,
             "group.id": "kafka-archive-replay-check",
             "allow.auto.create.topics": False,
             "enable.auto.commit": False,
-        }
+        },
     )
 
 
@@ -134,10 +142,7 @@ def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | No
 
 
 def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | None]:
-    try:
-        md = consumer.list_topics(topic, timeout=30)
-    except KafkaException as exc:
-        raise ReplayTargetError(f"cannot reach the target cluster: {exc.args[0].str()}") from None
+    md = _reach(consumer, topic)
     meta = md.topics.get(topic)
     if meta is None or meta.error is not None:
         if meta is not None and meta.error.code() not in (
@@ -147,6 +152,37 @@ def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | N
             raise ReplayTargetError(f"target metadata for {topic}: {meta.error.str()}")
         return md.cluster_id, None
     return md.cluster_id, len(meta.partitions)
+
+
+def _reach(consumer: Consumer, topic: str) -> Any:
+    """The target's metadata for ``topic``, asked in short tries for up to
+    :data:`TARGET_REACH_TIMEOUT_S`; gives up after :data:`ALL_DOWN_GRACE_S` once librdkafka
+    reports every broker down (a dead or mistyped target: one clear error, quickly, with a
+    summary of what librdkafka said instead of its thousands of log lines).
+
+    Raises:
+        ReplayTargetError: the target did not answer.
+    """
+    mark = CLIENT_LOG.mark()
+    started = time.monotonic()
+    last = ""
+    while True:
+        try:
+            return consumer.list_topics(topic, timeout=1.0)
+        except KafkaException as exc:
+            err = exc.args[0]
+            last = err.str() if isinstance(err, KafkaError) else str(err)
+        consumer.poll(0)  # serves the error callbacks (and log lines) queued so far
+        waited = time.monotonic() - started
+        all_down = CLIENT_LOG.all_brokers_down(mark)
+        if waited >= TARGET_REACH_TIMEOUT_S or (all_down and waited >= ALL_DOWN_GRACE_S):
+            said = CLIENT_LOG.summary(mark)
+            raise ReplayTargetError(
+                f"cannot reach the target cluster after {waited:.0f} s: {last}"
+                + (f" ({said})" if said else ""),
+                hint="Check --target (host:port of the target brokers), the network and the "
+                "target's security settings (--target-config), then run again.",
+            ) from None
 
 
 def _create_topic(
@@ -243,19 +279,33 @@ def check_target(plan: ReplayPlan) -> TargetInfo:
         consumer.close()
 
 
+def _known_id(cluster_id: str | None) -> str | None:
+    """A cluster id, or ``None`` when it is missing or blank (i.e. unknown)."""
+    return cluster_id.strip() if cluster_id and cluster_id.strip() else None
+
+
 def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) -> TargetInfo:
     spec = plan.spec
     cluster_id, partitions = _topic_metadata(consumer, plan.target_topic)
     if plan.target_topic == spec.topic and not spec.allow_same_topic:
-        if plan.source_cluster_id is None:
+        # Identities are compared only when both are known: an empty ``cluster.id=`` in the
+        # archived meta.properties (or a target whose metadata names no cluster) is *unknown*,
+        # and unknown must refuse - comparing "" with the target's id used to let it through.
+        source_id = _known_id(plan.source_cluster_id)
+        target_id = _known_id(cluster_id)
+        if source_id is None or target_id is None:
+            which = (
+                f"the archive does not record the Kafka cluster id of {spec.cluster!r}"
+                if source_id is None
+                else "the target cluster's metadata names no cluster id"
+            )
             raise SameTopicError(
-                f"the target topic is the source topic {spec.topic!r} and the archive does not "
-                f"record the Kafka cluster id of {spec.cluster!r}, so the target may be the "
-                "very cluster the data came from",
+                f"the target topic is the source topic {spec.topic!r} and {which}, so the "
+                "target may be the very cluster the data came from",
                 hint="Pass --allow-same-topic if the target is another cluster (e.g. the "
                 "failover region), or choose another --target-topic.",
             )
-        if cluster_id == plan.source_cluster_id:
+        if target_id == source_id:
             raise SameTopicError(
                 f"the target is cluster {cluster_id}, the source cluster {spec.cluster!r} "
                 f"itself, and topic {spec.topic!r} is the source topic"
