@@ -181,7 +181,7 @@ def build(
     from kafka_archive.catalog.db import open_catalog
 
     db = tmp / f"bench-{time.monotonic_ns()}.db"
-    with open_catalog(db) as cat:
+    with open_catalog(db, create=True) as cat:
         report = build_catalog(cat, store_uri, runner=runner, store_options=options, verify=verify)
     db.unlink()
     assert report.failed == [] and report.segments_added > 0, report.failed[:1]
@@ -334,7 +334,7 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
                 setattr(mod, n, timed)
             try:
                 db = tmp / f"phases-{time.monotonic_ns()}.db"
-                with open_catalog(db) as cat:
+                with open_catalog(db, create=True) as cat:
                     report = build_catalog(cat, store_uri, runner=InProcessRunner(1), verify=verify)
                 db.unlink()
             finally:

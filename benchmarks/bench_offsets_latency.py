@@ -230,7 +230,7 @@ def main() -> None:
 
                 server = start_server()
                 url = server.create_database("bench")
-            with open_catalog(url) as cat:
+            with open_catalog(url, create=True) as cat:
                 secs = load(cat, args.partitions, args.rows)
                 print(f"{kind}: loaded {args.rows:,} rows in {secs:.1f}s", flush=True)
                 res = measure(cat, args.partitions, args.rows, args.queries)

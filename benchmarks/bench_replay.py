@@ -468,7 +468,7 @@ def main() -> int:
     print(f"source: {total} records, {payload / 1e6:.1f} MB payload "
           f"(written in {time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip
     db_url = f"sqlite:///{tmp / 'catalog.db'}"
-    ledger = ReplayLedger(open_catalog(db_url).engine)
+    ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}

@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     spark = make_spark_session(args.spark_master)
     try:
-        with open_catalog(args.db) as catalog:
+        with open_catalog(args.db, create=True) as catalog:
             report = build_catalog(
                 catalog,
                 args.store,

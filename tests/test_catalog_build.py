@@ -85,7 +85,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def catalog(db_url: str) -> Iterator[Catalog]:
-    cat = open_catalog(db_url)
+    cat = open_catalog(db_url, create=True)
     yield cat
     cat.close()
 
@@ -168,7 +168,7 @@ def test_interrupted_build_is_completed_by_rerun(
     assert len(partial["segments"]) > 0
     rest = build_catalog(catalog, archived.store_uri, interval_bytes=700)
     assert rest.segments_added > 0 and rest.already_cataloged == len(partial["segments"])
-    with open_catalog(tmp_path / "fresh.db") as fresh:
+    with open_catalog(tmp_path / "fresh.db", create=True) as fresh:
         build_catalog(fresh, archived.store_uri, interval_bytes=700)
         assert dump_catalog(fresh) == dump_catalog(catalog)
     with catalog.engine.connect() as conn:
@@ -191,7 +191,8 @@ def test_killed_process_is_completed_by_rerun(archived: Archived, tmp_path: Path
                 n += 1
                 if n == 4:
                     os._exit(9)
-        build_catalog(open_catalog({str(db)!r}), {archived.store_uri!r}, interval_bytes=700,
+        build_catalog(open_catalog({str(db)!r}, create=True), {archived.store_uri!r},
+                      interval_bytes=700,
                       wave_segments=16, progress=progress)
         """
     )
@@ -204,12 +205,12 @@ def test_killed_process_is_completed_by_rerun(archived: Archived, tmp_path: Path
         env={**os.environ},
     )
     assert proc.returncode == 9, proc.stderr
-    cat = open_catalog(db)
+    cat = open_catalog(db, create=True)
     try:
         partial = dump_catalog(cat)
         assert partial["segments"]
         build_catalog(cat, archived.store_uri, interval_bytes=700)
-        ref = open_catalog(tmp_path / "ref.db")
+        ref = open_catalog(tmp_path / "ref.db", create=True)
         build_catalog(ref, archived.store_uri, interval_bytes=700)
         assert dump_catalog(cat) == dump_catalog(ref)
         ref.close()

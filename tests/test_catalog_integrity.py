@@ -93,7 +93,7 @@ def damaged(archive_dir: Path, tmp_path: Path) -> Damaged:
 
 @pytest.fixture
 def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    cat = open_catalog(tmp_path / "catalog.db")
+    cat = open_catalog(tmp_path / "catalog.db", create=True)
     yield cat
     cat.close()
 
@@ -203,7 +203,7 @@ def test_a_read_that_differs_once_is_reported_as_such(damaged: Damaged) -> None:
 def test_every_setting_catalogs_the_same(archive_dir: Path, tmp_path: Path) -> None:
     dumps = []
     for verify in ("crc32c", "crc32c-only", "sha256"):
-        with open_catalog(tmp_path / f"{verify}.db") as cat:
+        with open_catalog(tmp_path / f"{verify}.db", create=True) as cat:
             report = build_catalog(cat, archive_dir.as_uri(), cluster=CLUSTER, verify=verify)
             assert report.failed == [] and report.corrupt == 0 and report.verify == verify
             dumps.append(dump_catalog(cat))
@@ -215,7 +215,7 @@ def test_verify_setting_from_the_environment(
     archive_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KAFKA_ARCHIVE_CATALOG_VERIFY", "sha256")
-    with open_catalog(tmp_path / "env.db") as cat:
+    with open_catalog(tmp_path / "env.db", create=True) as cat:
         assert build_catalog(cat, archive_dir.as_uri(), cluster=CLUSTER).verify == "sha256"
         with pytest.raises(ValueError, match="verify"):
             build_catalog(cat, archive_dir.as_uri(), verify="md5")
@@ -247,7 +247,7 @@ def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
         )  # fmt: skip
     assert err.value.position == third.position
     for verify in ("crc32c", "sha256"):
-        with open_catalog(damaged.root.parent / f"{verify}.db") as cat:
+        with open_catalog(damaged.root.parent / f"{verify}.db", create=True) as cat:
             report = build_catalog(
                 cat, damaged.store.uri, refs=[ref], verify=verify, chunk_bytes=chunk
             )

@@ -27,7 +27,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_migrations_match_models(db_url: str) -> None:
-    cat = open_catalog(db_url)
+    cat = open_catalog(db_url, create=True)
     try:
         with cat.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
@@ -39,11 +39,11 @@ def test_migrations_match_models(db_url: str) -> None:
 
 
 def test_reopen_is_idempotent_and_keeps_data(db_url: str) -> None:
-    with open_catalog(db_url) as cat, cat.engine.begin() as conn:
+    with open_catalog(db_url, create=True) as cat, cat.engine.begin() as conn:
         conn.execute(
             text("INSERT INTO partitions (cluster, topic, partition) VALUES ('c', 't', 0)")
         )
-    with open_catalog(db_url) as cat, cat.engine.connect() as conn:
+    with open_catalog(db_url, create=True) as cat, cat.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM partitions")).scalar_one() == 1
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
 

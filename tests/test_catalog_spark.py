@@ -64,7 +64,7 @@ def _reference(
 ) -> dict[str, list[tuple[Any, ...]]]:
     db = tmp / f"reference-{interval_bytes}.db"
     db.unlink(missing_ok=True)
-    with open_catalog(db) as ref:
+    with open_catalog(db, create=True) as ref:
         build_catalog(
             ref,
             store_uri,
@@ -85,7 +85,7 @@ def test_spark_executors_read_s3_and_match_the_in_process_build(
     run_archive(
         cluster=C, broker_id=1, log_dirs=[str(d) for d in history.broker.log_dirs], store=store
     )
-    with open_catalog(tmp_path / "spark.db") as cat:
+    with open_catalog(tmp_path / "spark.db", create=True) as cat:
         report = build_catalog(
             cat,
             uri,
@@ -192,7 +192,7 @@ def test_dag_runs_in_process_and_submits_the_job_to_a_cluster(
         assert result["report"]["segments_added"] > 10 and result["report"]["failed"] == 0
     reference = _reference(local_archive, tmp_path, interval_bytes=1 << 20)
     for db in (local_db, cluster_db):
-        with open_catalog(db) as cat:
+        with open_catalog(db, create=True) as cat:
             assert dump_catalog(cat) == reference
 
 

@@ -40,7 +40,7 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
         url = f"sqlite:///{tmp_path / 'catalog.db'}"
     else:
         url = str(request.getfixturevalue("pg_url"))
-    cat = open_catalog(url)
+    cat = open_catalog(url, create=True)
     yield cat
     cat.close()
 

@@ -50,7 +50,7 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
         if request.param == "sqlite"
         else str(request.getfixturevalue("pg_url"))
     )
-    cat = open_catalog(url)
+    cat = open_catalog(url, create=True)
     try:
         yield cat
     finally:
@@ -209,7 +209,7 @@ _CHILD = textwrap.dedent(
     from kafka_archive.groups.follower import apply_batch, load_positions
     from support.offsets_records import synthetic_records
 
-    cat = open_catalog({url!r})
+    cat = open_catalog({url!r}, create=True)
     recs = synthetic_records({n})
     pos = dict.fromkeys(range(3))
     pos.update(load_positions(cat, "c1"))

@@ -91,7 +91,7 @@ def test_replay_dag(airflow_home: AirflowHome, tmp_path: Path) -> None:
         cluster="east", broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
     )
     db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
-    with open_catalog(db_url) as catalog:
+    with open_catalog(db_url, create=True) as catalog:
         build_catalog(catalog, store.uri, cluster="east")
     out: dict[str, Any] = run_airflow_python(
         airflow_home,

@@ -48,7 +48,7 @@ def archived(
         cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
     )
     db_url = f"sqlite:///{root / 'catalog.db'}"
-    catalog = open_catalog(db_url)
+    catalog = open_catalog(db_url, create=True)
     build_catalog(catalog, store.uri, cluster=CLUSTER)
     yield parts, store, db_url, catalog
     catalog.close()

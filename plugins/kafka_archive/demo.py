@@ -413,7 +413,7 @@ def _offsets_follower(paths: DemoPaths, bootstrap: str) -> Iterator[None]:
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.groups.follower import follow_offsets
 
-    catalog = open_catalog(paths.db_url)
+    catalog = open_catalog(paths.db_url, create=True)
     stop = threading.Event()
     failure: list[BaseException] = []
 

@@ -101,7 +101,7 @@ def test_catalog_offsets_equal_the_brokers_list_offsets(built: Built) -> None:
     assert len(queries) > 1000
     broker = broker_offsets(built.cluster.bootstrap_servers, queries)
     data = {(r.topic, r.partition, r.offset): r for r in wl.records}
-    cat = open_catalog(built.db)
+    cat = open_catalog(built.db, create=True)
     wrong: list[tuple[object, ...]] = []
     checked_compacted = 0
     try:

@@ -256,7 +256,7 @@ def test_group_offsets_equal_every_commit_after_compaction(
     stop_noise = threading.Event()
     noise_thread = threading.Thread(target=_noise, args=(bs, noise, topic, stop_noise))
     noise_thread.start()
-    cat = open_catalog(db)
+    cat = open_catalog(db, create=True)
 
     def follower_has(parts: dict[int, int]) -> bool:
         follower.check_alive()
@@ -355,7 +355,7 @@ def test_group_offsets_equal_every_commit_after_compaction(
         if r.topic == CONSUMER_OFFSETS_TOPIC
     ]
     assert refs, "no __consumer_offsets segment rolled and archived"
-    archive_only = open_catalog(tmp_path / "archive-only.db")
+    archive_only = open_catalog(tmp_path / "archive-only.db", create=True)
     for c in (cat, archive_only):
         build_catalog(c, store.uri, refs=refs)
 

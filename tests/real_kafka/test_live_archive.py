@@ -284,7 +284,7 @@ def test_catalog_answers_after_retention_deleted_the_segments(live: Live, tmp_pa
     report = json.loads(next(ln for ln in built.output.splitlines() if ln.startswith("{")))
     assert report["failed"] == 0 and report["corrupt"] == 0 and report["segments_added"] > 0
 
-    cat = open_catalog(db)
+    cat = open_catalog(db, create=True)
     try:
         wrong = []
         for t, p, ts in queries:

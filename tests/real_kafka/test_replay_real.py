@@ -131,7 +131,7 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
     )
     assert report.segments_archived > 0
     db_url = f"sqlite:///{root / 'catalog.db'}"
-    catalog = open_catalog(db_url)
+    catalog = open_catalog(db_url, create=True)
     build_catalog(catalog, store.uri, cluster=CLUSTER)
     expected = {TOPIC: {p: sp.expected for p, sp in parts.items()}, BULK: bulk}
     # the source really has what the checks below must tell apart

@@ -59,7 +59,7 @@ def main() -> int:
                 sys.stdout.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    ledger = ReplayLedger(open_catalog(args.db).engine)
+    ledger = ReplayLedger(open_catalog(args.db, create=True).engine)
     report = execute(
         plan,
         store=open_store(args.store),

@@ -129,7 +129,7 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
     from kafka_archive.catalog.spark import SparkRunner, make_spark_session
 
     spark = make_spark_session(config.spark_master or "local[*]", conf=config.spark_conf)
-    with open_catalog(config.db_url) as catalog:
+    with open_catalog(config.db_url, create=True) as catalog:
         report = build_catalog(
             catalog,
             config.store_uri,

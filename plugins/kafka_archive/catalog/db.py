@@ -10,6 +10,13 @@
 and brings the schema to the newest Alembic revision before returning, so every caller sees the
 same tables. SQLite connections use WAL journaling (readers never block the builder), a busy
 timeout, and foreign keys on.
+
+Only a writer that owns the catalog's life creates one: :func:`open_catalog` creates nothing
+(no file, no directory, no table) unless asked with ``create=True`` (``catalog build``, the
+offsets follower, the demo). Without it, a location that holds no catalog is a typed
+:class:`CatalogError` naming the location (password hidden) with a hint, so a mistyped
+``--db`` of a query command is reported instead of silently answering from an empty catalog.
+A catalog of an older schema is upgraded (that is a migration, not a creation).
 """
 
 from __future__ import annotations
@@ -21,11 +28,24 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-__all__ = ["DB_ENV", "Catalog", "normalize_url", "open_catalog", "upgrade"]
+from kafka_archive.redact import redact_text, redact_url
+
+__all__ = [
+    "DB_ENV",
+    "Catalog",
+    "CatalogConfigError",
+    "CatalogError",
+    "CatalogNotFound",
+    "CatalogUnavailable",
+    "NotACatalog",
+    "normalize_url",
+    "open_catalog",
+    "upgrade",
+]
 
 #: environment variable naming the catalog when ``--db`` is not given
 DB_ENV = "KAFKA_ARCHIVE_DB"
@@ -43,6 +63,48 @@ def normalize_url(url: str | os.PathLike[str]) -> str:
     return text
 
 
+_BUILD_HINT = "check --db / $KAFKA_ARCHIVE_DB; `kafka-archive catalog build` creates a catalog"
+
+
+class CatalogError(Exception):
+    """A catalog cannot be opened. ``str()`` is the message (secrets hidden: it is built from
+    the redacted URL and a redacted driver message); ``hint`` says what to do next."""
+
+    default_hint = ""
+
+    def __init__(self, message: str, *, url: str | None = None, hint: str | None = None) -> None:
+        self.message = redact_text(message)
+        #: the catalog location, password hidden
+        self.url = url
+        self.hint = self.default_hint if hint is None else hint
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class CatalogConfigError(CatalogError, ValueError):
+    """No catalog location was given, or it is not a usable URL."""
+
+
+class CatalogNotFound(CatalogError):
+    """The SQLite file does not exist (and ``create`` was not asked)."""
+
+    default_hint = _BUILD_HINT
+
+
+class NotACatalog(CatalogError):
+    """The database exists but holds no kafka-archive catalog (empty, or other tables)."""
+
+    default_hint = _BUILD_HINT
+
+
+class CatalogUnavailable(CatalogError):
+    """The database could not be reached or refused us (server down, wrong password, ...)."""
+
+    default_hint = "check the URL, that the database server runs, and your credentials"
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cur = dbapi_connection.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -55,8 +117,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def _engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -97,15 +157,87 @@ class Catalog:
         self.close()
 
 
-def open_catalog(url: str | os.PathLike[str] | None = None, *, migrate: bool = True) -> Catalog:
-    """Open (and by default migrate) the catalog at ``url``, or ``$KAFKA_ARCHIVE_DB``."""
+def _sqlite_file(url: str) -> Path | None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    if parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database)
+
+
+def _check_sqlite_file(path: Path, shown: str, create: bool) -> None:
+    """Refuse (before SQLite creates or changes anything) a file that cannot be a catalog."""
+    if path.is_dir():
+        raise NotACatalog(f"{shown} is a directory, not a catalog file", url=shown)
+    if not path.exists():
+        if not create:
+            raise CatalogNotFound(f"no catalog at {path}", url=shown)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif path.stat().st_size == 0 and not create:
+        raise NotACatalog(f"{shown} is an empty file, not a kafka-archive catalog", url=shown)
+
+
+def _check_schema(engine: Engine, shown: str, create: bool) -> None:
+    """Connect and look at the tables: a catalog has Alembic's version table (any revision:
+    an older one is upgraded); without ``create`` anything else is not a catalog."""
+    try:
+        names = set(inspect(engine).get_table_names())
+    except Exception as exc:  # the driver's errors vary by backend: all mean "cannot open"
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        reason = text[0] if text else type(exc).__name__
+        if "file is not a database" in reason:
+            raise NotACatalog(f"{shown} is not a database file", url=shown) from None
+        raise CatalogUnavailable(f"cannot open the catalog {shown}: {reason}", url=shown) from None
+    if create or "alembic_version" in names:
+        return
+    what = "an empty database" if not names else "a database without catalog tables"
+    raise NotACatalog(f"{shown} is {what}, not a kafka-archive catalog", url=shown)
+
+
+def open_catalog(
+    url: str | os.PathLike[str] | None = None, *, migrate: bool = True, create: bool = False
+) -> Catalog:
+    """Open the catalog at ``url`` (or ``$KAFKA_ARCHIVE_DB``) and bring its schema to the
+    newest revision (unless ``migrate=False``).
+
+    ``create``: make the catalog (its SQLite file and parent directories, its tables) when it
+    does not exist yet. Only writers that own the catalog pass it (``catalog build``, the
+    offsets follower); readers never create anything.
+
+    Raises:
+        CatalogConfigError: no location given (also a ``ValueError``).
+        CatalogNotFound: the SQLite file does not exist and ``create`` is false.
+        NotACatalog: the location exists but is not a kafka-archive catalog.
+        CatalogUnavailable: the database server cannot be reached or refuses the login.
+
+    Every message shows the URL with its password hidden.
+    """
     if url is None:
         url = os.environ.get(DB_ENV)
         if not url:
-            raise ValueError(f"no catalog given: pass a URL or set {DB_ENV}")
-    full = normalize_url(url)
+            raise CatalogConfigError(
+                f"no catalog given: pass a URL or set {DB_ENV}",
+                hint=f"pass --db PATH_OR_URL or set {DB_ENV}",
+            )
+    shown = redact_url(url)
+    try:
+        full = normalize_url(url)
+        path = _sqlite_file(full)
+    except Exception as exc:  # make_url's ArgumentError and friends
+        raise CatalogConfigError(
+            f"not a catalog URL: {shown} ({redact_text(exc)})",
+            url=shown,
+            hint="use a file path, sqlite:////abs/path.db or postgresql://user@host/db",
+        ) from None
+    if path is not None:
+        _check_sqlite_file(path, shown, create)
     engine = _engine(full)
-    if migrate:
-        upgrade(engine)
-    shown = make_url(full).render_as_string(hide_password=True)
-    return Catalog(engine, sessionmaker(engine, expire_on_commit=False), shown)
+    try:
+        _check_schema(engine, shown, create)
+        if migrate:
+            upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Catalog(engine, sessionmaker(engine, expire_on_commit=False), redact_url(full))

@@ -87,8 +87,13 @@ def _time(text: str, option: str, as_json: bool) -> int:
         fail(f"{option}: {exc}", as_json=as_json)
 
 
-def _open(db: str | None, as_json: bool) -> Any:
-    from kafka_archive.catalog.db import open_catalog
+def _open(db: str | None, as_json: bool, *, create: bool = False) -> Any:
+    """The catalog at ``db``, or a clean exit 1 naming it (password hidden) with a hint.
+
+    ``create`` only for ``catalog build``: query commands never create a catalog (a mistyped
+    ``--db`` is "no catalog at PATH", not an empty answer)."""
+    from kafka_archive.catalog.db import CatalogError, open_catalog
+    from kafka_archive.redact import redact_text, redact_url
 
     if not db:
         fail(
@@ -97,10 +102,17 @@ def _open(db: str | None, as_json: bool) -> Any:
             as_json=as_json,
         )
     try:
-        return open_catalog(db)
-    except Exception as exc:  # any connection/driver error is reported alike
+        return open_catalog(db, create=create)
+    except CatalogError as exc:
         fail(
-            f"cannot open the catalog {db}: {exc}",
+            str(exc),
+            hint=exc.hint or None,
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
+    except Exception as exc:  # a migration or driver error not classified above
+        fail(
+            f"cannot open the catalog {redact_url(db)}: {redact_text(exc)}",
             hint="check the URL, that the database server runs, and your credentials",
             as_json=as_json,
         )
@@ -204,7 +216,7 @@ def build(
             hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
             as_json=as_json,
         )
-    cat = _open(db, as_json)
+    cat = _open(db, as_json, create=True)
     runner: TaskRunner
     if in_process:
         runner = InProcessRunner(threads=4)

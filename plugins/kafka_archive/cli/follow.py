@@ -86,7 +86,7 @@ def follow_offsets_command(
         )
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        cat = open_catalog(db)
+        cat = open_catalog(db, create=True)  # the follower may be the catalog's first writer
     except Exception as exc:  # any connection/driver error is reported alike
         fail(f"cannot open the catalog {db}: {exc}", as_json=as_json)
     try:

@@ -1,13 +1,23 @@
-"""Output helpers shared by every command: JSON lines for scripts, rich tables for people."""
+"""Output helpers shared by every command: JSON lines for scripts, rich tables for people.
+
+Secrets never leave through here: :func:`emit_json` and :func:`fail` pass everything they print
+through :mod:`kafka_archive.redact` (values of secret-named keys masked, URL passwords and known
+secret values hidden), so a command that puts a database URL or a client configuration into an
+error or a JSON line cannot leak the password.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from kafka_archive.redact import MASK, is_secret_key, redact_text
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False)
@@ -15,9 +25,45 @@ err_console = Console(stderr=True, highlight=False)
 JSON_OPTION_HELP = "Print one JSON object per line instead of text (for scripts)."
 
 
+def redact_value(value: Any) -> Any:
+    """``value`` with every secret hidden: strings redacted, the values of secret-named keys
+    of mappings masked, lists/tuples walked (anything else is returned as is)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            k: (MASK if is_secret_key(str(k)) and value[k] not in (None, "") else redact_value(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
+
+
 def emit_json(obj: dict[str, Any]) -> None:
-    """One JSON object on one line of standard output."""
-    sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+    """One JSON object on one line of standard output (secrets redacted)."""
+    text = json.dumps(redact_value(obj), separators=(",", ":"), default=str)
+    # default=str may have rendered an object holding a secret: scan the line too
+    sys.stdout.write(redact_text(text) + "\n")
+
+
+def print_error(
+    message: str,
+    *,
+    hint: str | None = None,
+    as_json: bool = False,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Print an error (and what to do next): ``error:``/``hint:`` lines on stderr, or one JSON
+    object ``{"kind": "error", "message", "hint", **details}`` on stdout. Secrets redacted."""
+    message = redact_text(message)
+    hint = redact_text(hint) if hint else hint
+    if as_json:
+        emit_json({"kind": "error", "message": message, "hint": hint, **(details or {})})
+    else:
+        err_console.print(f"[bold red]error:[/] {escape(message)}")
+        if hint:
+            err_console.print(f"[yellow]hint:[/] {escape(hint)}")
 
 
 def fail(
@@ -28,11 +74,6 @@ def fail(
     as_json: bool = False,
     details: dict[str, Any] | None = None,
 ) -> NoReturn:
-    """Report an error (and what to do next) and exit with ``code``."""
-    if as_json:
-        emit_json({"kind": "error", "message": message, "hint": hint, **(details or {})})
-    else:
-        err_console.print(f"[bold red]error:[/] {message}")
-        if hint:
-            err_console.print(f"[yellow]hint:[/] {hint}")
+    """Report an error (and what to do next) with :func:`print_error` and exit with ``code``."""
+    print_error(message, hint=hint, as_json=as_json, details=details)
     raise typer.Exit(code)

@@ -97,7 +97,7 @@ def run_follow(
 
     reports: list[dict[str, Any]] = []
     behind: list[str] = []
-    with open_catalog(config.db_url) as catalog:
+    with open_catalog(config.db_url, create=True) as catalog:
         for c in config.clusters:
             report = follow_offsets(
                 catalog,

@@ -1,0 +1,236 @@
+"""Redaction: the one place that decides what a secret looks like and hides it.
+
+Everything the platform shows a person or writes to a log goes through here at a few choke
+points (the CLI's ``fail``/``emit_json``, the last-resort error handler, the typed errors of the
+store and catalog layers, and a log-record factory installed by the CLI and the Airflow tasks),
+so a password, secret key or token never reaches a terminal, a ``--json`` line, a log file or
+an Airflow task log.
+
+What is hidden (each replaced by :data:`MASK`):
+
+* the password of any URL's userinfo (``postgresql://user:PASS@host/db``, ``s3://k:PASS@...``);
+  database URLs are rendered by SQLAlchemy with ``hide_password=True`` (:func:`redact_url`);
+* the value of any ``key=value`` / ``key: value`` / ``"key": "value"`` pair (also URL query
+  parameters) whose key names a secret (:func:`is_secret_key`: ``password``, ``passwd``, ``pwd``,
+  ``secret``, ``token``, ``sasl.password``, ``ssl.key.password``, ``aws_secret_access_key``,
+  ``secret_key``, ``session_token``, ``api_key``, ``credential`` ...);
+* any value registered with :func:`register_secret` (e.g. the password parsed from ``--db``,
+  the ``sasl.password`` of a target configuration) and the values of the environment variables
+  in :data:`SECRET_ENV_NAMES` (``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ...), wherever
+  they appear, whatever the surrounding syntax.
+
+Contract: the functions are pure apart from the registry of known secret values; they never
+raise on odd input (a text that does not parse as a URL is scanned as plain text), and they
+are idempotent (redacting twice gives the same text as once).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "MASK",
+    "SECRET_ENV_NAMES",
+    "RedactingFilter",
+    "install_log_redaction",
+    "is_secret_key",
+    "redact_mapping",
+    "redact_text",
+    "redact_url",
+    "register_secret",
+]
+
+#: what a hidden secret is replaced with
+MASK = "***"
+
+#: environment variables whose values are secrets wherever they show up
+SECRET_ENV_NAMES = frozenset(
+    {
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "PGPASSWORD",
+        "KAFKA_ARCHIVE_SASL_PASSWORD",
+    }
+)
+
+#: shortest value treated as a secret literal (shorter ones would mask ordinary words)
+_MIN_SECRET_LEN = 4
+
+# a key names a secret when one of its '.', '_' or '-' separated words is one of these, or it
+# ends in one of the compound names (sasl.password, ssl.key.password, aws_secret_access_key)
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "token",
+        "credential",
+        "credentials",
+        "apikey",
+        "passphrase",
+    }
+)
+_SECRET_COMPOUNDS = ("secret_access_key", "secret_key", "api_key", "private_key", "access_token")
+
+_KEY_PATTERN = r"[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|credential|api[_-]?key|passphrase|private[_-]?key)[A-Za-z0-9_.\-]*"  # noqa: E501
+# key=value, key: value, "key": "value", 'key'='value' (JSON, properties, repr of dicts, queries)
+_PAIR = re.compile(
+    rf"""(?ix)
+    (?P<key>["']?{_KEY_PATTERN}["']?)
+    (?P<sep>\s*[=:]\s*)
+    (?P<quote>["'])?
+    (?P<value>(?(quote)(?:(?!(?P=quote)).)*|[^\s&,;"'}})\]]*))
+    """
+)
+# scheme://user:password@host - the password is everything between the first ':' of the
+# userinfo and the last '@' before the host
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^\s/]*)(?P<at>@)")
+
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a configuration key or parameter name names a secret (case-insensitive)."""
+    k = key.strip().strip("\"'").lower()
+    if any(k.endswith(c) or k.endswith(c.replace("_", ".")) for c in _SECRET_COMPOUNDS):
+        return True
+    words = re.split(r"[._\-]", k)
+    return any(w in _SECRET_WORDS for w in words)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember ``value`` as a secret: it is hidden from every later :func:`redact_text`.
+
+    Values shorter than 4 characters are ignored (they would mask ordinary words)."""
+    if value and len(value) >= _MIN_SECRET_LEN:
+        with _lock:
+            _known.add(value)
+
+
+def _literals() -> list[str]:
+    with _lock:
+        values = set(_known)
+    for name in SECRET_ENV_NAMES:
+        v = os.environ.get(name)
+        if v and len(v) >= _MIN_SECRET_LEN:
+            values.add(v)
+    # longest first, so a secret containing another is masked whole
+    return sorted(values, key=len, reverse=True)
+
+
+def _mask_pair(m: re.Match[str]) -> str:
+    key = m.group("key")
+    if not is_secret_key(key) or not m.group("value") or m.group("value") == MASK:
+        return m.group(0)
+    return f"{key}{m.group('sep')}{m.group('quote') or ''}{MASK}"
+
+
+def redact_text(text: object) -> str:
+    """``text`` (anything; ``str()`` is taken) with every secret it shows replaced by ``***``."""
+    out = text if isinstance(text, str) else str(text)
+    for secret in _literals():
+        if secret in out:
+            out = out.replace(secret, MASK)
+    out = _USERINFO.sub(
+        lambda m: m.group(0) if m.group("pw") == MASK else f"{m.group('head')}{MASK}@", out
+    )
+    return _PAIR.sub(_mask_pair, out)
+
+
+def redact_url(url: object) -> str:
+    """A URL (or a catalog path) fit to show: SQLAlchemy's rendering with the password hidden
+    for database URLs, :func:`redact_text` for everything else and for what does not parse."""
+    text = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
+    if "://" in text:
+        try:
+            from sqlalchemy.engine import make_url
+
+            parsed = make_url(text)
+            if parsed.password:
+                register_secret(str(parsed.password))
+            text = parsed.render_as_string(hide_password=True)
+        except Exception:  # not a database URL: the text scan below still hides userinfo
+            pass
+    return redact_text(text)
+
+
+def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``values`` with the value of every secret-named key replaced by ``***`` (and
+    the others redacted as text when they are strings)."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if is_secret_key(str(k)) and v not in (None, ""):
+            out[k] = MASK
+        elif isinstance(v, str):
+            out[k] = redact_text(v)
+        elif isinstance(v, Mapping):
+            out[k] = redact_mapping(v)
+        else:
+            out[k] = v
+    return out
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts a record's message and exception text in place (always
+    lets the record through). Attach it to a handler to protect everything that handler
+    writes, whichever logger the record came from."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _redact_record(record)
+        return True
+
+
+_FORMATTER = logging.Formatter()
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    if getattr(record, "_kafka_archive_redacted", False):
+        return
+    try:
+        message = record.getMessage()
+    except Exception:  # a bad format string: logging reports it itself, keep the raw text
+        message = str(record.msg)
+    record.msg = redact_text(message)
+    record.args = ()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = _FORMATTER.formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redact_text(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact_text(record.stack_info)
+    record._kafka_archive_redacted = True
+
+
+_installed = [False]
+
+
+def install_log_redaction() -> None:
+    """Redact every log record of this process when it is created (idempotent).
+
+    Wraps the logging record factory, so the protection covers every logger and every handler,
+    including handlers added later (Airflow's task log handler, Spark's py4j logger); also
+    attaches a :class:`RedactingFilter` to the root logger's current handlers for records made
+    by code that bypasses the factory."""
+    with _lock:
+        if _installed[0]:
+            return
+        _installed[0] = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        _redact_record(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())

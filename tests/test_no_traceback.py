@@ -1,0 +1,112 @@
+"""The CLI's last-resort handler: no Python traceback ever reaches the user.
+
+An unexpected exception is one ``internal error:`` line, a redacted log file with the
+traceback, a hint to report it, and exit code 70; a typed platform error that a command let
+escape is a plain ``error:``/``hint:`` and exit 1; usage errors keep exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_archive.cli import EXIT_INTERNAL, _register_groups, app, crash
+from kafka_archive.cli import catalog as catalog_cli
+from kafka_archive.store.errors import StoreUnavailable
+from typer.testing import CliRunner
+
+SECRET = "Sup3rS3cretPassw0rd"
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    d = tmp_path / "state"
+    monkeypatch.setenv(crash.STATE_DIR_ENV, str(d))
+    yield d
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _groups() -> None:
+    if not app.registered_groups:
+        _register_groups()
+
+
+def _boom(*_args: object, **_kwargs: object) -> None:
+    raise KeyError(f"postgresql://admin:{SECRET}@db.example:5432/catalog")
+
+
+def _invoke(args: list[str]) -> Any:
+    return CliRunner().invoke(app, args)
+
+
+def test_unexpected_exception_is_one_line_and_a_log(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    result = _invoke(["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db")])
+    out = result.stdout + result.stderr
+    assert result.exit_code == EXIT_INTERNAL == 70, out
+    assert "Traceback" not in out
+    assert "internal error: KeyError:" in out
+    assert SECRET not in out and "admin:***@db.example" in out
+    logs = list(state_dir.glob("internal-error-*.log"))
+    assert len(logs) == 1 and str(logs[0]) in out
+    body = logs[0].read_text()
+    assert "Traceback (most recent call last)" in body and "_boom" in body
+    assert SECRET not in body
+    assert stat.S_IMODE(logs[0].stat().st_mode) == 0o600
+    assert "report" in out
+
+
+def test_unexpected_exception_with_json(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    result = _invoke(
+        ["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db"), "--json"]
+    )
+    assert result.exit_code == 70
+    obj = json.loads(result.stdout.strip().splitlines()[-1])
+    assert obj["kind"] == "error" and obj["error"] == "internal"
+    assert obj["message"].startswith("internal error: KeyError")
+    assert Path(obj["traceback_log"]).parent == state_dir
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_unwritable_state_dir_still_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(crash.STATE_DIR_ENV, str(blocker / "sub"))
+    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
+    out = result.stdout + result.stderr
+    assert result.exit_code == 70 and "Traceback" not in out
+    assert "not written" in out
+
+
+def test_typed_error_escaping_a_command_is_a_plain_error(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(*_a: object, **_k: object) -> None:
+        raise StoreUnavailable("connection refused", uri="s3://bucket/archive")
+
+    monkeypatch.setattr(catalog_cli, "_open", unavailable)
+    result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
+    out = result.stdout + result.stderr
+    assert result.exit_code == 1, out
+    assert "error: s3://bucket/archive: connection refused" in out
+    assert "hint: Check that the endpoint is reachable" in out
+    assert "Traceback" not in out and "internal error" not in out
+    assert not state_dir.exists()
+
+
+def test_usage_errors_keep_exit_2(state_dir: Path) -> None:
+    result = _invoke(["catalog", "topics", "--no-such-option"])
+    assert result.exit_code == 2
+    assert not state_dir.exists()
