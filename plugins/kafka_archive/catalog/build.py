@@ -50,6 +50,7 @@ from sqlalchemy import Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.orm import Session
 
+from kafka_archive.catalog import problems
 from kafka_archive.catalog.chain import Version, compute_pieces
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.extract import (
@@ -60,6 +61,7 @@ from kafka_archive.catalog.extract import (
     SegmentExtract,
     extract_object,
 )
+from kafka_archive.catalog.identity import content_mismatch, key_mismatch
 from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES, ObjectIntegrityError
 from kafka_archive.catalog.models import (
     BuildRun,
@@ -115,6 +117,13 @@ class SegmentRef:
     #: CRC-32C of the whole ``.log`` (8 hex digits) from the manifest; ``None`` when unknown
     #: (refs rebuilt from catalog rows, which keep only the SHA-256)
     crc32c: str | None = None
+    #: what the manifest recorded of the bytes, for the identity checks of
+    #: :mod:`kafka_archive.catalog.identity` (``None``: unknown, not checked)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    batch_count: int | None = None
+    record_count: int | None = None
+    leader_epochs: tuple[int, ...] | None = None
 
     @property
     def partition_key(self) -> tuple[str, str, int]:
@@ -249,6 +258,10 @@ class BuildReport:
     run_id: int | None = None
     #: the integrity check used (``verify``)
     verify: str = DEFAULT_VERIFY
+    #: refused manifests/objects, recorded in ``integrity_problems`` (``Problem.to_json()``)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    #: ids of earlier builds this one found dead and marked ``stale``
+    stale_runs: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -267,6 +280,9 @@ class BuildReport:
             "seconds": round(self.seconds, 3),
             "run_id": self.run_id,
             "verify": self.verify,
+            "problems": len(self.problems),
+            "problem_list": self.problems,
+            "stale_runs": self.stale_runs,
         }
 
 
@@ -457,13 +473,18 @@ def build_catalog(
     runner = runner if runner is not None else InProcessRunner()
     options = dict(store_options or {})
     report = BuildReport(verify=verify)
+    host, pid = problems.owner()
     with catalog.session() as s, s.begin():
+        report.stale_runs = problems.mark_stale_runs(s)
         run = BuildRun(
             cluster=cluster,
             store_uri=store_uri,
             started_at_ms=_now_ms(),
             status="running",
             summary="{}",
+            owner_host=host,
+            owner_pid=pid,
+            heartbeat_ms=_now_ms(),
         )
         s.add(run)
         s.flush()
@@ -478,18 +499,22 @@ def build_catalog(
         }
     if refs is None:
         # list every manifest key, fetch only the ones not cataloged yet
-        from kafka_archive.catalog._manifests import list_manifests, read_refs
+        from kafka_archive.catalog._manifests import list_manifests, read_refs_checked
 
         store = _store_for(store_uri, options)
         listed = list(list_manifests(store, cluster))
         fresh = [m for m in listed if (m.cluster, m.topic, m.partition, m.key) not in known]
-        all_refs = read_refs(store, fresh)
+        reading = read_refs_checked(store, fresh)
+        all_refs, found, report.failed = reading.refs, reading.problems, reading.failed
         report.manifests = len(listed)
         extra_known = len(listed) - len(fresh)
     else:
         all_refs = [r for r in refs if cluster is None or r.cluster == cluster]
         report.manifests = len(all_refs)
         extra_known = 0
+        found = []
+    # misfiled by their keys: refused before their bytes are read
+    all_refs = [r for r in all_refs if not _misfiled_by_key(r, found)]
     todo = sorted(
         (r for r in all_refs if (*r.partition_key, r.manifest_key) not in known),
         key=lambda r: (r.partition_key, r.base_offset, r.archived_at_ms, r.manifest_key),
@@ -506,6 +531,8 @@ def build_catalog(
     done_bytes = 0
     written = 0
     status = "ok"
+    heartbeat = problems.Heartbeat(catalog, report.run_id)
+    cataloged: list[str] = []  # manifest keys written this run (their old problems are gone)
 
     def task(ref: SegmentRef, pieces: Pieces | None) -> ExtractTask:
         return ExtractTask(
@@ -523,13 +550,11 @@ def build_catalog(
                 done += 1
                 done_bytes += r.ref.size
                 report.bytes_read += r.bytes_read
+                heartbeat.beat()
                 if progress:
                     progress("extract", done, len(todo), done_bytes)
             by_part: dict[tuple[str, str, int], list[TaskResult]] = defaultdict(list)
-            for r in results:
-                if r.error is not None and not r.corrupt:
-                    report.failed.append({"manifest_key": r.ref.manifest_key, **r.error})
-                    continue
+            for r in _triage(results, report, found):
                 by_part[r.ref.partition_key].append(r)
             plans = _plan(catalog, by_part)
             jobs: dict[tuple[tuple[str, str, int], str], tuple[_Plan, int]] = {}
@@ -546,10 +571,12 @@ def build_catalog(
             for plan in plans:
                 outcome = _write_partition(catalog, plan, report)
                 written += 1
+                heartbeat.beat()
                 if outcome == "deferred":
                     report.deferred_partitions += 1
                 else:
                     report.partitions_touched += 1
+                    cataloged.extend(r.ref.manifest_key for r in plan.new)
                 if progress:
                     progress("write", written, len(plans), done_bytes)
     except BaseException:
@@ -557,7 +584,10 @@ def build_catalog(
         raise
     finally:
         report.seconds = time.perf_counter() - t0
+        report.problems = [p.to_json() for p in found]
         with catalog.session() as s, s.begin():
+            problems.clear_problems(s, cataloged, "build")
+            problems.record_problems(s, found, "build")
             s.execute(
                 update(BuildRun)
                 .where(BuildRun.id == report.run_id)
@@ -568,6 +598,38 @@ def build_catalog(
                 )
             )
     return report
+
+
+def _misfiled_by_key(ref: SegmentRef, found: list[problems.Problem]) -> bool:
+    reason = key_mismatch(ref)
+    if reason is not None:
+        found.append(problems.Problem.of_ref("misfiled", ref, reason))
+    return reason is not None
+
+
+def _triage(
+    results: Iterable[TaskResult], report: BuildReport, found: list[problems.Problem]
+) -> Iterator[TaskResult]:
+    """The results to catalog. Store failures go to ``report.failed`` (retried next run);
+    bytes that differ from the manifest (``corrupt``), an object that is gone
+    (``unreadable``) and bytes that do not belong where the manifest says (``misfiled``) are
+    also recorded as problems. Corrupt segments (bytes as archived, but bad) are cataloged as
+    such."""
+    for r in results:
+        if r.error is not None and not r.corrupt:
+            report.failed.append({"manifest_key": r.ref.manifest_key, **r.error})
+            kind = {"ObjectIntegrityError": "corrupt", "ObjectNotFound": "unreadable"}.get(
+                str(r.error.get("error")), ""
+            )
+            if kind:
+                detail = str(r.error.get("detail") or r.error.get("message"))
+                found.append(problems.Problem.of_ref(kind, r.ref, detail, r.error.get("position")))
+            continue
+        reason = content_mismatch(r.ref, r.extract.stats) if r.extract is not None else None
+        if reason is not None:
+            found.append(problems.Problem.of_ref("misfiled", r.ref, reason))
+            continue
+        yield r
 
 
 def _key_for(plan: _Plan, manifest_key: str) -> int:

@@ -473,7 +473,13 @@ class GapEntry:
     epochs: replicas rolled differently or a compaction rewrite; harmless), ``divergent`` (the
     same offsets under different leader epochs: an unclean leader election), ``corrupt`` (a
     segment whose bytes failed verification; its offsets are missing unless another version
-    holds them).
+    holds them); and the refused manifests and objects recorded in ``integrity_problems``
+    (:mod:`kafka_archive.catalog.problems`): ``corrupt``, ``misfiled``, ``unreadable-manifest``,
+    ``unreadable``, ``missing-object``, ``changed``, with ``object``, ``manifest``,
+    ``position`` (byte, or ``None``) and ``reason`` in ``detail`` and the offsets the manifest
+    claims (``start_offset``..``end_offset`` inclusive; the manifest key's base offset for an
+    unreadable manifest, whose range is unknown). Their offsets also show as ``missing``
+    unless another version holds them.
     """
 
     kind: str
@@ -502,7 +508,8 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         if topic is not None:
             q = q.where(Partition.topic == topic)
         parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
-        if not parts:
+        out.extend(_problem_gaps(s, cluster, topic))
+        if not parts and not out:
             raise CatalogQueryError(
                 f"the catalog holds nothing for cluster {cluster!r}"
                 + (f" topic {topic!r}" if topic else ""),
@@ -564,11 +571,45 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
                             p.partition,
                             x.base_offset,
                             x.base_offset,
-                            {"object": x.object_key, "error": json.loads(x.error or "{}")},
+                            _corrupt_detail(x),
                         )
                     )
             found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
             out.extend(found)
+    out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
+    return out
+
+
+def _corrupt_detail(x: Segment) -> dict[str, Any]:
+    error = json.loads(x.error or "{}")
+    return {
+        "object": x.object_key,
+        "manifest": x.manifest_key,
+        "position": error.get("position"),
+        "reason": str(error.get("detail") or error.get("error") or "corrupt"),
+        "error": error,
+    }
+
+
+def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:
+    from kafka_archive.archive.layout import parse_manifest_key
+    from kafka_archive.catalog.problems import problem_rows
+
+    out = []
+    for p in problem_rows(s, cluster, topic):
+        base = p.start_offset
+        if base is None:
+            mk = parse_manifest_key(p.manifest_key or "")
+            base = mk.base_offset if mk is not None else -1
+        detail = {
+            "object": p.object_key,
+            "manifest": p.manifest_key,
+            "position": p.position,
+            "reason": p.reason,
+            "detected_by": p.detected_by,
+        }
+        end = p.end_offset if p.end_offset is not None else base
+        out.append(GapEntry(p.kind, p.topic or "", _i(p.partition), base, end, detail))
     return out
 
 
@@ -858,9 +899,12 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
     """Per topic and partition: archived offsets, time range, records and bytes.
 
     ``first_timestamp`` is that of the first archived batch, ``max_timestamp`` the largest
-    anywhere (CreateTime timestamps need not be ordered). ``problems`` counts corrupt segments;
-    ``catalog gaps`` tells more.
+    anywhere (CreateTime timestamps need not be ordered). ``problems`` counts corrupt segments
+    and recorded integrity problems (:mod:`kafka_archive.catalog.problems`); a partition known
+    only from its problems is listed with no segments. ``catalog gaps`` tells more.
     """
+    from kafka_archive.catalog.problems import problem_counts
+
     sg = Segment
     serving = sg.status.in_(("canonical", "partial"))
     with catalog.session() as s:
@@ -882,7 +926,8 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
             .group_by(Partition.id, Partition.topic, Partition.partition)
             .order_by(Partition.topic, Partition.partition)
         ).all()
-        if not rows:
+        counts = problem_counts(s, cluster)
+        if not rows and not counts:
             raise CatalogQueryError(
                 f"the catalog holds nothing for cluster {cluster!r}",
                 hint="run `kafka-archive catalog build` first",
@@ -895,7 +940,7 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
             .order_by(sg.partition_id, ChainPiece.lo.desc())
         ):
             firsts[int(pid)] = int(fts)  # the last one written per partition is the lowest lo
-    return [
+    out = [
         PartitionHoldings(
             t,
             p,
@@ -906,10 +951,13 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
             _i(mx),
             int(rc or 0),
             int(by or 0),
-            int(bad or 0),
+            int(bad or 0) + counts.pop((t, p), 0),
         )
         for pid, t, p, n, fo, lo, mx, rc, by, bad in rows
     ]
+    out.extend(PartitionHoldings(t, p, 0, -1, -1, -1, -1, 0, 0, n) for (t, p), n in counts.items())
+    out.sort(key=lambda h: (h.topic, h.partition))
+    return out
 
 
 def _i(v: Any) -> int:

@@ -1,0 +1,258 @@
+"""Integrity is remembered: what the catalog refused, and which builds died.
+
+**Problems** (table ``integrity_problems``, model
+:class:`~kafka_archive.catalog.models.IntegrityProblem`). Every archived object or manifest the
+catalog will not serve is recorded with its key, the byte position when known, and the reason:
+
+* ``corrupt``: the object's bytes differ from the checksum its manifest recorded (the build
+  retries it on every run: a repaired object is cataloged and its problem deleted);
+* ``misfiled``: sound bytes that do not belong where the manifest says
+  (:mod:`kafka_archive.catalog.identity`);
+* ``unreadable-manifest``: a manifest that is not JSON or fails its schema;
+* ``unreadable``: the object the manifest lists cannot be read (missing from the store);
+* ``missing-object`` / ``changed``: found by ``catalog verify``: a cataloged object (or its
+  manifest) is gone, or its size changed, since it was cataloged.
+
+(Segments whose bytes match their manifest but fail a batch check stay what they were: a
+``segments`` row with status ``corrupt``; they are counted and shown alongside.)
+
+A problem is keyed by ``(manifest key, kind)``: each manifest is one claim about the archive,
+and a misfiled manifest must not be cleared by the object it points at being cataloged under
+its own manifest. Seeing a problem again updates ``last_seen_ms`` and its reason; the build
+deletes the build-detected problems of a manifest it catalogs, ``verify`` the ones it
+detected for a segment that now passes.
+
+**Stale builds.** A build's ``build_runs`` row names its owner (host and pid) and carries a
+heartbeat (``heartbeat_ms``, renewed at least every :data:`HEARTBEAT_MS` while it works). The
+next build marks a ``running`` row ``stale`` when its owner is provably gone (same host, and no
+process has its pid) or it has not beaten for :data:`STALE_AFTER_MS` (any host: a killed
+container or a vanished machine; ten heartbeats missed, so a slow but live build is not
+declared dead). Rows of builds before this rule (no heartbeat) fall under the timeout, counted
+from their start. Marking is advisory: a build's writes are idempotent per partition, so even a
+wrong ``stale`` never damages the catalog.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from kafka_archive.catalog.models import BuildRun, IntegrityProblem
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.build import SegmentRef
+    from kafka_archive.catalog.db import Catalog
+
+__all__ = [
+    "HEARTBEAT_MS",
+    "STALE_AFTER_MS",
+    "Heartbeat",
+    "Problem",
+    "clear_problems",
+    "mark_stale_runs",
+    "owner",
+    "problem_counts",
+    "problem_rows",
+    "record_problems",
+]
+
+HEARTBEAT_MS: Final = 30_000
+STALE_AFTER_MS: Final = 10 * HEARTBEAT_MS
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One refused manifest/object (see the module docstring for ``kind``).
+
+    ``start_offset``/``end_offset`` are the offsets the manifest claims, inclusive (as
+    :class:`~kafka_archive.catalog.queries.GapEntry`), ``None`` when unknown."""
+
+    kind: str
+    manifest_key: str
+    reason: str
+    object_key: str | None = None
+    cluster: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    start_offset: int | None = None
+    end_offset: int | None = None
+    position: int | None = None
+
+    @classmethod
+    def of_ref(
+        cls, kind: str, ref: SegmentRef, reason: str, position: int | None = None
+    ) -> Problem:
+        """A problem of the segment ``ref`` describes (its claimed offsets)."""
+        last = ref.end_offset - 1 if ref.end_offset > ref.base_offset else ref.base_offset
+        return cls(
+            kind,
+            ref.manifest_key,
+            reason,
+            ref.object_key,
+            ref.cluster,
+            ref.topic,
+            ref.partition,
+            ref.base_offset,
+            last,
+            position,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def record_problems(
+    session: Session, problems: Iterable[Problem], detected_by: str, now_ms: int | None = None
+) -> int:
+    """Insert or refresh ``problems`` (one row per manifest key and kind); returns how many."""
+    now = _now_ms() if now_ms is None else now_ms
+    n = 0
+    for p in problems:
+        n += 1
+        row = session.execute(
+            select(IntegrityProblem).where(
+                IntegrityProblem.subject_key == p.manifest_key, IntegrityProblem.kind == p.kind
+            )
+        ).scalar_one_or_none()
+        values = dict(
+            manifest_key=p.manifest_key,
+            object_key=p.object_key,
+            cluster=p.cluster,
+            topic=p.topic,
+            partition=p.partition,
+            start_offset=p.start_offset,
+            end_offset=p.end_offset,
+            position=p.position,
+            reason=p.reason,
+            detected_by=detected_by,
+            last_seen_ms=now,
+        )
+        if row is None:
+            session.add(
+                IntegrityProblem(
+                    kind=p.kind, subject_key=p.manifest_key, first_seen_ms=now, **values
+                )
+            )
+        else:
+            for k, v in values.items():
+                setattr(row, k, v)
+    session.flush()
+    return n
+
+
+def clear_problems(
+    session: Session,
+    manifest_keys: Sequence[str],
+    detected_by: str,
+    kinds: Sequence[str] | None = None,
+) -> None:
+    """Delete the problems ``detected_by`` recorded for ``manifest_keys`` (now fine); only
+    those of ``kinds`` when given (a check clears only what it can see)."""
+    for i in range(0, len(manifest_keys), 500):
+        q = delete(IntegrityProblem).where(
+            IntegrityProblem.subject_key.in_(manifest_keys[i : i + 500]),
+            IntegrityProblem.detected_by == detected_by,
+        )
+        if kinds is not None:
+            q = q.where(IntegrityProblem.kind.in_(list(kinds)))
+        session.execute(q)
+
+
+def problem_rows(session: Session, cluster: str, topic: str | None) -> list[IntegrityProblem]:
+    """The recorded problems of ``cluster`` (one topic or all), by topic, partition, offset."""
+    q = select(IntegrityProblem).where(IntegrityProblem.cluster == cluster)
+    if topic is not None:
+        q = q.where(IntegrityProblem.topic == topic)
+    q = q.order_by(
+        IntegrityProblem.topic,
+        IntegrityProblem.partition,
+        IntegrityProblem.start_offset,
+        IntegrityProblem.subject_key,
+    )
+    return list(session.execute(q).scalars())
+
+
+def problem_counts(session: Session, cluster: str) -> dict[tuple[str, int], int]:
+    """Recorded problems per ``(topic, partition)`` of ``cluster``."""
+    ip = IntegrityProblem
+    rows = session.execute(
+        select(ip.topic, ip.partition, func.count(ip.id))
+        .where(ip.cluster == cluster, ip.topic.is_not(None), ip.partition.is_not(None))
+        .group_by(ip.topic, ip.partition)
+    ).all()
+    return {(str(t), int(p)): int(n) for t, p, n in rows if p is not None}
+
+
+# ---------------------------------------------------------------------------------------------
+# build liveness
+
+
+def owner() -> tuple[str, int]:
+    """This process as a build owner: (host name, pid)."""
+    return socket.gethostname()[:255], os.getpid()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def mark_stale_runs(session: Session, now_ms: int | None = None) -> list[int]:
+    """Mark ``running`` builds whose owner is gone ``stale`` (rule: module docstring); returns
+    their ids."""
+    now = _now_ms() if now_ms is None else now_ms
+    host, me = owner()
+    stale = []
+    for run in session.execute(select(BuildRun).where(BuildRun.status == "running")).scalars():
+        last = run.heartbeat_ms if run.heartbeat_ms is not None else run.started_at_ms
+        dead_here = (
+            run.owner_host == host
+            and run.owner_pid is not None
+            and run.owner_pid != me
+            and not _pid_alive(run.owner_pid)
+        )
+        if dead_here or now - last > STALE_AFTER_MS:
+            stale.append(run.id)
+    if stale:
+        session.execute(
+            update(BuildRun)
+            .where(BuildRun.id.in_(stale), BuildRun.status == "running")
+            .values(status="stale", finished_at_ms=now)
+        )
+    return stale
+
+
+class Heartbeat:
+    """Renews ``heartbeat_ms`` of build ``run_id`` at most every :data:`HEARTBEAT_MS`."""
+
+    def __init__(self, catalog: Catalog, run_id: int | None) -> None:
+        self.catalog, self.run_id = catalog, run_id
+        self._last = _now_ms()
+
+    def beat(self) -> None:
+        now = _now_ms()
+        if self.run_id is None or now - self._last < HEARTBEAT_MS:
+            return
+        self._last = now
+        with self.catalog.session() as s, s.begin():
+            s.execute(
+                update(BuildRun)
+                .where(BuildRun.id == self.run_id, or_(BuildRun.status == "running"))
+                .values(heartbeat_ms=now)
+            )
