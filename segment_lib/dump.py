@@ -2,7 +2,9 @@
 
 Each event is a JSON-ready ``dict`` with a ``kind``: ``file``, ``batch``, ``record``,
 ``index_entry``, ``time_index_entry``, ``txn_entry``, ``index_problem``, ``summary``,
-``torn_tail``. The ``batch`` and ``record`` shapes are the CLI's ``--json`` contract::
+``torn_tail``, ``corrupt_batch``. Every bad thing found in a ``.log`` (a CRC mismatch, a torn
+tail, a corrupt batch) is listed in its final ``summary`` with its byte position. The
+``batch`` and ``record`` shapes are the CLI's ``--json`` contract::
 
     {"kind":"batch","position":int,"base_offset":int,"last_offset":int,"magic":int,
      "codec":"none|gzip|snappy|lz4|zstd","timestamp_type":"CreateTime|LogAppendTime|NoTimestamp",
@@ -16,8 +18,13 @@ Each event is a JSON-ready ``dict`` with a ``kind``: ``file``, ``batch``, ``reco
 Index checks follow DumpLogSegments: every ``.index`` entry must point at a batch boundary of
 the ``.log`` at or before the batch holding its offset; every ``.timeindex`` entry's timestamp
 must be the maximum timestamp of the batch holding its offset, and no earlier batch may carry a
-larger one. Structural errors raise :class:`~segment_lib.errors.SegmentError` after the events
+larger one. Structural errors of a ``.log`` end its batch stream with a ``corrupt_batch``
+event; those of other files raise :class:`~segment_lib.errors.SegmentError` after the events
 that could be produced.
+
+A torn tail is only a batch that runs past the end of the file with nothing valid after it
+(see :mod:`segment_lib.log_file`) and that no ``.index`` entry points beyond; it is still
+reported as a problem, since only an active segment being written may legitimately end so.
 """
 
 from __future__ import annotations
@@ -30,11 +37,23 @@ from pathlib import Path
 from typing import Any
 
 from segment_lib.control import decode_control_record
-from segment_lib.errors import CrcMismatchError, InvalidFileNameError, SegmentError
+from segment_lib.errors import (
+    CorruptBatchError,
+    CrcMismatchError,
+    InvalidFileNameError,
+    NotALogError,
+    SegmentError,
+)
 from segment_lib.log_file import LogBuffer, open_log, verify_batch_crc
-from segment_lib.names import classify_file, parse_dumpable_file_name, parse_partition_dir_name
+from segment_lib.names import (
+    FileKind,
+    classify_file,
+    parse_dumpable_file_name,
+    parse_partition_dir_name,
+)
 from segment_lib.offset_index import OffsetPosition, read_offset_index
 from segment_lib.records import BatchHeader, Record
+from segment_lib.sniff import header_problem, log_problem
 from segment_lib.time_index import TimestampOffset, read_time_index
 
 __all__ = ["DumpOptions", "batch_event", "dump_file", "record_event"]
@@ -172,36 +191,95 @@ def _decoded_offsets(record: Record) -> dict[str, Any]:
     return decoded
 
 
+def _problem(kind: str, position: int, detail: str) -> dict[str, Any]:
+    return {"problem": kind, "position": position, "detail": detail}
+
+
+def _index_points_past(log_path: Path, position: int) -> int | None:
+    """The largest position the ``.index`` beside ``log_path`` holds if it is past
+    ``position``, else ``None``. The broker writes an index entry only after the batch it
+    points at, so an entry past a torn batch proves the bytes there once existed."""
+    index_path = log_path.with_suffix(".index")
+    try:
+        parsed = parse_dumpable_file_name(log_path.name)
+        entries = list(read_offset_index(index_path, parsed.base_offset))
+    except (SegmentError, OSError):
+        return None  # no usable index: nothing to compare with
+    furthest = max((e.position for e in entries), default=-1)
+    return furthest if furthest > position else None
+
+
 def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
+    """Batches (and records) of one ``.log``, then any ``corrupt_batch``/``torn_tail`` event,
+    then a ``summary``: ``{"kind":"summary","file","type":".log","batches","records","size",
+    "valid_bytes","problems":[{"problem","position","detail"}],"ok"}``. A structural error in
+    the middle of the file is reported as a ``corrupt_batch`` event (file, byte, what was
+    expected) rather than raised, so the summary still comes out."""
     decode_offsets = opts.offsets_decoder
+    batches = 0
+    records: int | None = 0 if opts.print_data_log else None
+    problems: list[dict[str, Any]] = []
+    valid_end = 0
     with open_log(path, verify_crc=False) as log:
-        for batch in log.batches(allow_torn_tail=True):
-            try:
-                verify_batch_crc(log.data, batch)
-                crc_valid = True
-            except CrcMismatchError:
-                crc_valid = False
-            yield batch_event(batch, crc_valid)
-            if not opts.print_data_log:
-                continue
-            for record in log.records(batch):
-                event = record_event(record, batch)
-                if batch.is_control:
-                    control = decode_control_record(record.key, record.value)
-                    event["control"] = {
-                        "type": control.type.name,
-                        "raw_type": control.raw_type,
-                        "coordinator_epoch": control.coordinator_epoch,
-                    }
-                elif decode_offsets:
-                    event["offsets"] = _decoded_offsets(record)
-                yield event
-        if log.torn_tail_position is not None:
-            yield {
-                "kind": "torn_tail",
-                "position": log.torn_tail_position,
-                "bytes_after": len(log) - log.torn_tail_position,
-            }
+        size = len(log)
+        try:
+            for batch in log.batches(allow_torn_tail=True):
+                try:
+                    verify_batch_crc(log.data, batch)
+                    crc_valid = True
+                except CrcMismatchError as exc:
+                    crc_valid = False
+                    problems.append(_problem("crc_mismatch", batch.position, exc.detail))
+                batches += 1
+                valid_end = batch.next_position
+                yield batch_event(batch, crc_valid)
+                if not opts.print_data_log:
+                    continue
+                for record in log.records(batch):
+                    if records is not None:
+                        records += 1
+                    event = record_event(record, batch)
+                    if batch.is_control:
+                        control = decode_control_record(record.key, record.value)
+                        event["control"] = {
+                            "type": control.type.name,
+                            "raw_type": control.raw_type,
+                            "coordinator_epoch": control.coordinator_epoch,
+                        }
+                    elif decode_offsets:
+                        event["offsets"] = _decoded_offsets(record)
+                    yield event
+            torn = log.torn_tail_position
+            if torn is not None and (furthest := _index_points_past(path, torn)) is not None:
+                raise CorruptBatchError(
+                    f"the batch here runs past the end of the file, but the .index points at "
+                    f"byte {furthest}: the file was damaged or cut short, not caught mid-append",
+                    path=path,
+                    position=torn,
+                    expected="index entries only at positions before the end of the log",
+                )
+        except SegmentError as exc:
+            located = exc if exc.path is not None else exc.with_location(path)
+            position = located.position if located.position is not None else valid_end
+            problems.append(_problem("corrupt", position, str(located)))
+            yield {"kind": "corrupt_batch", **located.to_dict()}
+        else:
+            if torn is not None:
+                detail = f"the last {size - torn} bytes are an incomplete batch"
+                problems.append(_problem("torn_tail", torn, detail))
+                yield {"kind": "torn_tail", "position": torn, "bytes_after": size - torn}
+                valid_end = torn
+    yield {
+        "kind": "summary",
+        "file": str(path),
+        "type": ".log",
+        "batches": batches,
+        "records": records,
+        "size": size,
+        "valid_bytes": valid_end,
+        "problems": problems,
+        "ok": not problems,
+    }
 
 
 def _log_batches(log_path: Path) -> list[BatchHeader]:
@@ -324,19 +402,59 @@ def _dump_txn_index(path: Path, base: int) -> Iterator[Event]:
         }
 
 
+def _sniff_log(path: Path, *, named_as_log: bool) -> Event:
+    """Check that ``path`` holds log bytes; return what the ``file`` event adds about it.
+
+    A file named like a segment only needs a plausible first header (a corrupt first batch is
+    then reported by the dump itself); a file whose name says nothing must start with a
+    complete batch whose checksum matches, or it is refused.
+    """
+    with open_log(path, verify_crc=False) as log:
+        problem = header_problem(log.data) if named_as_log else log_problem(log.data)
+    if problem is None:
+        return {} if named_as_log else {"detected_by": "content"}
+    position, reason = problem
+    what = "named like a log segment" if named_as_log else "not named like a segment file"
+    raise NotALogError(
+        f"not a Kafka log segment ({what}): {reason}",
+        path=path,
+        position=position,
+        expected="record batches: base offset, batch length, magic 0-2 at byte 16",
+    )
+
+
 def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Event]:
-    """Events describing one file, chosen by its name (``.log``, ``.index``, ``.timeindex``,
-    ``.txnindex``): a broker's name or an archived object's ``<baseOffset>-<sha16><suffix>``
-    (the base offset is then its leading digits). The first event is ``{"kind": "file", ...}``."""
+    """Events describing one file. The first event is ``{"kind": "file", ...}``.
+
+    The type comes from the name (``.log``, ``.index``, ``.timeindex``, ``.txnindex``: a
+    broker's name or an archived object's ``<baseOffset>-<sha16><suffix>``, whose base offset
+    is its leading digits). A file whose name is neither (a renamed copy) is dumped as a log
+    when its bytes are one: a complete first batch with a valid checksum (``"detected_by":
+    "content"`` in the ``file`` event). A ``.log`` ends with a ``summary`` event (see
+    :func:`_dump_log`).
+
+    Raises:
+        NotALogError: the bytes are not a log (bad first header under a segment name; no
+            checksummed first batch under any other name).
+        SegmentError: an index file is malformed, or the file cannot be dumped at all.
+        OSError: the file cannot be read.
+    """
     p = Path(path)
     opts = opts or DumpOptions()
+    base = 0
     try:
         parsed = parse_dumpable_file_name(p.name)
         kind: str = parsed.kind
         base = parsed.base_offset
     except InvalidFileNameError:
-        kind, base = classify_file(p.name).kind.value, 0
-    yield {"kind": "file", "path": str(p), "type": kind}
+        kind = classify_file(p.name).kind.value
+    extra: Event = {}
+    if kind == FileKind.UNKNOWN.value:
+        extra = _sniff_log(p, named_as_log=False)
+        kind = ".log"
+    elif kind == ".log":
+        extra = _sniff_log(p, named_as_log=True)
+    yield {"kind": "file", "path": str(p), "type": kind, **extra}
     if kind == ".log":
         if opts.offsets_decoder and not _is_consumer_offsets(p):
             opts = DumpOptions(print_data_log=True)  # the decoder only applies to its topic

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidCheckpointError",
     "InvalidFileNameError",
     "InvalidMetadataFileError",
+    "NotALogError",
     "SegmentError",
     "TornTailError",
     "TruncatedSegmentError",
@@ -128,6 +129,12 @@ class CompressionError(CorruptBatchError):
 
 class UnsupportedFormatError(SegmentError):
     """Bytes of a format or version this library does not read (e.g. an unknown magic)."""
+
+
+class NotALogError(UnsupportedFormatError):
+    """The bytes of a file are not a Kafka log at all (whatever its name says): its first
+    batch header is impossible, or (for a file not named like a segment) its first batch is not
+    complete and checksummed. ``position`` is the first byte that gave it away."""
 
 
 class TruncatedSegmentError(SegmentError):

@@ -7,7 +7,10 @@ records on demand. Errors name the file and the absolute byte position.
 The end of the file is handled as the broker does: when the last batch is incomplete (fewer
 bytes than its size field promises, or than a header needs), or the file ends in a zero-filled
 preallocated region, the reader raises :class:`~segment_lib.errors.TornTailError`, or, with
-``allow_torn_tail=True``, stops there and records ``torn_tail_position``. A rolled segment is
+``allow_torn_tail=True``, stops there and records ``torn_tail_position``. A length field that
+runs past the end while a valid batch follows it is *not* a torn tail but corruption
+(:class:`~segment_lib.errors.CorruptBatchError` at the length field), so a damaged file never
+looks shorter than it is. A rolled segment is
 never legitimately torn; an active one may be.
 """
 
@@ -40,6 +43,7 @@ from segment_lib.record_batch import (
     verify_crc_v2,
 )
 from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Record
+from segment_lib.sniff import find_next_batch
 
 __all__ = ["LogBuffer", "decode_batch", "iter_batches", "open_log", "verify_batch_crc"]
 
@@ -92,8 +96,11 @@ def iter_batches(
     """Yield the batches of ``buf[start:end]`` in order (pure; positions are buffer positions).
 
     Raises:
-        TornTailError: the final batch is incomplete (its ``position`` is where it starts).
-        CorruptBatchError / CrcMismatchError: a batch is malformed or fails its checksum.
+        TornTailError: the final batch is incomplete (its ``position`` is where it starts) and
+            no valid batch follows it.
+        CorruptBatchError / CrcMismatchError: a batch is malformed or fails its checksum; also a
+            length field running past the end while a valid magic-2 batch follows (position =
+            the length field).
         UnsupportedFormatError: a magic other than 0, 1 or 2.
     """
     view = memoryview(buf)
@@ -121,9 +128,13 @@ def iter_batches(
     # batch, as before), doubling up to _SCAN_CHUNK_MAX (the call cost is amortised, the list
     # stays small, and a consumer that stops early wastes at most as much as it consumed)
     chunk = 1
+    #: last offset of the previous batch: a batch found after a bad length field must follow it
+    last_offset = -1
     while pos < limit:
         if scan is not None:
             headers, pos, reason = scan(view, pos, limit, verify_crc, chunk)
+            if headers:
+                last_offset = headers[-1].last_offset
             yield from headers
             if reason == "limit" or pos >= limit:
                 chunk = min(2 * chunk, _SCAN_CHUNK_MAX)
@@ -166,6 +177,17 @@ def iter_batches(
                 expected=f"size >= {min_size}",
             )
         if LOG_OVERHEAD + size > remaining:
+            # A torn tail only ever ends the data: if a valid batch follows, this length field
+            # is corrupt and stopping here would silently hide everything after it.
+            after = find_next_batch(view, pos + 1, limit, min_base_offset=last_offset + 1)
+            if after is not None:
+                raise CorruptBatchError(
+                    f"batch length {size} runs past the end of the data ({remaining} bytes "
+                    f"remain), yet a valid batch (base offset {after.base_offset}) starts at "
+                    f"byte {after.position}: the length field is corrupt, not a torn tail",
+                    position=pos + 8,
+                    expected=f"a batch length <= {remaining - LOG_OVERHEAD} ending at a batch",
+                )
             raise TornTailError(
                 f"last batch declares {LOG_OVERHEAD + size} bytes but only {remaining} remain",
                 position=pos,
@@ -183,6 +205,7 @@ def iter_batches(
                 verify_crc_legacy(view, _shallow_probe(view, pos, size, magic))
             header = parse_legacy_header(view[: pos + LOG_OVERHEAD + size], pos)
         yield header
+        last_offset = header.last_offset
         pos = header.next_position
 
 

@@ -200,8 +200,12 @@ def test_time_index_check_finds_a_timestamp_the_log_does_not_have(partition_dir:
     assert result.exit_code == 1
     problems = [e for e in _lines(result.output) if e["kind"] == "index_problem"]
     assert [(p["offset"], p["timestamp"]) for p in problems] == [(5, 1_700_000_009_000)]
-    summary = _lines(result.output)[-1]
-    assert summary["kind"] == "summary" and summary["problems"] == 1
+    events = _lines(result.output)
+    summary = [e for e in events if e["kind"] == "summary"][-1]
+    assert summary["problems"] == 1
+    # the last line repeats what was wrong where (and decides the exit status)
+    assert events[-1]["kind"] == "error" and events[-1]["path"] == str(timeindex)
+    assert [p["problem"] for p in events[-1]["problems"]] == ["index_mismatch"]
 
 
 def test_dump_shows_sequences_and_delete_horizon_like_dump_log_segments(tmp_path: Path) -> None:
@@ -270,8 +274,124 @@ def test_dump_reads_objects_downloaded_from_the_archive(
     assert [e for e in events if e["kind"] == "index_entry"] == [
         {"kind": "index_entry", "offset": 12, "position": 100}
     ]
-    # a name that is neither a broker's nor the archive's is still refused
-    odd = obj_dir / "0-0123456789abcdef.log"
-    odd.write_bytes(log_bytes)
-    refused = runner.invoke(app, ["segments", "dump", "--json", str(odd)])
-    assert refused.exit_code != 0
+
+
+def _summary(events: list[dict]) -> dict:
+    return next(e for e in events if e["kind"] == "summary" and e.get("type") == ".log")
+
+
+def test_dump_tells_a_corrupt_length_mid_file_from_a_torn_tail(partition_dir: Path) -> None:
+    """A corrupted length field in the first batch used to read as "torn tail (expected)",
+    hiding the second batch, with exit 0."""
+    log = partition_dir / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[8:12] = (len(data) * 4).to_bytes(4, "big")  # first batch now "runs past the end"
+    log.write_bytes(bytes(data))
+    result = runner.invoke(app, ["segments", "dump", "--json", str(log)])
+    assert result.exit_code == 1, result.output
+    events = _lines(result.output)
+    assert not [e for e in events if e["kind"] == "torn_tail"]
+    corrupt = [e for e in events if e["kind"] == "corrupt_batch"]
+    assert corrupt and corrupt[0]["position"] == 8 and corrupt[0]["path"] == str(log)
+    assert corrupt[0]["error"] == "CorruptBatchError"
+    summary = _summary(events)
+    assert summary["batches"] == 0 and summary["ok"] is False
+    assert [(p["problem"], p["position"]) for p in summary["problems"]] == [("corrupt", 8)]
+    assert events[-1]["kind"] == "error" and events[-1]["position"] == 8
+    text = runner.invoke(app, ["segments", "dump", str(log)])
+    assert text.exit_code == 1 and "Traceback" not in text.output
+    assert "CORRUPT" in text.output and "corrupt at byte 8" in text.output
+
+
+def test_dump_torn_tail_past_an_index_entry_is_corruption(partition_dir: Path) -> None:
+    """The .index points at the second batch, so a copy ending inside the first one was cut
+    short: the file is damaged, not an active segment caught mid-append."""
+    from segment_lib.offset_index import format_offset_index
+
+    log = partition_dir / "00000000000000000000.log"
+    whole = log.read_bytes()
+    second = int.from_bytes(whole[8:12], "big") + 12
+    (partition_dir / "00000000000000000000.index").write_bytes(
+        format_offset_index(0, [(3, second)])
+    )
+    log.write_bytes(whole[: second - 10])
+    events = _lines(runner.invoke(app, ["segments", "dump", "--json", str(log)]).output)
+    assert [(p["problem"], p["position"]) for p in _summary(events)["problems"]] == [("corrupt", 0)]
+
+
+def test_dump_truncated_copy_exits_nonzero_with_a_summary(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    whole = log.read_bytes()
+    first_end = int.from_bytes(whole[8:12], "big") + 12
+    log.write_bytes(whole[:-7])
+    result = runner.invoke(app, ["segments", "dump", "--json", str(log)])
+    assert result.exit_code == 1, result.output
+    events = _lines(result.output)
+    summary = _summary(events)
+    assert summary["batches"] == 1 and summary["valid_bytes"] == first_end
+    assert summary["problems"] == [
+        {
+            "problem": "torn_tail",
+            "position": first_end,
+            "detail": f"the last {len(whole) - 7 - first_end} bytes are an incomplete batch",
+        }
+    ]
+    assert events[-1]["kind"] == "error" and events[-1]["position"] == first_end
+    text = runner.invoke(app, ["segments", "dump", str(log)])
+    assert text.exit_code == 1
+    assert f"1 batches read ({first_end} of {len(whole) - 7} bytes valid)" in text.output
+    assert f"torn tail at byte {first_end}" in text.output
+    # the intact file: exit 0 and a summary saying so
+    log.write_bytes(whole)
+    ok = runner.invoke(app, ["segments", "dump", str(log)])
+    assert ok.exit_code == 0 and "2 batches read" in ok.output and ": OK" in ok.output
+
+
+def test_dump_reads_a_renamed_segment_by_its_bytes(partition_dir: Path, tmp_path: Path) -> None:
+    log_bytes = (partition_dir / "00000000000000000000.log").read_bytes()
+    for name in ("0-0123456789abcdef.log", "48.log", "backup.bin", "segment"):
+        odd = tmp_path / name
+        odd.write_bytes(log_bytes)
+        result = runner.invoke(app, ["segments", "dump", "--print-data-log", "--json", str(odd)])
+        assert result.exit_code == 0, (name, result.output)
+        events = _lines(result.output)
+        assert events[0] == {
+            "kind": "file",
+            "path": str(odd),
+            "type": ".log",
+            "detected_by": "content",
+        }
+        assert [e["offset"] for e in events if e["kind"] == "record"] == list(range(6))
+
+
+def test_dump_refuses_bytes_that_are_not_a_log(tmp_path: Path) -> None:
+    text_bytes = b"this is a text file, not a Kafka segment\n" * 3
+    for name in ("00000000000000000000.log", "renamed.log", "notes.txt"):
+        path = tmp_path / name
+        path.write_bytes(text_bytes)
+        result = runner.invoke(app, ["segments", "dump", "--json", str(path)])
+        assert result.exit_code == 1, (name, result.output)
+        events = _lines(result.output)
+        bad = [e for e in events if e["kind"] == "file_error"]
+        assert bad and bad[0]["problem"] == "NotALogError" and bad[0]["file"] == str(path)
+        assert "not a Kafka log segment" in bad[0]["detail"]
+        assert events[-1]["kind"] == "error" and events[-1]["path"] == str(path)
+        text = runner.invoke(app, ["segments", "dump", str(path)])
+        assert text.exit_code == 1 and "Traceback" not in text.output
+        assert "not a Kafka log segment" in text.output and "hint:" in text.output
+    # an empty file under a name that says nothing: refused too (nothing to recognise)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert runner.invoke(app, ["segments", "dump", str(empty)]).exit_code == 1
+
+
+def test_dump_goes_on_after_a_bad_file_and_reports_each(partition_dir: Path) -> None:
+    good = partition_dir / "00000000000000000000.log"
+    bad = partition_dir / "00000000000000000099.log"
+    bad.write_bytes(good.read_bytes()[:-3])
+    result = runner.invoke(app, ["segments", "dump", "--json", str(bad), str(good)])
+    assert result.exit_code == 1
+    events = _lines(result.output)
+    summaries = [e for e in events if e["kind"] == "summary"]
+    assert [(s["file"], s["ok"]) for s in summaries] == [(str(bad), False), (str(good), True)]
+    assert [p["file"] for p in events[-1]["problems"]] == [str(bad)]

@@ -259,6 +259,33 @@ def test_torn_final_batch_is_a_distinct_expected_condition(tmp_path: Path) -> No
             assert log.torn_tail_position == len(v2_batch(0, Codec.NONE))
 
 
+def test_corrupt_length_mid_file_is_corruption_not_a_torn_tail(tmp_path: Path) -> None:
+    """A length field bumped past the end of the file while valid batches follow used to read
+    as a torn tail (allow_torn_tail silently dropped the rest of the file)."""
+    first, second, third = (v2_batch(o, Codec.NONE) for o in (0, 4, 8))
+    data = bytearray(first + second + third)
+    struct.pack_into(">i", data, len(first) + 8, 1 << 30)  # the second batch's length
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    for allow in (False, True):
+        with open_log(path) as log, pytest.raises(CorruptBatchError) as err:
+            list(log.batches(allow_torn_tail=allow))
+        assert not isinstance(err.value, TornTailError)
+        assert err.value.path == str(path) and err.value.position == len(first) + 8
+        assert f"starts at byte {len(first) + len(second)}" in err.value.detail
+
+
+def test_torn_tail_holding_an_older_batch_in_its_bytes_stays_a_torn_tail() -> None:
+    """Only a batch *after* the last good one counts as "something valid follows"; an earlier
+    batch's bytes inside the torn remainder (a record value holding a batch) do not."""
+    inner = v2_batch(0, Codec.NONE)
+    carrier = v2_batch(4, Codec.NONE, [(b"k", inner, [])])
+    data = v2_batch(0, Codec.NONE) + carrier[:-1]
+    log = LogBuffer(data)
+    assert [b.base_offset for b in log.batches(allow_torn_tail=True)] == [0]
+    assert log.torn_tail_position == len(v2_batch(0, Codec.NONE))
+
+
 def test_zero_filled_preallocated_tail_stops_like_a_torn_tail() -> None:
     buf = v2_batch(0, Codec.NONE) + bytes(4096)
     log = LogBuffer(buf)

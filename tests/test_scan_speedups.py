@@ -47,6 +47,7 @@ from segment_lib.errors import (
 from segment_lib.log_file import LogBuffer, iter_batches, open_log
 from segment_lib.record_batch import BATCH_HEADER, CRC_START, RECORDS_START
 from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Header, TimestampType
+from segment_lib.sniff import find_next_batch
 from segment_lib.writer.encode import (
     WriteRecord,
     encode_batch_v2,
@@ -441,7 +442,13 @@ def test_scan_contract(
                 "torn": TornTailError,
                 "short": TornTailError,
             }.get(reason, SegmentError)
-            assert issubclass(ref_error[0], expected_type)
+            if reason == "torn" and issubclass(ref_error[0], CorruptBatchError):
+                # the reference calls a length running past the end corruption, not a torn
+                # tail, when a valid batch follows it (segment_lib.sniff.find_next_batch)
+                assert not issubclass(ref_error[0], TornTailError)
+                assert find_next_batch(buf, stop + 1, end) is not None
+            else:
+                assert issubclass(ref_error[0], expected_type)
             if reason == "invalid":
                 assert not issubclass(ref_error[0], CrcMismatchError | TornTailError)
 

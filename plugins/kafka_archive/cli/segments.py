@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
 from segment_lib.dump import DumpOptions, dump_file
 from segment_lib.errors import SegmentError
@@ -96,8 +96,15 @@ def _text(event: dict[str, Any]) -> str | None:
     if kind == "torn_tail":
         return (
             f"Torn tail at position {event['position']}: the last {event['bytes_after']} "
-            "bytes are an incomplete batch (expected at the end of an active segment)"
+            "bytes are an incomplete batch (normal only for an active segment being written)"
         )
+    if kind == "corrupt_batch":
+        return f"CORRUPT {event['path']} at byte {event['position']}: {event['detail']}"
+    if kind == "file_error":
+        where = "" if event["position"] is None else f" at byte {event['position']}"
+        return f"ERROR {event['file']}{where}: {event['detail']}"
+    if kind == "summary" and event.get("type") == ".log":
+        return _log_summary(event)
     if kind == "summary":
         if "sane" in event:
             return f"{event['file']}: {event['entries']} entries, index is sane"
@@ -106,6 +113,20 @@ def _text(event: dict[str, Any]) -> str | None:
             return f"{event['entries']} entries (no .log beside it to check against)"
         return f"{event['entries']} entries checked against {against}: {event['problems']} problems"
     return None
+
+
+def _log_summary(event: dict[str, Any]) -> str:
+    """``Summary of <file>: N batches read (V of S bytes valid): OK | K problem(s): ...``."""
+    head = (
+        f"Summary of {event['file']}: {event['batches']} batches read "
+        f"({event['valid_bytes']} of {event['size']} bytes valid)"
+    )
+    if event["ok"]:
+        return f"{head}: OK"
+    what = "; ".join(
+        f"{p['problem'].replace('_', ' ')} at byte {p['position']}" for p in event["problems"]
+    )
+    return f"{head}: {len(event['problems'])} problem(s): {what}"
 
 
 @app.command()
@@ -151,8 +172,13 @@ def dump(
       kafka-archive segments dump --offsets-decoder __consumer_offsets-7/*.log
       kafka-archive segments dump --verify-index-only orders-0/*.index orders-0/*.timeindex
 
-    Exit status: 0 when every file is valid; 1 on corrupt bytes, CRC failures or index
-    mismatches (the error names the file and byte position).
+    A file whose name is not a segment's is dumped as a log when its bytes are one (a
+    complete first batch with a valid checksum). Each .log ends with a summary line: batches
+    read, valid bytes, and every problem with its byte position.
+
+    Exit status: 0 when every file is valid; 1 on corrupt bytes, CRC failures, a torn tail
+    (an incomplete last batch), index mismatches or bytes that are not a log; the last line
+    names each file and byte position.
     """
     opts = DumpOptions(
         print_data_log=print_data_log,
@@ -160,30 +186,78 @@ def dump(
         index_sanity_check=index_sanity_check,
         verify_index_only=verify_index_only,
     )
-    bad = 0
+    # Every file is dumped even after a bad one; what was wrong where is collected and
+    # repeated in the last line, which decides the exit status.
+    problems: list[dict[str, Any]] = []
     for path in files:
         try:
             for event in dump_file(path, opts):
-                if event["kind"] == "index_problem" or (
-                    event["kind"] == "batch" and not event["crc_valid"]
-                ):
-                    bad += 1
-                if as_json:
-                    emit_json(event)
-                else:
-                    line = _text(event)
-                    if line is not None:
-                        console.print(escape(line))
-        except SegmentError as exc:
-            fail(
-                str(exc),
-                as_json=as_json,
-                details=exc.to_dict(),
-                hint="the bytes before this position were dumped above; a rolled segment "
-                "with bad bytes should be restored from a replica or the archive",
-            )
-    if bad:
-        raise typer.Exit(1)
+                problems.extend(_problems_of(event, path))
+                _show(event, as_json)
+        except (SegmentError, OSError) as exc:
+            error = _error_event(exc, path)
+            problems.append(error)
+            _show(error, as_json)
+    if problems:
+        first = problems[0]
+        fail(
+            f"{len(problems)} problem(s) in {len({p['file'] for p in problems})} of "
+            f"{len(files)} file(s); first: {first['file']} at byte {first['position']}: "
+            f"{first['detail']}",
+            as_json=as_json,
+            details={"path": first["file"], "position": first["position"], "problems": problems},
+            hint="a torn tail is normal only for an active segment being written; anything "
+            "else means damaged bytes: restore the segment from a replica or the archive",
+        )
+
+
+def _problems_of(event: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The problems an event stands for, as ``{"file","problem","position","detail"}``."""
+    kind = event["kind"]
+    if kind == "summary" and event.get("type") == ".log":
+        return [{"file": event["file"], **p} for p in event["problems"]]
+    if kind == "index_problem":
+        return [
+            {
+                "file": event["file"],
+                "problem": "index_mismatch",
+                "position": event.get("position"),
+                "detail": f"offset {event['offset']}: {event['problem']}",
+            }
+        ]
+    return []
+
+
+def _error_event(exc: SegmentError | OSError, path: Path) -> dict[str, Any]:
+    """A file that could not be dumped, as an event (no traceback, no exit yet)."""
+    if isinstance(exc, SegmentError):
+        return {
+            "kind": "file_error",
+            "file": exc.path or str(path),
+            "problem": type(exc).__name__,
+            "position": exc.position,
+            "detail": exc.detail + (f" (expected {exc.expected})" if exc.expected else ""),
+        }
+    return {
+        "kind": "file_error",
+        "file": str(exc.filename or path),
+        "problem": type(exc).__name__,
+        "position": None,
+        "detail": exc.strerror or str(exc),
+    }
+
+
+def _show(event: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(event)
+        return
+    line = _text(event)
+    if line is None:
+        return
+    if event["kind"] in ("corrupt_batch", "file_error"):
+        err_console.print(escape(line))
+    else:
+        console.print(escape(line))
 
 
 @app.command()
