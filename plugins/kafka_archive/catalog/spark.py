@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_task
@@ -34,13 +34,46 @@ from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_tas
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["APP_NAME", "SparkRunner", "balanced_groups", "make_spark_session"]
+__all__ = [
+    "APP_NAME",
+    "SPARK_UI_ENV",
+    "SparkRunner",
+    "balanced_groups",
+    "local_session_conf",
+    "make_spark_session",
+]
 
 APP_NAME = "kafka-archive-catalog"
+#: set to 1/true/yes to get the Spark web UI of a local session (off by default)
+SPARK_UI_ENV = "KAFKA_ARCHIVE_SPARK_UI"
+_LOOPBACK = "127.0.0.1"
 #: Spark tasks per unit of parallelism in one wave. One: each task costs ~40-60 ms on top of
 #: its work (an empty job of 1 / 2 / 4 / 16 tasks took ~100 / 150 / 270 / 1000 ms on
 #: local[1] and local[2] here), while grouping by bytes already balances the executors
 _TASKS_PER_CORE = 1
+
+
+def local_session_conf(master: str | None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings :func:`make_spark_session` adds for ``master`` (empty unless it is local).
+
+    A local session is reachable from this machine only: the driver's RPC server and block
+    manager bind to and advertise 127.0.0.1 (``spark.driver.bindAddress``/``host``; by default
+    Spark listens on every interface), and the web UI, which shows the job's configuration and
+    environment, is off unless ``$KAFKA_ARCHIVE_SPARK_UI`` is 1/true/yes (then it, too, binds
+    to loopback only). Explicit ``conf`` given to :func:`make_spark_session` overrides these.
+    """
+    if master is None or not master.startswith("local"):
+        return {}
+    env = os.environ if env is None else env
+    ui = env.get(SPARK_UI_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    conf = {
+        "spark.driver.host": _LOOPBACK,
+        "spark.driver.bindAddress": _LOOPBACK,
+        "spark.ui.enabled": "true" if ui else "false",
+    }
+    if ui:
+        conf["spark.ui.bindAddress"] = _LOOPBACK  # SPARK_LOCAL_IP's role for the UI (3.x+)
+    return conf
 
 
 def make_spark_session(
@@ -51,6 +84,8 @@ def make_spark_session(
     ``master``: a Spark master URL; ``None`` keeps the one ``spark-submit`` configured, or
     ``local[*]`` when there is none. In local mode the Python workers run this interpreter (so
     they import the same ``kafka_archive``); on a cluster the executors' own Python is used.
+    A local session listens on 127.0.0.1 only, with its web UI off unless asked
+    (:func:`local_session_conf`).
     """
     from pyspark.sql import SparkSession
 
@@ -67,6 +102,8 @@ def make_spark_session(
         builder = builder.config("spark.pyspark.python", sys.executable)
         builder = builder.config("spark.pyspark.driver.python", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    for k, v in local_session_conf(master).items():
+        builder = builder.config(k, v)
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
