@@ -234,10 +234,13 @@ def test_batch_crc_error_in_bytes_that_match_the_manifest_is_corrupt(
     third = damaged.batches[2]
     damaged.flip(third.position + third.size - 5, 0x40)
     data = (damaged.root / damaged.victim.object_key).read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
     ref = dataclasses.replace(
         damaged.victim,
         crc32c=f"{crc32c.crc32c(data):08x}",
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha,
+        # as an archiver would have keyed the manifest of these bytes (identity check)
+        manifest_key=f"{damaged.victim.manifest_key.rsplit('-', 1)[0]}-{sha[:16]}.json",
     )
     chunk = third.position + 40 if cut else 8 << 20
     with pytest.raises(CrcMismatchError) as err:

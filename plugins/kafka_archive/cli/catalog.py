@@ -67,6 +67,13 @@ ClusterOpt = Annotated[str, typer.Option("--cluster", help="Cluster name, as arc
 TopicOpt = Annotated[str, typer.Option("--topic", help="Topic name.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
 
+#: SQL BIGINT (SQLite INTEGER) bounds: every number an option hands to a query must fit
+INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+PartitionNum = Annotated[
+    int, typer.Option("--partition", "-p", help="Partition.", min=0, max=INT32_MAX)
+]
+
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 
@@ -82,9 +89,16 @@ def parse_duration_ms(text: str) -> int:
 
 def _time(text: str, option: str, as_json: bool) -> int:
     try:
-        return parse_time_ms(text)
+        ms = parse_time_ms(text)
     except TimeParseError as exc:
         fail(f"{option}: {exc}", as_json=as_json)
+    if not -INT64_MAX <= ms <= INT64_MAX:
+        fail(
+            f"{option}: {text!r} is out of range (epoch milliseconds must fit in 64 bits)",
+            hint="give a date such as 2026-11-20T03:00Z, epoch ms, or a relative time like -2h",
+            as_json=as_json,
+        )
+    return ms
 
 
 def _open(db: str | None, as_json: bool, *, create: bool = False) -> Any:
@@ -189,6 +203,7 @@ def build(
             "--interval-bytes",
             help="Size limit of one time-index interval: the most `offsets` reads per partition.",
             min=4096,
+            max=INT32_MAX,
         ),
     ] = 1 << 20,
     in_process: Annotated[
@@ -209,23 +224,21 @@ def build(
     Example: kafka-archive catalog build --store s3://bucket/archive --db catalog.db
     """
     from kafka_archive.catalog.build import InProcessRunner, TaskRunner, build_catalog
+    from kafka_archive.cli.catalog_checks import check_spark_master_or_fail, check_store_or_fail
 
-    if not store:
-        fail(
-            "no archive store given",
-            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
-            as_json=as_json,
-        )
+    check_store_or_fail(_store(store, as_json), cluster, as_json)
+    if not in_process:
+        spark_master = check_spark_master_or_fail(spark_master, as_json)
     cat = _open(db, as_json, create=True)
     runner: TaskRunner
     if in_process:
         runner = InProcessRunner(threads=4)
     else:
-        from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+        from kafka_archive.cli.catalog_checks import start_spark_or_fail
 
         if not as_json:
             err_console.print(f"starting Spark ({spark_master}) ...")
-        runner = SparkRunner(make_spark_session(spark_master))
+        runner = start_spark_or_fail(spark_master, cat, as_json)
     show = not as_json and sys.stderr.isatty()
     bar = Progress(
         TextColumn("{task.description}"),
@@ -279,10 +292,13 @@ def build(
         _table("catalog build", ["what", "count"], [[label, out[k]] for k, label in labels])
         for f in report.failed:
             err_console.print(f"[red]failed:[/] {f.get('manifest_key')}: {f.get('detail')}")
+        for p in report.problems:
+            err_console.print(f"[red]refused ({p['kind']}):[/] {p['manifest_key']}: {p['reason']}")
         if report.corrupt:
             err_console.print("[yellow]corrupt segments were recorded; see `catalog gaps`[/]")
-    if report.failed:
-        raise typer.Exit(1)
+    from kafka_archive.cli.catalog_checks import exit_for_build
+
+    exit_for_build(report, store, cluster, as_json)
 
 
 @app.command()
@@ -292,7 +308,13 @@ def offsets(
     at: Annotated[str, typer.Option("--at", help="The moment: ISO-8601, epoch ms, -2h, now-30m.")],
     partition: Annotated[
         list[int] | None,
-        typer.Option("--partition", "-p", help="Partition (repeatable; default all)."),
+        typer.Option(
+            "--partition",
+            "-p",
+            help="Partition (repeatable; default all).",
+            min=0,
+            max=INT32_MAX,
+        ),
     ] = None,
     db: DbOpt = "",
     store: StoreOpt = "",
@@ -332,8 +354,10 @@ def offsets(
 def locate(
     cluster: ClusterOpt,
     topic: TopicOpt,
-    partition: Annotated[int, typer.Option("--partition", "-p", help="Partition.")],
-    offset: Annotated[int, typer.Option("--offset", help="The offset to find.")],
+    partition: PartitionNum,
+    offset: Annotated[
+        int, typer.Option("--offset", help="The offset to find.", min=0, max=INT64_MAX)
+    ],
     db: DbOpt = "",
     store: StoreOpt = "",
     as_json: JsonOpt = False,
@@ -381,7 +405,8 @@ def stats(
     to: Annotated[str, typer.Option("--to", help="End time (exclusive).")] = "now",
     bucket: Annotated[str, typer.Option("--bucket", help="Bucket width: 1m, 5m, 1h, 1d.")] = "5m",
     partition: Annotated[
-        list[int] | None, typer.Option("--partition", "-p", help="Partition (repeatable).")
+        list[int] | None,
+        typer.Option("--partition", "-p", help="Partition (repeatable).", min=0, max=INT32_MAX),
     ] = None,
     png: Annotated[
         Path | None, typer.Option("--png", help="Also draw the chart into this PNG file.")
@@ -403,18 +428,26 @@ def stats(
         width = parse_duration_ms(bucket)
     except ValueError as exc:
         fail(f"--bucket: {exc}", as_json=as_json)
+    if not 0 < width <= INT64_MAX // 2:
+        fail(
+            f"--bucket: {bucket!r} is out of range", hint="use e.g. 1m, 5m, 1h, 1d", as_json=as_json
+        )
     cat = _open(db, as_json)
     try:
         buckets = _run(as_json, do_stats, cat, cluster, topic, start, end, width, partition)
     finally:
         cat.close()
     if png is not None:
-        _png(png, buckets, f"{cluster}/{topic}")
+        from kafka_archive.cli.catalog_charts import draw_png
+
+        draw_png(png, buckets, f"{cluster}/{topic}")
     if as_json:
         for b in buckets:
             emit_json(b.to_json())
         return
-    _chart(buckets, f"{cluster}/{topic} records per {bucket}")
+    from kafka_archive.cli.catalog_charts import draw_terminal
+
+    draw_terminal(buckets, f"{cluster}/{topic} records per {bucket}")
     rows = [[format_ms(b.start_ms), b.records, b.bytes] for b in buckets if b.records or b.bytes]
     _table(
         f"{cluster}/{topic}: {sum(b.records for b in buckets)} records, "
@@ -424,44 +457,6 @@ def stats(
     )
     if png is not None:
         err_console.print(f"chart written to {png}")
-
-
-def _chart(buckets: list[Any], title: str) -> None:
-    """A bar chart of records per bucket in the terminal (plotext)."""
-    import plotext as plt
-
-    if not buckets:
-        return
-    fig = plt.figure
-    fig.clear()
-    fig.plot_size(max(40, min(console.width, 120)), 16)
-    fig.theme("clear")
-    fig.title(f"{title} from {format_ms(buckets[0].start_ms)} (x: bucket number)")
-    fig.draw(fig.bar(list(range(len(buckets))), [b.records for b in buckets]))
-    console.print(plt.uncolorize(str(fig.build())), highlight=False, markup=False)
-
-
-def _png(path: Path, buckets: list[Any], title: str) -> None:
-    from datetime import UTC, datetime
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    times = [datetime.fromtimestamp(b.start_ms / 1000, tz=UTC) for b in buckets]
-    width = (buckets[0].width_ms / 86_400_000) if buckets else 0.001
-    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(10, 6))
-    ax1.bar(times, [b.records for b in buckets], width=width, align="edge")
-    ax1.set_ylabel("records")
-    ax1.set_title(title)
-    ax2.bar(times, [b.bytes for b in buckets], width=width, align="edge", color="tab:orange")
-    ax2.set_ylabel("bytes")
-    ax2.set_xlabel("time (UTC)")
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 @app.command()
@@ -514,6 +509,9 @@ def _detail(d: dict[str, Any]) -> str:
         )
     if "brokers" in d:
         return f"brokers {d['brokers']}"
+    if "reason" in d:
+        at = f" at byte {d['position']}" if d.get("position") is not None else ""
+        return f"{d.get('object') or d.get('manifest')}{at}: {d['reason']}"
     if "error" in d:
         return f"{d.get('object')}: {d['error'].get('detail', d['error'])}"
     return f"after {d.get('after_object')}"
@@ -610,7 +608,8 @@ def topics(
 
 def register(root: typer.Typer) -> None:
     """Add ``catalog`` to the root command."""
-    from kafka_archive.cli import follow
+    from kafka_archive.cli import catalog_verify, follow
 
     follow.register(app)
+    catalog_verify.register(app)
     root.add_typer(app, name="catalog")

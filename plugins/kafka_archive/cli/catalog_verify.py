@@ -1,0 +1,93 @@
+"""``kafka-archive catalog verify``: re-check the store against the catalog
+(:mod:`kafka_archive.catalog.verify`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kafka_archive.cli.output import console, emit_json, err_console, fail
+
+__all__ = ["register", "verify"]
+
+
+def verify(
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name, as archived.")],
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also re-read every byte: whole-object SHA-256 and every batch CRC "
+            "(default: sizes and existence only, no data read).",
+        ),
+    ] = False,
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            envvar="KAFKA_ARCHIVE_DB",
+            help="Catalog database [env KAFKA_ARCHIVE_DB].",
+            show_envvar=False,
+        ),
+    ] = "",
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            envvar="KAFKA_ARCHIVE_STORE",
+            help="Archive store [env KAFKA_ARCHIVE_STORE].",
+            show_envvar=False,
+        ),
+    ] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Re-check every cataloged object against the store; exit 1 if any fails.
+
+    Shallow (default): each object and its manifest still exist with the size and checksum
+    the catalog recorded. --deep: also re-reads the bytes (whole-object SHA-256, every batch
+    CRC). Failures are recorded: `catalog gaps` and `catalog topics` show them.
+
+    Example: kafka-archive catalog verify --cluster prod --deep
+    """
+    from kafka_archive.catalog.verify import verify_catalog
+    from kafka_archive.cli.catalog import _open, _store
+    from kafka_archive.cli.catalog_checks import check_store_or_fail
+    from kafka_archive.store import StoreError
+
+    st = _store(store, as_json)
+    # a wrong --store would make every object "missing": refuse it before recording anything
+    check_store_or_fail(st, cluster, as_json)
+    cat = _open(db, as_json)
+    try:
+        report = verify_catalog(cat, st, cluster, deep=deep)
+    except StoreError as exc:
+        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+    finally:
+        cat.close()
+    if as_json:
+        emit_json({"kind": "verify", **report.to_json()})
+    else:
+        how = "deep" if deep else "shallow"
+        console.print(f"{how} verify of {cluster}: {report.checked} segment version(s) checked")
+        for p in report.problems:
+            at = f" at byte {p.position}" if p.position is not None else ""
+            err_console.print(f"[red]{p.kind}:[/] {p.object_key}{at}: {p.reason}")
+    if report.checked == 0:
+        fail(
+            f"the catalog holds no segment of cluster {cluster!r} to verify",
+            hint="run `kafka-archive catalog build` first, or check --cluster",
+            as_json=as_json,
+        )
+    if report.problems:
+        fail(
+            f"{len(report.problems)} of {report.checked} cataloged object(s) failed verification",
+            hint="`kafka-archive catalog gaps` lists them; restore the objects from another "
+            "copy and run verify again",
+            as_json=as_json,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``verify`` to ``kafka-archive catalog``."""
+    app.command("verify")(verify)
