@@ -25,7 +25,7 @@ SECRET = "Sup3rS3cretPassw0rd"
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     d = tmp_path / "state"
-    monkeypatch.setenv(crash.STATE_DIR_ENV, str(d))
+    monkeypatch.setenv(crash.ERROR_LOG_DIR_ENV, str(d))
     yield d
 
 
@@ -82,7 +82,7 @@ def test_unwritable_state_dir_still_no_traceback(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv(crash.STATE_DIR_ENV, str(blocker / "sub"))
+    monkeypatch.setenv(crash.ERROR_LOG_DIR_ENV, str(blocker / "sub"))
     monkeypatch.setattr(catalog_cli, "_open", _boom)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
     out = result.stdout + result.stderr

@@ -9,7 +9,7 @@ exception a command let escape. Two kinds:
   object with ``--json``), exit code :data:`EXIT_ERROR` (1);
 * **anything else is a bug**: one line ``internal error: <Type>: <message>`` (secrets
   redacted), the path of a log file holding the full traceback (redacted, mode 0600, under
-  :func:`state_dir`), a hint to report it, and exit code :data:`EXIT_INTERNAL` (70,
+  :func:`error_log_dir`), a hint to report it, and exit code :data:`EXIT_INTERNAL` (70,
   ``EX_SOFTWARE`` of sysexits.h).
 
 Typer/Click usage errors never get here (they keep exit code 2), nor do deliberate exits
@@ -28,14 +28,14 @@ from typing import Any
 from kafka_archive.cli.output import emit_json, print_error
 from kafka_archive.redact import redact_text
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERNAL", "STATE_DIR_ENV", "report_unexpected", "state_dir"]
+__all__ = ["ERROR_LOG_DIR_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "error_log_dir", "report_unexpected"]
 
 #: exit code of a reported, typed failure (the same as every command's own errors)
 EXIT_ERROR = 1
 #: exit code of an internal error (a bug): EX_SOFTWARE
 EXIT_INTERNAL = 70
 #: overrides where internal-error logs go
-STATE_DIR_ENV = "KAFKA_ARCHIVE_STATE_DIR"
+ERROR_LOG_DIR_ENV = "KAFKA_ARCHIVE_ERROR_LOG_DIR"
 
 _REPORT_HINT = (
     "this is a bug in kafka-archive: please report it with the command you ran and that file "
@@ -44,10 +44,10 @@ _REPORT_HINT = (
 _MAX_MESSAGE = 500
 
 
-def state_dir() -> Path:
-    """Where internal-error logs are written: ``$KAFKA_ARCHIVE_STATE_DIR``, else
+def error_log_dir() -> Path:
+    """Where internal-error logs are written: ``$KAFKA_ARCHIVE_ERROR_LOG_DIR``, else
     ``$XDG_STATE_HOME/kafka-archive``, else ``~/.local/state/kafka-archive``."""
-    explicit = os.environ.get(STATE_DIR_ENV)
+    explicit = os.environ.get(ERROR_LOG_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -91,7 +91,7 @@ def _write_log(exc: BaseException, argv: list[str]) -> tuple[Path | None, str | 
     """Write the redacted traceback to a new 0600 file; ``(path, None)`` or
     ``(None, why not)``."""
     try:
-        directory = state_dir()
+        directory = error_log_dir()
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         path = directory / f"internal-error-{stamp}-{os.getpid()}.log"

@@ -17,25 +17,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SECRET_ENV_NAMES", "aws_env_from_connection"]
+from kafka_archive.redact import SECRET_ENV_NAMES, register_secret
 
-#: environment variables that carry secrets (never print them)
-SECRET_ENV_NAMES = frozenset({"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"})
+__all__ = ["SECRET_ENV_NAMES", "aws_env_from_connection"]
 
 
 def aws_env_from_connection(
     login: str | None, password: str | None, extra: Mapping[str, Any] | None
 ) -> dict[str, str]:
-    """The AWS environment variables an ``aws`` connection stands for (empty fields omitted)."""
+    """The AWS environment variables an ``aws`` connection stands for (empty fields omitted).
+
+    The secret key and session token are registered with :func:`kafka_archive.redact.
+    register_secret`, so they are hidden from every output of this process from now on."""
     extra = extra or {}
     env: dict[str, str] = {}
     if login:
         env["AWS_ACCESS_KEY_ID"] = login
     if password:
         env["AWS_SECRET_ACCESS_KEY"] = password
+        register_secret(password)
     token = extra.get("aws_session_token")
     if token:
         env["AWS_SESSION_TOKEN"] = str(token)
+        register_secret(str(token))
     region = extra.get("region_name") or extra.get("region")
     if region:
         env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = str(region)

@@ -19,12 +19,17 @@ Contract:
       byte range outside the object (:class:`InvalidRange`); also a :class:`ValueError`.
 
 Messages never contain credentials: they are built only from the URI, the key, the operation
-and the backend's error code/message, none of which carry secrets.
+and the backend's error code/message, and all of these pass through
+:func:`kafka_archive.redact.redact_text` on the way in (a URI with userinfo, a backend message
+echoing a signed header or a known secret value cannot leak through ``str()``, ``to_dict()`` or
+a log line).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from kafka_archive.redact import redact_text
 
 __all__ = [
     "AccessDenied",
@@ -59,10 +64,10 @@ class StoreError(Exception):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        self.message = message
-        self.uri = uri
+        self.message = redact_text(message)
+        self.uri = None if uri is None else redact_text(uri)
         self.key = key
-        self.hint = self.default_hint if hint is None else hint
+        self.hint = self.default_hint if hint is None else redact_text(hint)
         super().__init__(self._render())
 
     def _render(self) -> str:
