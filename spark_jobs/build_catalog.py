@@ -30,6 +30,7 @@ from kafka_archive.catalog.db import DB_ENV, open_catalog
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
 from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
 from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+from kafka_archive.catalog.spark_master import InvalidSparkMaster, check_spark_master
 
 STORE_ENV = "KAFKA_ARCHIVE_STORE"
 
@@ -75,6 +76,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.spark_master is not None:
+        try:
+            check_spark_master(args.spark_master)
+        except InvalidSparkMaster as exc:
+            sys.stderr.write(f"build_catalog.py: --spark-master: {exc}; {exc.hint}\n")
+            return 2
     spark = make_spark_session(args.spark_master)
     try:
         with open_catalog(args.db, create=True) as catalog:
@@ -89,7 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     sys.stdout.write(json.dumps({"kind": "build", **report.to_json()}) + "\n")
-    return 1 if report.failed else 0
+    # refused manifests/objects are recorded in the catalog; the run still says so by its exit
+    for p in report.problems:
+        sys.stderr.write(f"refused ({p['kind']}): {p['manifest_key']}: {p['reason']}\n")
+    return 1 if report.failed or report.problems else 0
 
 
 if __name__ == "__main__":

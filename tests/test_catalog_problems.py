@@ -300,3 +300,33 @@ def test_verify_finds_what_changed_in_the_store(store_dir: Path, catalog: Catalo
     path.write_bytes(original)
     assert verify_catalog(catalog, store, CLUSTER, deep=True).problems == []
     assert _problems(catalog) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the Airflow task and the Spark job say so too
+
+
+def test_airflow_build_task_fails_on_refused_manifests(store_dir: Path, tmp_path: Path) -> None:
+    from kafka_archive.catalog.dag_tasks import CatalogJobError, _raise_for
+
+    bad = manifest_key(CLUSTER, "orders", 0, 5, "ef" * 32)
+    _put(store_dir, bad, b"[]")
+    with open_catalog(tmp_path / "dag.db", create=True) as cat:
+        report = build_catalog(cat, str(store_dir), cluster=CLUSTER).to_json()
+    assert report["failed"] == 0 and report["problems"] == 1
+    with pytest.raises(CatalogJobError, match="1 manifest\\(s\\) refused") as err:
+        _raise_for(report, "the build")
+    assert bad in str(err.value)
+    _raise_for({**report, "problems": 0, "problem_list": []}, "the build")  # clean: no error
+
+
+def test_spark_job_refuses_a_bogus_master(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "spark_jobs" / "build_catalog.py"
+    spec = importlib.util.spec_from_file_location("build_catalog_job", path)
+    assert spec is not None and spec.loader is not None
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    code = job.main(["--store", "/x", "--db", "/y.db", "--spark-master", "locl[2]"])
+    assert code == 2 and "not a Spark master URL" in capsys.readouterr().err

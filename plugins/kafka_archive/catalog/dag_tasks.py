@@ -139,9 +139,23 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
             interval_bytes=config.interval_bytes,
             verify=config.verify,
         ).to_json()
-    if report["failed"]:
-        raise CatalogJobError(f"{report['failed']} segment(s) failed", report)
+    _raise_for(report, "the build")
     return report
+
+
+def _raise_for(report: Mapping[str, Any], what: str) -> None:
+    """Fail the task when segments failed (retried by the next run) or manifests/objects were
+    refused (recorded in the catalog, shown by ``catalog gaps``): never a silent success."""
+    failed, refused = int(report.get("failed") or 0), int(report.get("problems") or 0)
+    if failed or refused:
+        keys = [str(f.get("manifest_key")) for f in report.get("failures") or []]
+        keys += [f"{p['manifest_key']} ({p['kind']})" for p in report.get("problem_list") or []]
+        raise CatalogJobError(
+            f"{what}: {failed} segment(s) failed, {refused} manifest(s) refused: "
+            + ", ".join(keys[:10])
+            + (f" and {len(keys) - 10} more" if len(keys) > 10 else ""),
+            report,
+        )
 
 
 def _spark_submit_binary(config: CatalogJobConfig) -> str:
@@ -238,8 +252,7 @@ def run_spark_submit(
     code = proc.wait()
     if report is None:
         raise CatalogJobError(f"spark-submit exited with {code} without a report")
-    if code != 0 or report.get("failed"):
-        raise CatalogJobError(
-            f"spark-submit exited with {code}; {report.get('failed')} segment(s) failed", report
-        )
+    _raise_for(report, f"spark-submit exited with {code}")
+    if code != 0:
+        raise CatalogJobError(f"spark-submit exited with {code}", report)
     return report
