@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_archive.archive.digests import DigestCache
 from kafka_archive.archive.manifest import EpochRange, utc_now
+from kafka_archive.archive.strays import inspect_partition, log_dir_entry_problem
 from segment_lib.checkpoints import (
     EpochEntry,
     read_leader_epoch_checkpoint,
@@ -123,6 +124,12 @@ class SkipReason(StrEnum):
     VANISHED = "vanished"
     #: the segment's bytes changed between discovery and upload (it is re-planned next run)
     CHANGED = "changed"
+    #: named like a segment file, but not a name Kafka loads (``48.log``; see archive/strays.py)
+    ODD_NAME = "odd_name"
+    #: a ``.log`` above the real active segment that the broker did not roll (archive/strays.py)
+    STRAY_SEGMENT = "stray_segment"
+    #: a symbolic link in the log dir (to a directory, dangling, or a loop): not followed
+    SYMLINK = "symlink"
 
 
 #: Skip reasons of rolled segments that still have to be archived later (they count for lag).
@@ -344,6 +351,9 @@ class _Discoverer:
             return
         for entry in sorted(os.scandir(self.log_dir), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
+                odd = log_dir_entry_problem(entry)
+                if odd is not None:
+                    self.skip(SkipReason(odd.reason), odd.path, odd.detail)
                 continue
             try:
                 self._partition_dir(Path(entry.path), rp, hw)
@@ -428,6 +438,15 @@ class _Discoverer:
             self.errors.append(ProblemInfo.from_exception(exc, path=str(path)))
             return
         tp = dict(topic=view.topic, partition=view.partition)
+        key = (view.topic, view.partition)
+        rp_offset = rp.get(key) if rp is not None else None
+        hw_offset = hw.get(key) if hw is not None else None
+        # odd names and stray segments are reported; strays never become "the active segment"
+        view, odd_files = inspect_partition(view, rp_offset, hw_offset)
+        for odd in odd_files:
+            self.skip(
+                SkipReason(odd.reason), odd.path, odd.detail, **tp, base_offset=odd.base_offset
+            )
         swapping = False
         for t in view.transient_files:
             self.skip(SkipReason.TRANSIENT_FILE, t, "transient file", **tp)
@@ -448,7 +467,6 @@ class _Discoverer:
         topic_id = self._topic_id(path, warnings)
         epochs = self._epochs(path, warnings)
         snapshots = self._snapshots(path)
-        key = (view.topic, view.partition)
         for i, seg in enumerate(rolled):
             end = view.segments[i + 1].base_offset
             try:
@@ -473,8 +491,6 @@ class _Discoverer:
             if st.st_size == 0 or end <= seg.base_offset:
                 self.skip(SkipReason.EMPTY_SEGMENT, seg.log, "no bytes", **info)
                 continue
-            rp_offset = rp.get(key) if rp is not None else None
-            hw_offset = hw.get(key) if hw is not None else None
             if rp_offset is None or hw_offset is None:
                 missing = [
                     n
