@@ -24,9 +24,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.cli.replay_views import print_holes, print_plan, print_report
 
 app = typer.Typer(
     help=(
@@ -122,7 +122,8 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
             exc.message,
             hint=exc.hint or None,
             as_json=as_json,
-            details={"error": type(exc).__name__},
+            # the error's own fields too (e.g. a ReplayGapsError's holes, for --json)
+            details={k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")},
         )
     if isinstance(exc, SegmentError):
         fail(
@@ -134,66 +135,6 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
     if isinstance(exc, StoreError):
         fail(str(exc), hint=exc.hint, as_json=as_json)
     raise exc
-
-
-def _partition_table(title: str, columns: dict[str, str], partitions: dict[int, Any]) -> None:
-    """Print one row per partition: its number, then ``row[key]`` for each ``header: key``."""
-    table = Table(title=title)
-    for col in ("partition", *columns):
-        table.add_column(col, justify="right")
-    for p, row in partitions.items():
-        table.add_row(str(p), *(str(row[key]) for key in columns.values()))
-    console.print(table)
-
-
-def _print_plan(report: Any) -> None:
-    _partition_table(
-        f"replay {report.replay_id} (dry run): {report.cluster}/{report.topic} "
-        f"-> {report.target_topic} @ {report.target}",
-        {
-            "start offset": "start_offset",
-            "end offset (excl.)": "end_offset",
-            "records <=": "records",
-            "bytes": "bytes",
-            "objects": "object_count",
-        },
-        {p: {**row, "object_count": len(row["objects"])} for p, row in report.partitions.items()},
-    )
-    for p, row in report.partitions.items():
-        for obj in row["objects"]:
-            console.print(
-                f"  p{p}: {obj['key']} bytes [{obj['start']}, {obj['end']}) "
-                f"offsets {obj['base_offset']}..{obj['last_offset']}"
-            )
-
-
-def _print_report(report: Any) -> None:
-    _partition_table(
-        f"replay {report.replay_id}: {report.status}",
-        {
-            "first offset": "first_offset",
-            "last offset": "last_offset",
-            "records": "records",
-            "this run": "records_this_run",
-            "aborted skipped": "skipped_aborted_records",
-            "control skipped": "skipped_control_batches",
-            "filtered": "filtered_records",
-            "open txn": "open_txn_records",
-            "status": "status",
-        },
-        report.partitions,
-    )
-    console.print(
-        f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
-        f"to {report.target_topic} in {report.duration_s:.2f} s: "
-        f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s"
-    )
-    for p, row in report.partitions.items():
-        for pid, first in row["open_txns"]:
-            console.print(
-                f"[yellow]partition {p}: transaction of producer {pid} from offset "
-                f"{first} is still open at the end of the archive: not replayed[/]"
-            )
 
 
 def _execute(
@@ -285,7 +226,26 @@ def run(
     rate_limit_records: Annotated[
         float | None, typer.Option("--rate-limit-records", help="Records/s.")
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and stop.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the plan (with every hole of the range) and check the target; send "
+            "nothing.",
+        ),
+    ] = False,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="With --dry-run: do not contact the target cluster."),
+    ] = False,
+    allow_gaps: Annotated[
+        bool,
+        typer.Option(
+            "--allow-gaps",
+            help="Replay around the holes of the archive (missing or quarantined offsets) "
+            "instead of refusing; the run then ends complete-with-gaps.",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -325,8 +285,10 @@ def run(
     """
     from kafka_archive.replay.errors import ReplayError
     from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
-    from kafka_archive.replay.runner import dry_run_report, plan_replay
+    from kafka_archive.replay.runner import check_target, dry_run_report, plan_replay
 
+    if offline and not dry_run:
+        fail("--offline applies to --dry-run only", hint="add --dry-run", code=2, as_json=as_json)
     if partition_mapping not in ("same", "murmur2", "round-robin"):
         fail(
             f"unknown partition mapping {partition_mapping!r}",
@@ -353,6 +315,7 @@ def run(
                 "rate_limit_mb": rate_limit_mb,
                 "rate_limit_records": rate_limit_records,
                 "allow_same_topic": allow_same_topic,
+                "allow_gaps": allow_gaps,
                 "create_topic": create_topic,
                 "force": force,
                 "dry_run": dry_run,
@@ -367,10 +330,18 @@ def run(
         plan = plan_replay(spec, source)
         if dry_run:
             report = dry_run_report(plan)
+            if not offline:
+                info = check_target(plan, read_only=True)
+                report.target_check = {
+                    "cluster_id": info.cluster_id,
+                    "partitions": info.partitions,
+                    "topic_would_be_created": info.created_topic,
+                }
             if as_json:
                 emit_json(report.model_dump(mode="json"))
             else:
-                _print_plan(report)
+                print_plan(report)
+                print_holes(report)
             return
         report = _execute(plan, store_obj, ledger, store_uri, db_url, spark_master, as_json)
     except Exception as exc:
@@ -378,7 +349,8 @@ def run(
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        _print_report(report)
+        print_report(report)
+        print_holes(report)
         if report.status == "already-done":
             console.print(
                 "[yellow]this replay had already completed: nothing sent "
@@ -423,7 +395,8 @@ def resume(
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        _print_report(report)
+        print_report(report)
+        print_holes(report)
 
 
 @app.command("status")
@@ -438,6 +411,7 @@ def status(
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.replay import models as _models  # noqa: F401
     from kafka_archive.replay.ledger import ReplayLedger
+    from kafka_archive.replay.plan import ReplayPlan
 
     ledger = ReplayLedger(open_catalog(_env(db, DB_ENV, "db", as_json)).engine)
     runs = ledger.runs(cluster=cluster, topic=topic)
@@ -448,6 +422,7 @@ def status(
     for run_row in runs:
         progress = ledger.all_progress(run_row.replay_id)
         ranges = ledger.ranges(run_row.replay_id)
+        run_plan = ReplayPlan.from_json(run_row.plan_json)
         obj = {
             "replay_id": run_row.replay_id,
             "status": run_row.status,
@@ -459,6 +434,8 @@ def status(
             "created_at_ms": run_row.created_at_ms,
             "finished_at_ms": run_row.finished_at_ms,
             "error": run_row.error,
+            "allow_gaps": run_plan.spec.allow_gaps,
+            "holes": len(run_plan.holes),
             "records_sent": sum(p.records_sent for p in progress),
             "offset_ranges": len(ranges),
             "partitions": {
@@ -480,7 +457,9 @@ def status(
         console.print(
             f"[bold]{run_row.replay_id}[/] {run_row.status}: {run_row.cluster}/"
             f"{run_row.topic} -> {run_row.target_topic} @ {run_row.target} "
-            f"({obj['records_sent']} records, {len(ranges)} offset ranges)"
+            f"({obj['records_sent']} records, {len(ranges)} offset ranges"
+            + (f", {obj['holes']} hole(s) allowed with --allow-gaps" if obj["holes"] else "")
+            + ")"
         )
         for p in progress:
             state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"

@@ -8,6 +8,9 @@
   its start offset, not from byte 0;
 * ``offset_for_time`` is the catalog's ListOffsets
   (:func:`kafka_archive.catalog.queries.offsets_for_time`);
+* holes (:meth:`CatalogPlanSource.holes`) are the catalog's coverage problems
+  (:func:`kafka_archive.catalog.queries.gaps`: missing offsets, quarantined objects), read
+  generically by :func:`kafka_archive.replay.completeness.holes_from_gaps`;
 * the ``.txnindex`` object of each segment in a plan and the source's Kafka cluster id come from
   the segments' manifests (one read per planned segment; the reader works from the control
   markers alone when a segment has no ``.txnindex``).
@@ -22,7 +25,8 @@ from sqlalchemy import func, select
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import ChainPiece, Partition, Segment, TimeIndexEntry
-from kafka_archive.catalog.queries import CatalogQueryError, offsets_for_time
+from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_time
+from kafka_archive.replay.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.plan import SegmentRef
 from kafka_archive.store.base import ObjectStore
@@ -37,6 +41,7 @@ class CatalogPlanSource:
         self.catalog = catalog
         self.store = store
         self._manifest = lru_cache(maxsize=4096)(self._read_manifest)
+        self._gaps: dict[tuple[str, str], list[object]] = {}
 
     def _read_manifest(self, key: str) -> object | None:
         from kafka_archive.archive.manifest import read_manifest
@@ -124,6 +129,15 @@ class CatalogPlanSource:
                 )
             )
         return out
+
+    def holes(self, cluster: str, topic: str, partition: int) -> list[PlanHole]:
+        """The partition's holes according to the catalog (see :mod:`..completeness`)."""
+        if (cluster, topic) not in self._gaps:
+            try:
+                self._gaps[(cluster, topic)] = list(gaps(self.catalog, cluster, topic))
+            except CatalogQueryError as exc:
+                raise UnknownTopicError(str(exc), hint=exc.hint) from None
+        return holes_from_gaps(self._gaps[(cluster, topic)], partition)
 
     def _txn_index_key(self, manifest_key: str) -> str | None:
         manifest = self._manifest(manifest_key)

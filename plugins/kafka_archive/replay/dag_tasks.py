@@ -97,6 +97,12 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         "Allow replaying into the source cluster's own topic.",
     ),
     "force": (False, {"type": "boolean"}, "Replay again even if this replay completed."),
+    "allow_gaps": (
+        False,
+        {"type": "boolean"},
+        "Replay around the archive's holes (missing or quarantined offsets) instead of "
+        "failing; the run then ends complete-with-gaps.",
+    ),
     "execution": (
         "auto",
         {"type": "string", "enum": ["auto", "in-process", "spark"]},
@@ -173,6 +179,7 @@ def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None
             "rate_limit_mb": params.get("rate_limit_mb"),
             "rate_limit_records": params.get("rate_limit_records"),
             "allow_same_topic": params.get("allow_same_topic", False),
+            "allow_gaps": params.get("allow_gaps", False),
             "create_topic": params.get("create_topic", False),
             "force": params.get("force", False),
             "dry_run": params.get("dry_run", False),
@@ -205,6 +212,7 @@ def plan_task(
     variable_getter: Callable[[str], str | None] | None = None,
 ) -> dict[str, Any]:
     """Plan the replay; returns the (redacted) plan and its summary for XCom."""
+    from kafka_archive.replay.completeness import describe_hole
     from kafka_archive.replay.runner import dry_run_report, plan_replay
 
     # the plan needs the target's identity only (secrets are resolved by execute)
@@ -229,6 +237,18 @@ def plan_task(
             p.records,
             p.bytes,
             len(p.objects),
+        )
+    for p_, hole in plan.holes:
+        # every hole in the task log, whether or not the run will be allowed to go around it
+        log.warning("  hole: %s", describe_hole(p_, hole))
+    if plan.has_holes:
+        log.warning(
+            "replay %s: %d hole(s) in the requested range: %s",
+            plan.replay_id,
+            len(plan.holes),
+            "allowed (allow_gaps): the run will end complete-with-gaps"
+            if plan.spec.allow_gaps
+            else "the execute task refuses to start (set allow_gaps to replay around them)",
         )
     store.close()
     return {
@@ -304,6 +324,16 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         result["filtered_records"],
         result["open_txn_records"],
     )
+    for hole in result.get("holes") or []:
+        log.warning(
+            "  hole replayed around (allow_gaps): partition %s offsets %s..%s %s%s: %s",
+            hole["partition"],
+            hole["first_offset"],
+            hole["last_offset"],
+            hole["kind"],
+            f" object {hole['object_key']}" if hole.get("object_key") else "",
+            hole["reason"],
+        )
     for p, row in sorted(result["partitions"].items(), key=lambda kv: int(kv[0])):
         log.info(
             "  partition %s: offsets %s..%s, %s records (%s this run), status %s",

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kafka_archive.replay.completeness import FINISHED_STATUSES
 from kafka_archive.replay.errors import GroupTranslationError
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import PlanSource, ReplayPlan
@@ -150,7 +151,8 @@ def find_replay(
     runs = [
         r
         for r in ledger.runs(cluster=cluster, topic=topic)
-        if r.status == "done" and (target_topic is None or r.target_topic == target_topic)
+        if r.status in FINISHED_STATUSES
+        and (target_topic is None or r.target_topic == target_topic)
     ]
     if not runs:
         raise GroupTranslationError(

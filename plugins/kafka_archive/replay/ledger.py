@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from kafka_archive.replay.completeness import FINISHED_STATUSES
 from kafka_archive.replay.models import ReplayOffsetRangeRow, ReplayProgressRow, ReplayRun
 from kafka_archive.replay.plan import ReplayPlan
 from kafka_archive.replay.progress import OffsetRange, ProgressRecord
@@ -87,7 +88,7 @@ class ReplayLedger:
             run.status = status
             run.updated_at_ms = _now()
             run.error = error
-            if status == "done":
+            if status in FINISHED_STATUSES:
                 run.finished_at_ms = run.updated_at_ms
 
     def run(self, replay_id: str) -> ReplayRun | None:

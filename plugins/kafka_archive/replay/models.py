@@ -9,6 +9,8 @@ match it.
 * ``replay_runs``: one row per replay id: the plan (JSON), status, timestamps.
 * ``replay_progress``: per (replay, source partition): the newest mirrored progress record and
   where it lies in the progress topic.
+* ``replay_leases``: the run currently holding a replay (revision ``r0002_replay_lease``; see
+  :mod:`kafka_archive.replay.lease`).
 * ``replay_offset_ranges``: compact source->target offset ranges (run-length, one row per
   contiguous run per transaction, never one per message).
 """
@@ -20,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from kafka_archive.catalog.models import Base
 
-__all__ = ["ReplayOffsetRangeRow", "ReplayProgressRow", "ReplayRun"]
+__all__ = ["ReplayLeaseRow", "ReplayOffsetRangeRow", "ReplayProgressRow", "ReplayRun"]
 
 
 class ReplayRun(Base):
@@ -35,8 +37,8 @@ class ReplayRun(Base):
     target: Mapped[str] = mapped_column(String(1024))
     target_topic: Mapped[str] = mapped_column(String(255))
     partition_mapping: Mapped[str] = mapped_column(String(16))
-    #: planned | running | done | failed
-    status: Mapped[str] = mapped_column(String(16))
+    #: planned | running | complete | complete-with-gaps | failed ("done": before r0002)
+    status: Mapped[str] = mapped_column(String(32))
     plan_json: Mapped[str] = mapped_column(Text)
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
     updated_at_ms: Mapped[int] = mapped_column(BigInteger)
@@ -88,3 +90,16 @@ class ReplayOffsetRangeRow(Base):
     target_last: Mapped[int] = mapped_column(BigInteger)
     count: Mapped[int] = mapped_column(BigInteger)
     txn_seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class ReplayLeaseRow(Base):
+    """The run holding a replay: at most one row (one live run) per replay id."""
+
+    __tablename__ = "replay_leases"
+
+    replay_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
+    heartbeat_ms: Mapped[int] = mapped_column(BigInteger)

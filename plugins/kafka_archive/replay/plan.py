@@ -32,6 +32,12 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kafka_archive.replay.completeness import (
+    HoleSource,
+    PlanHole,
+    bound_holes,
+    clip_holes,
+)
 from kafka_archive.replay.errors import (
     EmptyRangeError,
     ReplayConfigError,
@@ -192,6 +198,8 @@ class ReplaySpec(_Frozen):
     rate_limit_mb: float | None = None
     rate_limit_records: float | None = None
     allow_same_topic: bool = False
+    #: replay around the plan's holes (see :mod:`.completeness`) instead of refusing to start
+    allow_gaps: bool = False
     create_topic: bool = False
     force: bool = False
     dry_run: bool = False
@@ -251,6 +259,8 @@ class PartitionPlan(_Frozen):
     objects: list[ObjectRange]
     #: segments after ``end_offset``, read only to find markers of transactions open at the end
     tail_objects: list[ObjectRange] = Field(default_factory=list)
+    #: offsets of the range the replay cannot deliver (see :mod:`.completeness`)
+    holes: list[PlanHole] = Field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -278,6 +288,15 @@ class ReplayPlan(_Frozen):
     @property
     def total_bytes(self) -> int:
         return sum(p.bytes for p in self.partitions)
+
+    @property
+    def holes(self) -> list[tuple[int, PlanHole]]:
+        """Every hole of the plan as ``(partition, hole)``, in partition and offset order."""
+        return [(p.partition, h) for p in self.partitions for h in p.holes]
+
+    @property
+    def has_holes(self) -> bool:
+        return any(p.holes for p in self.partitions)
 
     def partition(self, partition: int) -> PartitionPlan:
         for p in self.partitions:
@@ -460,8 +479,22 @@ def plan_id(spec: ReplaySpec, partitions: Iterable[PartitionPlan], *, nonce: str
     return f"r-{digest[:16]}"
 
 
+def _requested(pos: Position | None, partition: int) -> int | None:
+    """The offset an explicit ``offset:`` bound names for ``partition`` (else ``None``)."""
+    if pos is None or pos.kind != "offset":
+        return None
+    if pos.per_partition is not None:
+        return pos.per_partition.get(partition)
+    return pos.value
+
+
 def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
     """Resolve ``spec`` against the catalog into a :class:`ReplayPlan`.
+
+    Every partition plan lists its holes (:mod:`.completeness`): the catalog's (when ``source``
+    is a :class:`~.completeness.HoleSource`) that touch the range, and explicit offset bounds
+    outside the archived span. Refusing a plan with holes is the caller's decision
+    (:func:`.runner.require_complete`): a dry run shows them.
 
     Raises:
         UnknownTopicError: the cluster/topic (or a requested partition) is not archived.
@@ -515,6 +548,14 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 f"after the end offset {end}"
             )
         objects, tail, nbytes = _ranges(segments, start, end)
+        holes = bound_holes(_requested(spec.from_, p), _requested(spec.to, p), log_start, log_end)
+        if isinstance(source, HoleSource):
+            holes += clip_holes(
+                source.holes(spec.cluster, spec.topic, p),
+                start,
+                None if spec.to is None or spec.to.kind == "latest" else end,
+                open_start=spec.from_.kind == "earliest",
+            )
         plans.append(
             PartitionPlan(
                 partition=p,
@@ -524,6 +565,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 bytes=nbytes if end > start else 0,
                 objects=objects if end > start else [],
                 tail_objects=tail if end > start else [],
+                holes=sorted(holes, key=lambda h: (h.first_offset, h.last_offset)),
             )
         )
     if all(pp.empty for pp in plans):

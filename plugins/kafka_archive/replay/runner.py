@@ -31,6 +31,11 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from pydantic import BaseModel
 
 from kafka_archive.replay.client_log import CLIENT_LOG, new_client
+from kafka_archive.replay.completeness import (
+    ReplayGapsError,
+    describe_hole,
+    final_status,
+)
 from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
 from kafka_archive.replay.errors import (
     PartitionMappingError,
@@ -39,6 +44,7 @@ from kafka_archive.replay.errors import (
     SameTopicError,
     TargetTopicMissingError,
 )
+from kafka_archive.replay.lease import ReplayLease
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
 from kafka_archive.replay.progress import (
@@ -59,6 +65,7 @@ __all__ = [
     "claim_run",
     "execute",
     "plan_replay",
+    "require_complete",
     "run_partition",
     "target_metadata",
     "wait_until_ready",
@@ -109,6 +116,38 @@ class ReplayReport(BaseModel):
     mb_per_s: float
     partitions: dict[int, dict[str, Any]]
     plan: dict[str, Any] | None = None
+    #: whether the run was allowed to replay around holes (``--allow-gaps``)
+    allow_gaps: bool = False
+    #: every hole of the plan: ``partition``, offsets, kind, object key, byte position, reason
+    holes: list[dict[str, Any]] = []
+    #: a dry run's view of the target (``None``: ``--offline``, not checked)
+    target_check: dict[str, Any] | None = None
+
+
+def _hole_rows(plan: ReplayPlan) -> list[dict[str, Any]]:
+    return [
+        {"partition": p, **h.model_dump(mode="json", exclude={"detail"}), **h.detail}
+        for p, h in plan.holes
+    ]
+
+
+def require_complete(plan: ReplayPlan) -> None:
+    """Refuse a plan with holes unless its request allows gaps (see :mod:`.completeness`).
+
+    Raises:
+        ReplayGapsError: naming every hole (offsets, object key, byte position, reason).
+    """
+    if not plan.has_holes or plan.spec.allow_gaps:
+        return
+    holes = plan.holes
+    lines = "; ".join(describe_hole(p, h) for p, h in holes[:10])
+    more = f"; and {len(holes) - 10} more" if len(holes) > 10 else ""
+    missing = sum(h.offsets for _p, h in holes)
+    raise ReplayGapsError(
+        f"the archive cannot deliver {missing} offset(s) of the requested range of "
+        f"{plan.spec.cluster}/{plan.spec.topic} ({len(holes)} hole(s)): {lines}{more}",
+        holes=_hole_rows(plan),
+    )
 
 
 def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
@@ -263,8 +302,12 @@ def wait_until_ready(
         time.sleep(0.1)
 
 
-def check_target(plan: ReplayPlan) -> TargetInfo:
+def check_target(plan: ReplayPlan, *, read_only: bool = False) -> TargetInfo:
     """Step 2: the guard rails that need the target (see the module docstring).
+
+    ``read_only`` (a dry run): the same checks, but nothing is created on the target - a
+    missing target topic with ``create_topic`` is reported as ``created_topic=True`` with the
+    source's partition count, and the progress topic is left alone.
 
     Raises:
         SameTopicError, TargetTopicMissingError, PartitionMappingError, ReplayTargetError.
@@ -274,7 +317,7 @@ def check_target(plan: ReplayPlan) -> TargetInfo:
     # one metadata client for every question (a client costs a bootstrap connection each)
     consumer = _metadata_client(client)
     try:
-        return _check_target(plan, client, consumer)
+        return _check_target(plan, client, consumer, read_only=read_only)
     finally:
         consumer.close()
 
@@ -284,7 +327,9 @@ def _known_id(cluster_id: str | None) -> str | None:
     return cluster_id.strip() if cluster_id and cluster_id.strip() else None
 
 
-def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) -> TargetInfo:
+def _check_target(
+    plan: ReplayPlan, client: dict[str, str], consumer: Consumer, *, read_only: bool
+) -> TargetInfo:
     spec = plan.spec
     cluster_id, partitions = _topic_metadata(consumer, plan.target_topic)
     if plan.target_topic == spec.topic and not spec.allow_same_topic:
@@ -316,8 +361,11 @@ def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) 
             raise TargetTopicMissingError(
                 f"the target topic {plan.target_topic!r} does not exist on the target cluster"
             )
-        _create_topic(client, plan.target_topic, plan.source_partition_count)
-        partitions = wait_until_ready(consumer, plan.target_topic, plan.source_partition_count)
+        if read_only:
+            partitions = plan.source_partition_count
+        else:
+            _create_topic(client, plan.target_topic, plan.source_partition_count)
+            partitions = wait_until_ready(consumer, plan.target_topic, plan.source_partition_count)
         created = True
     if spec.partition_mapping == "same":
         highest = max(p.partition for p in plan.partitions)
@@ -326,6 +374,8 @@ def _check_target(plan: ReplayPlan, client: dict[str, str], consumer: Consumer) 
                 f"--partition-mapping same needs target partitions 0..{highest}, but "
                 f"{plan.target_topic!r} has {partitions} partition(s)"
             )
+    if read_only:
+        return TargetInfo(cluster_id, partitions, created)
     _cid, progress_parts = _topic_metadata(consumer, spec.progress_topic)
     if progress_parts is None:
         _create_topic(
@@ -418,7 +468,44 @@ def execute(
 
     Raises the first partition failure (after every partition has stopped); partitions that
     finished keep their committed progress, so running again resumes only what is missing.
+
+    Refuses a plan with holes unless gaps are allowed (:func:`require_complete`), and, with a
+    ``ledger``, a replay another live run holds (:class:`~.lease.ReplayBusyError`).
     """
+    require_complete(plan)
+
+    def run() -> ReplayReport:
+        return _execute(
+            plan,
+            store=store,
+            target=target,
+            ledger=ledger,
+            parallelism=parallelism,
+            committed_reader=committed_reader,
+            hook=hook,
+            on_records=on_records,
+            producer_config=producer_config,
+        )
+
+    if ledger is None:
+        return run()
+    # one live run per replay id (a second identical run is refused, see .lease)
+    with ReplayLease(ledger.engine, plan.replay_id):
+        return run()
+
+
+def _execute(
+    plan: ReplayPlan,
+    *,
+    store: ObjectStore,
+    target: TargetInfo | None = None,
+    ledger: ReplayLedger | None = None,
+    parallelism: int | None = None,
+    committed_reader: CommittedLogReader | None = None,
+    hook: Hook | None = None,
+    on_records: Callable[[int], None] | None = None,
+    producer_config: dict[str, Any] | None = None,
+) -> ReplayReport:
     started = time.monotonic()
     todo = [p.partition for p in plan.partitions]
     workers = max(1, min(parallelism or len(todo), len(todo)))
@@ -504,7 +591,7 @@ def execute(
         raise errors[0]
     report = build_report(plan, results, time.monotonic() - started)
     if ledger is not None:
-        ledger.set_status(plan.replay_id, "done")
+        ledger.set_status(plan.replay_id, final_status(plan.has_holes))
     return report
 
 
@@ -518,7 +605,7 @@ def build_report(
     statuses = {r.status for r in results}
     return ReplayReport(
         replay_id=plan.replay_id,
-        status="already-done" if statuses == {"already-done"} else "done",
+        status="already-done" if statuses == {"already-done"} else final_status(plan.has_holes),
         cluster=spec.cluster,
         topic=spec.topic,
         target=spec.target.identity(),
@@ -535,6 +622,8 @@ def build_report(
         records_per_s=round(records_this_run / duration_s, 1) if duration_s > 0 else 0.0,
         mb_per_s=round(bytes_this_run / duration_s / 1e6, 3) if duration_s > 0 else 0.0,
         partitions={r.partition: r.to_dict() for r in sorted(results, key=lambda r: r.partition)},
+        allow_gaps=spec.allow_gaps,
+        holes=_hole_rows(plan),
     )
 
 
@@ -570,10 +659,13 @@ def dry_run_report(plan: ReplayPlan) -> ReplayReport:
                 "bytes": p.bytes,
                 "objects": [o.model_dump() for o in p.objects],
                 "tail_objects": len(p.tail_objects),
+                "holes": [h.model_dump(mode="json") for h in p.holes],
             }
             for p in plan.partitions
         },
         plan=json.loads(plan.to_json()),
+        allow_gaps=spec.allow_gaps,
+        holes=_hole_rows(plan),
     )
 
 

@@ -18,9 +18,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_archive.replay.completeness import final_status
 from kafka_archive.replay.engine import PartitionResult
 from kafka_archive.replay.plan import ReplayPlan
-from kafka_archive.replay.runner import ReplayReport, TargetInfo, build_report, check_target
+from kafka_archive.replay.runner import (
+    ReplayReport,
+    TargetInfo,
+    build_report,
+    check_target,
+    require_complete,
+)
 
 __all__ = ["partition_task", "run_on_spark"]
 
@@ -80,17 +87,45 @@ def run_on_spark(
     target: TargetInfo | None = None,
     spark: Any = None,
 ) -> ReplayReport:
-    """Replay every partition of ``plan`` as Spark tasks; return the report."""
-    from kafka_archive.catalog.spark import make_spark_session
-
+    """Replay every partition of ``plan`` as Spark tasks; return the report (refused, like
+    :func:`.runner.execute`, for a plan with holes unless gaps are allowed, and for a replay
+    another live run holds)."""
+    require_complete(plan)
     started = time.monotonic()
     if target is None:
         target = check_target(plan)
     ledger = None
+    lease = None
     if db_url:
+        from kafka_archive.replay.lease import ReplayLease
         from kafka_archive.replay.ledger import ReplayLedger
 
         ledger = ReplayLedger.open(db_url)
+        # one live run per replay id (see .lease): held by the driver for the whole job
+        lease = ReplayLease(ledger.engine, plan.replay_id)
+        lease.acquire()
+    try:
+        return _run_tasks(plan, store_uri, db_url, master, target, spark, ledger, started)
+    finally:
+        if lease is not None:
+            lease.release()
+        if ledger is not None:
+            ledger.engine.dispose()
+
+
+def _run_tasks(
+    plan: ReplayPlan,
+    store_uri: str,
+    db_url: str | None,
+    master: str | None,
+    target: TargetInfo,
+    spark: Any,
+    ledger: Any,
+    started: float,
+) -> ReplayReport:
+    from kafka_archive.catalog.spark import make_spark_session
+
+    if ledger is not None:
         ledger.register(plan)
         ledger.set_status(plan.replay_id, "running")
     session = spark or make_spark_session(master, app_name=APP_NAME)
@@ -108,6 +143,5 @@ def run_on_spark(
         raise
     report = build_report(plan, [_result_of(r) for r in rows], time.monotonic() - started)
     if ledger is not None:
-        ledger.set_status(plan.replay_id, "done")
-        ledger.engine.dispose()
+        ledger.set_status(plan.replay_id, final_status(plan.has_holes))
     return report

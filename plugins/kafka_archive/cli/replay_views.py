@@ -1,0 +1,88 @@
+"""What ``kafka-archive replay run`` prints for people: the plan of a dry run (with every hole
+of the range) and the final report of a run (with its holes when gaps were allowed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from kafka_archive.cli.output import console
+
+__all__ = ["print_holes", "print_plan", "print_report"]
+
+
+def _partition_table(title: str, columns: dict[str, str], partitions: dict[int, Any]) -> None:
+    """Print one row per partition: its number, then ``row[key]`` for each ``header: key``."""
+    table = Table(title=title)
+    for col in ("partition", *columns):
+        table.add_column(col, justify="right")
+    for p, row in partitions.items():
+        table.add_row(str(p), *(str(row[key]) for key in columns.values()))
+    console.print(table)
+
+
+def print_plan(report: Any) -> None:
+    _partition_table(
+        f"replay {report.replay_id} (dry run): {report.cluster}/{report.topic} "
+        f"-> {report.target_topic} @ {report.target}",
+        {
+            "start offset": "start_offset",
+            "end offset (excl.)": "end_offset",
+            "records <=": "records",
+            "bytes": "bytes",
+            "objects": "object_count",
+        },
+        {p: {**row, "object_count": len(row["objects"])} for p, row in report.partitions.items()},
+    )
+    for p, row in report.partitions.items():
+        for obj in row["objects"]:
+            console.print(
+                f"  p{p}: {obj['key']} bytes [{obj['start']}, {obj['end']}) "
+                f"offsets {obj['base_offset']}..{obj['last_offset']}"
+            )
+
+
+def print_report(report: Any) -> None:
+    _partition_table(
+        f"replay {report.replay_id}: {report.status}",
+        {
+            "first offset": "first_offset",
+            "last offset": "last_offset",
+            "records": "records",
+            "this run": "records_this_run",
+            "aborted skipped": "skipped_aborted_records",
+            "control skipped": "skipped_control_batches",
+            "filtered": "filtered_records",
+            "open txn": "open_txn_records",
+            "status": "status",
+        },
+        report.partitions,
+    )
+    console.print(
+        f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
+        f"to {report.target_topic} in {report.duration_s:.2f} s: "
+        f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s"
+    )
+    for p, row in report.partitions.items():
+        for pid, first in row["open_txns"]:
+            console.print(
+                f"[yellow]partition {p}: transaction of producer {pid} from offset "
+                f"{first} is still open at the end of the archive: not replayed[/]"
+            )
+
+
+def print_holes(report: Any) -> None:
+    """One line per hole: partition, offsets, kind, object key and byte position, reason."""
+    if not report.holes:
+        return
+    verb = "replayed around" if report.allow_gaps and not report.dry_run else "cannot deliver"
+    console.print(f"[yellow]{len(report.holes)} hole(s) the replay {verb}:[/]")
+    for h in report.holes:
+        where = f" object {h['object_key']}" if h.get("object_key") else ""
+        if where and h.get("byte_position") is not None:
+            where += f" at byte {h['byte_position']}"
+        console.print(
+            f"[yellow]  p{h['partition']}: offsets {h['first_offset']}..{h['last_offset']} "
+            f"{h['kind']}{where}: {h['reason']}[/]"
+        )

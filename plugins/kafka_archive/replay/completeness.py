@@ -1,0 +1,203 @@
+"""Completeness is a contract: every hole of a replay's range, known before it starts.
+
+A **hole** (:class:`PlanHole`) is a span of source offsets inside the requested range that the
+replay cannot deliver:
+
+* ``missing``: no archived segment holds them (never archived, or deleted by retention before
+  the archiver saw them);
+* ``corrupt``, ``misfiled``, ``unreadable``, ... : the catalog refused the object that held them
+  (it is quarantined: the catalog never serves it), with its object key, byte position and
+  reason when known;
+* ``not-archived``: an explicit ``offset:N`` bound outside the archived span.
+
+Holes come from the catalog's coverage problems (:func:`kafka_archive.catalog.queries.gaps`,
+read generically: any kind but ``overlap``/``divergent``, which another version serves) and from
+the requested bounds. Offsets *provably absent* in the source are not holes: offsets inside a
+segment's ``[base_offset, end_offset)`` that no batch holds were removed by compaction, control
+records (transaction markers) and aborted data are never delivered by design.
+
+A plan with holes is refused (:class:`ReplayGapsError`) unless the request allows gaps
+(``--allow-gaps``); a run's final status is ``complete`` only for a plan without holes, and
+``complete-with-gaps`` when they were allowed (see :func:`final_status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_archive.replay.errors import ReplayConfigError
+
+__all__ = [
+    "COMPLETE",
+    "COMPLETE_WITH_GAPS",
+    "FINISHED_STATUSES",
+    "HoleSource",
+    "PlanHole",
+    "ReplayGapsError",
+    "bound_holes",
+    "clip_holes",
+    "describe_hole",
+    "final_status",
+    "holes_from_gaps",
+]
+
+#: every requested offset was delivered or is provably absent in the source
+COMPLETE = "complete"
+#: finished, but the plan's holes (allowed with --allow-gaps) were not delivered
+COMPLETE_WITH_GAPS = "complete-with-gaps"
+#: the statuses of a replay that ran to its end ("done": rows written before this contract)
+FINISHED_STATUSES = frozenset({COMPLETE, COMPLETE_WITH_GAPS, "done"})
+
+#: catalog coverage problems that are not holes: another archived version serves the offsets
+_SERVED_KINDS = frozenset({"overlap", "divergent"})
+
+_REASONS = {
+    "missing": "no archived segment holds these offsets (never archived, or deleted by "
+    "retention before the archiver copied them)",
+    "corrupt": "the archived object failed its integrity checks (quarantined, not served)",
+    "misfiled": "the archived object does not belong where its manifest says (quarantined)",
+    "unreadable": "the archived object cannot be read from the store",
+    "not-archived": "outside the archived span of the partition",
+}
+
+
+class PlanHole(BaseModel):
+    """Offsets ``first_offset..last_offset`` (inclusive) of one partition that the replay
+    cannot deliver, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    first_offset: int
+    last_offset: int
+    reason: str
+    object_key: str | None = None
+    byte_position: int | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def offsets(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+@runtime_checkable
+class HoleSource(Protocol):
+    """A plan source that knows the archive's holes (the catalog does)."""
+
+    def holes(self, cluster: str, topic: str, partition: int) -> Sequence[PlanHole]:
+        """Every hole the archive has in the partition, in offset order."""
+        ...
+
+
+class ReplayGapsError(ReplayConfigError):
+    """The plan has holes and gaps were not allowed."""
+
+    default_hint = (
+        "Repair or re-archive the objects named here and rebuild the catalog "
+        "(`kafka-archive catalog build`), or pass --allow-gaps to replay around the holes "
+        "(the run then ends `complete-with-gaps`)."
+    )
+
+
+def _first(detail: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        value = detail.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def holes_from_gaps(entries: Iterable[Any], partition: int) -> list[PlanHole]:
+    """The holes among the catalog's coverage problems of ``partition`` (duck-typed: anything
+    with ``kind``, ``partition``, ``start_offset``, ``end_offset`` (inclusive) and ``detail``)."""
+    out: list[PlanHole] = []
+    for g in entries:
+        if g.partition != partition or g.kind in _SERVED_KINDS:
+            continue
+        detail: dict[str, Any] = dict(getattr(g, "detail", None) or {})
+        error = detail.get("error") if isinstance(detail.get("error"), dict) else {}
+        key = _first(detail, "object", "object_key", "key")
+        position = _first(detail, "byte_position", "position")
+        if position is None and error:
+            position = _first(error, "byte_position", "position", "offset_in_file")
+        reason = _first(detail, "reason", "message")
+        if reason is None and error:
+            reason = _first(error, "message", "reason")
+        base = _REASONS.get(g.kind, f"the catalog reports {g.kind}")
+        out.append(
+            PlanHole(
+                kind=str(g.kind),
+                first_offset=int(g.start_offset),
+                last_offset=int(max(g.end_offset, g.start_offset)),
+                reason=f"{base}: {reason}" if reason else base,
+                object_key=str(key) if key is not None else None,
+                byte_position=int(position) if isinstance(position, int) else None,
+                detail={k: v for k, v in detail.items() if k != "error"},
+            )
+        )
+    return out
+
+
+def clip_holes(
+    holes: Iterable[PlanHole], start: int, end: int | None, *, open_start: bool
+) -> list[PlanHole]:
+    """The holes that touch ``[start, end)`` (``end=None``: the range runs to the end of the
+    archive, so holes after it - e.g. a quarantined last segment - count; ``open_start``: the
+    range starts at the archive's beginning, so holes before it count too)."""
+    out = []
+    for h in holes:
+        if h.last_offset < start and not open_start:
+            continue
+        if end is not None and h.first_offset >= end:
+            continue
+        out.append(h)
+    return sorted(out, key=lambda h: (h.first_offset, h.last_offset, h.kind))
+
+
+def bound_holes(
+    requested_start: int | None, requested_end: int | None, log_start: int, log_end: int
+) -> list[PlanHole]:
+    """Holes from explicit offset bounds outside the archived span ``[log_start, log_end)``:
+    the request names offsets the archive does not hold."""
+    out = []
+    if requested_start is not None and requested_start < log_start:
+        out.append(
+            PlanHole(
+                kind="not-archived",
+                first_offset=requested_start,
+                last_offset=log_start - 1,
+                reason=f"{_REASONS['not-archived']}: the archive starts at offset {log_start}",
+            )
+        )
+    if requested_end is not None and requested_end > log_end:
+        out.append(
+            PlanHole(
+                kind="not-archived",
+                first_offset=max(log_end, requested_start or 0),
+                last_offset=requested_end - 1,
+                reason=f"{_REASONS['not-archived']}: the archive ends before offset {log_end}",
+            )
+        )
+    return out
+
+
+def describe_hole(partition: int, hole: PlanHole) -> str:
+    """One line for people: ``partition 0 offsets 229..684 (456): corrupt, object K at byte
+    B: reason``."""
+    where = ""
+    if hole.object_key:
+        where = f", object {hole.object_key}"
+        if hole.byte_position is not None:
+            where += f" at byte {hole.byte_position}"
+    return (
+        f"partition {partition} offsets {hole.first_offset}..{hole.last_offset} "
+        f"({hole.offsets}): {hole.kind}{where}: {hole.reason}"
+    )
+
+
+def final_status(has_holes: bool) -> str:
+    """The status of a replay that delivered everything its plan could."""
+    return COMPLETE_WITH_GAPS if has_holes else COMPLETE
