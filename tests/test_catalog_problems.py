@@ -129,6 +129,12 @@ def test_manifest_pointing_at_another_partitions_object_is_misfiled(
     (gap,) = [g for g in gaps(catalog, CLUSTER, "orders") if g.kind == "misfiled"]
     assert (gap.partition, gap.start_offset) == (1, victim.base_offset)
     assert gap.detail["object"] == victim.object_key and gap.detail["manifest"] == bogus
+    # partition 1's own segments hold those offsets (or not): "served" says which
+    own = [r for r in _refs(store_dir, "orders", 1) if r.manifest_key != bogus]
+    held = {o for r in own for o in range(r.base_offset, r.end_offset)}
+    assert gap.detail["served"] == all(
+        o in held for o in range(gap.start_offset, gap.end_offset + 1)
+    )
     assert _holdings(catalog, "orders", 1) == 1
     # a re-run finds it again (still refused) and keeps one row for it
     again = build_catalog(catalog, str(store_dir), cluster=CLUSTER)
@@ -212,6 +218,7 @@ def test_corrupt_and_missing_objects_are_recorded_with_position(
     shown = {g.kind: g for g in gaps(catalog, CLUSTER, "orders") if g.partition == 1}
     assert shown["corrupt"].detail["position"] == 7
     assert shown["corrupt"].start_offset == corrupt.base_offset
+    assert shown["corrupt"].detail["served"] is False  # nothing else holds those offsets
     assert shown["unreadable"].detail["object"] == missing.object_key
     assert "missing" in shown  # the hole itself
     assert _holdings(catalog, "orders", 1) == 2

@@ -33,7 +33,7 @@ from sqlalchemy import and_, func, select, true
 from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.build import version_of_segment
-from kafka_archive.catalog.chain import find_holes, find_overlaps
+from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.extract import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.models import (
@@ -479,7 +479,8 @@ class GapEntry:
     ``position`` (byte, or ``None``) and ``reason`` in ``detail`` and the offsets the manifest
     claims (``start_offset``..``end_offset`` inclusive; the manifest key's base offset for an
     unreadable manifest, whose range is unknown). Their offsets also show as ``missing``
-    unless another version holds them.
+    unless another version holds them. ``detail["served"]`` says whether other, sound
+    versions hold all the claimed offsets (a refused duplicate: nothing is lost).
     """
 
     kind: str
@@ -508,7 +509,9 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         if topic is not None:
             q = q.where(Partition.topic == topic)
         parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
-        out.extend(_problem_gaps(s, cluster, topic))
+        problem_gaps = _problem_gaps(s, cluster, topic)
+        out.extend(problem_gaps)
+        spans: dict[tuple[str, int], list[Version]] = {}
         if not parts and not out:
             raise CatalogQueryError(
                 f"the catalog holds nothing for cluster {cluster!r}"
@@ -519,6 +522,7 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
             segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
             by_id = {x.id: x for x in segs}
             versions = [version_of_segment(x) for x in segs if x.status != "corrupt"]
+            spans[(p.topic, p.partition)] = versions
             found: list[GapEntry] = []
             for hole in find_holes(versions):
                 found.append(
@@ -576,8 +580,27 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
                     )
             found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
             out.extend(found)
+    bad = {g.detail["manifest"] for g in problem_gaps}
+    for g in problem_gaps:
+        good = [v for v in spans.get((g.topic, g.partition), []) if v.manifest_key not in bad]
+        g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
     out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
     return out
+
+
+def _covered(versions: Sequence[Version], lo: int, hi: int) -> bool:
+    """Whether sound versions cover every offset ``lo..hi`` (each its ``[base, end)`` range,
+    as :func:`~kafka_archive.catalog.chain.find_holes` counts coverage)."""
+    reach = lo - 1
+    for a, b in sorted(
+        (min(v.base_offset, v.first_offset), max(v.last_offset, v.end_offset - 1))
+        for v in versions
+        if not v.is_empty
+    ):
+        if a > reach + 1:
+            break
+        reach = max(reach, b)
+    return reach >= hi
 
 
 def _corrupt_detail(x: Segment) -> dict[str, Any]:
