@@ -12,6 +12,7 @@ reported success.
 from __future__ import annotations
 
 import inspect
+import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -288,3 +289,56 @@ def test_two_identical_runs_at_once_one_is_refused(holed: Holed, mock: MockClust
     # once the first run is over, the same command finds the replay complete
     code, out, text = cli(*run_args(holed, mock.bootstrap_servers, target, "--partitions", "1"))
     assert code == 0 and out[-1]["status"] == "already-done", text
+
+
+class _Lines(logging.Handler):
+    """Collects a logger's messages (Airflow's logging setup bypasses pytest's caplog)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def test_airflow_tasks_show_every_hole(
+    holed: Holed, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DAG's plan task logs each hole (offsets, object key, reason) and puts them in its XCom
+    summary; execute refuses without ``allow_gaps``; with it, the report lists the holes."""
+    from kafka_archive.replay.completeness import ReplayGapsError
+    from kafka_archive.replay.dag_tasks import execute_task, plan_task, report_task
+
+    monkeypatch.setenv("KAFKA_ARCHIVE_STORE", holed.store.uri)
+    monkeypatch.setenv("KAFKA_ARCHIVE_DB", holed.db_url)
+    task_log = logging.getLogger("kafka_archive.replay.dag_tasks")
+    lines = _Lines()
+    task_log.addHandler(lines)
+    monkeypatch.setattr(task_log, "level", logging.INFO)
+    try:
+        target = fresh_topic(mock)
+        params = {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest",
+                  "target": mock.bootstrap_servers, "target_topic": target}  # fmt: skip
+        lo, _hi = _deleted_range(holed)
+        planned = plan_task(params)
+        assert f"partition 0 offsets {lo}.." in lines.text and holed.deleted in lines.text
+        assert "refuses to start" in lines.text
+        assert any(h["object_key"] == holed.deleted for h in planned["summary"]["holes"])
+        with pytest.raises(ReplayGapsError):
+            execute_task(planned, params)
+        allowed = {**params, "allow_gaps": True}
+        planned = plan_task(allowed)
+        result = execute_task(planned, allowed)
+        assert result["status"] == "complete-with-gaps" and result["holes"]
+        stored = ReplayLedger(holed.catalog.engine).plan(result["replay_id"])
+        assert stored is not None and stored.spec.allow_gaps  # the choice is recorded
+        lines.lines.clear()
+        report_task(planned, result)
+        assert "complete-with-gaps" in lines.text and "hole replayed around" in lines.text
+    finally:
+        task_log.removeHandler(lines)

@@ -58,7 +58,8 @@ class ReplayLedger:
     # -- runs ------------------------------------------------------------------------------------
 
     def register(self, plan: ReplayPlan) -> ReplayRun:
-        """Record ``plan`` (once; a known replay id keeps its row) and return its run row."""
+        """Record ``plan`` (once; a known replay id keeps its row, updated only when the
+        ``allow_gaps`` choice changed) and return its run row."""
         with self.session() as s, s.begin():
             run = s.get(ReplayRun, plan.replay_id)
             if run is None:
@@ -78,6 +79,10 @@ class ReplayLedger:
                     error=None,
                 )
                 s.add(run)
+            elif ReplayPlan.from_json(run.plan_json).spec.allow_gaps != plan.spec.allow_gaps:
+                # the same replay run again with(out) --allow-gaps: the stored plan records the
+                # choice of the run that goes ahead (``replay status`` shows it)
+                run.plan_json = plan.to_json()
             return run
 
     def set_status(self, replay_id: str, status: str, *, error: str | None = None) -> None:
