@@ -89,7 +89,7 @@ def test_replay_on_local_spark(archived: Any, mock: MockCluster, spark: Any) -> 
     assert sorted(report.partitions) == [0, 1, 2]
     _check(parts, mock, "spark-local")
     ledger = ReplayLedger(catalog.engine)
-    assert ledger.run(plan.replay_id).status == "done"  # type: ignore[union-attr]
+    assert ledger.run(plan.replay_id).status == "complete"  # type: ignore[union-attr]
     assert all(p.done for p in ledger.all_progress(plan.replay_id))
     # a re-run (e.g. a retried Spark job) finds every partition done and sends nothing
     again = run_on_spark(plan, store_uri=store.uri, db_url=db_url, spark=spark)
