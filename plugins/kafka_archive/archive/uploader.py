@@ -23,6 +23,9 @@ For every :class:`~kafka_archive.archive.planner.SegmentTask` of a log dir,
    with ours;
 5. only then writes the manifest (``put_if_absent`` too). A crash at any point before leaves no
    manifest, so the next run redoes the segment, re-using whatever files already arrived.
+   A manifest another run wrote first (same segment bytes) makes the outcome
+   ``already_archived``; only the files this run created count as uploaded (see
+   :mod:`kafka_archive.archive.report` on concurrent runs).
 
 :func:`archive_log_dir` runs the tasks of one log dir on a small thread pool. A store that is
 unreachable or refuses our credentials stops the run early (a :class:`StopSignal` shared by its

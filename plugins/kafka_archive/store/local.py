@@ -90,6 +90,10 @@ _FILE_MODE = 0o644
 _MAP_MIN_BYTES = 512 << 10
 
 
+class _KeyExists(Exception):
+    """Internal: an exclusive publish found the key already taken by another writer."""
+
+
 def local_root_from_uri(uri: str) -> Path:
     """The directory named by ``file:///abs/dir`` or a plain (possibly relative) path."""
     if uri.startswith("file:"):
@@ -271,7 +275,14 @@ class LocalStore:
         fill: Callable[[int], SourceDigest],
         expected: str | None,
         metadata: Mapping[str, str],
+        exclusive: bool = False,
     ) -> StoredObject:
+        """Write to a temp file, verify it, publish it under ``key``.
+
+        ``exclusive``: publish with link(2), which fails when ``key`` exists, so of writers
+        racing on one key exactly one publishes (the others get :class:`_KeyExists`); the
+        sidecar is written only by that one, after the link.
+        """
         dest = self._path(key)
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -310,9 +321,13 @@ class LocalStore:
                 )
             st = os.fstat(fd)
             try:
-                self._write_sidecar(key, st, digest.sha256_hex, metadata)
-                os.replace(tmp, dest)
-                published = True
+                if exclusive and self._link_exclusive(tmp, dest):
+                    published = True
+                    self._write_sidecar(key, st, digest.sha256_hex, metadata)
+                else:
+                    self._write_sidecar(key, st, digest.sha256_hex, metadata)
+                    os.replace(tmp, dest)
+                    published = True
             except OSError as exc:
                 raise self._os_error(exc, "write", key) from exc
             if self._fsync:
@@ -327,9 +342,23 @@ class LocalStore:
             )
         finally:
             os.close(fd)
-            if not published:
+            if not published or (exclusive and tmp.exists()):
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+
+    def _link_exclusive(self, tmp: Path, dest: Path) -> bool:
+        """Publish ``tmp`` as ``dest`` only if ``dest`` does not exist (True), raise
+        :class:`_KeyExists` if it does, or return False on a filesystem without hard links
+        (the caller then publishes with a plain rename, check-then-write as before)."""
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            raise _KeyExists(str(dest)) from None
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                return False
+            raise
+        return True
 
     def put_file(
         self,
@@ -338,6 +367,17 @@ class LocalStore:
         *,
         sha256: str | None = None,
         metadata: Mapping[str, str] | None = None,
+    ) -> StoredObject:
+        return self._put_file(key, local_path, sha256, metadata, exclusive=False)
+
+    def _put_file(
+        self,
+        key: str,
+        local_path: str | os.PathLike[str],
+        sha256: str | None,
+        metadata: Mapping[str, str] | None,
+        *,
+        exclusive: bool,
     ) -> StoredObject:
         key = validate_key(key)
         expected = check_sha256(sha256)
@@ -364,7 +404,7 @@ class LocalStore:
                     )
                 return hasher.finish()
 
-            return self._write_atomic(key, fill, expected, meta)
+            return self._write_atomic(key, fill, expected, meta, exclusive)
 
     def put_bytes(
         self,
@@ -373,6 +413,17 @@ class LocalStore:
         *,
         sha256: str | None = None,
         metadata: Mapping[str, str] | None = None,
+    ) -> StoredObject:
+        return self._put_bytes(key, data, sha256, metadata, exclusive=False)
+
+    def _put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        sha256: str | None,
+        metadata: Mapping[str, str] | None,
+        *,
+        exclusive: bool,
     ) -> StoredObject:
         key = validate_key(key)
         expected = check_sha256(sha256)
@@ -387,7 +438,7 @@ class LocalStore:
             _write_all(fd, payload)
             return hasher.finish()
 
-        return self._write_atomic(key, fill, expected, meta)
+        return self._write_atomic(key, fill, expected, meta, exclusive)
 
     def put_if_absent(
         self,
@@ -397,6 +448,18 @@ class LocalStore:
         sha256: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> tuple[StoredObject, bool]:
+        """As the protocol says, and atomic here: the write publishes with link(2), so of
+        writers racing on an absent key exactly one gets ``created=True`` (each writer's
+        report then counts only what it wrote); the others compare with what it stored."""
+        if self.head(validate_key(key)) is None:
+            try:
+                if isinstance(source, bytes | bytearray | memoryview):
+                    obj = self._put_bytes(key, bytes(source), sha256, metadata, exclusive=True)
+                else:
+                    obj = self._put_file(key, source, sha256, metadata, exclusive=True)
+                return obj, True
+            except _KeyExists:
+                pass  # another writer published it between our head and our link
         return put_if_absent_impl(self, key, source, sha256=sha256, metadata=metadata)
 
     # ------------------------------------------------------------------ reads
