@@ -1,0 +1,202 @@
+"""``catalog gaps``: what is wrong with the archive's coverage, per partition.
+
+Split from :mod:`kafka_archive.catalog.queries` (which re-exports :func:`gaps` and
+:class:`GapEntry`, the API replay planning reads holes through): holes no archived version
+covers, overlapping and divergent versions, corrupt segments, and the refused manifests and
+objects recorded in ``integrity_problems`` (:mod:`kafka_archive.catalog.problems`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from kafka_archive.catalog.build import version_of_segment
+from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.models import Partition, Segment
+
+__all__ = ["GapEntry", "gaps"]
+
+
+def _i(v: Any) -> int:
+    return -1 if v is None else int(v)
+
+
+@dataclass(frozen=True, slots=True)
+class GapEntry:
+    """One problem of the archive's coverage.
+
+    ``kind``: ``missing`` (offsets no archived segment holds, e.g. retention deleted them before
+    they were archived), ``overlap`` (two versions hold the same offsets with the same leader
+    epochs: replicas rolled differently or a compaction rewrite; harmless), ``divergent`` (the
+    same offsets under different leader epochs: an unclean leader election), ``corrupt`` (a
+    segment whose bytes failed verification; its offsets are missing unless another version
+    holds them); and the refused manifests and objects recorded in ``integrity_problems``
+    (:mod:`kafka_archive.catalog.problems`): ``corrupt``, ``misfiled``, ``unreadable-manifest``,
+    ``unreadable``, ``missing-object``, ``changed``, with ``object``, ``manifest``,
+    ``position`` (byte, or ``None``) and ``reason`` in ``detail`` and the offsets the manifest
+    claims (``start_offset``..``end_offset`` inclusive; the manifest key's base offset for an
+    unreadable manifest, whose range is unknown). Their offsets also show as ``missing``
+    unless another version holds them. ``detail["served"]`` says whether other, sound
+    versions hold all the claimed offsets (a refused duplicate: nothing is lost).
+    """
+
+    kind: str
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "topic": self.topic,
+            "partition": self.partition,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            **self.detail,
+        }
+
+
+def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEntry]:
+    """Coverage problems of ``cluster`` (one topic or all), in topic/partition/offset order."""
+    from kafka_archive.catalog.queries import CatalogQueryError  # it re-exports this module
+
+    out: list[GapEntry] = []
+    with catalog.session() as s:
+        q = select(Partition).where(Partition.cluster == cluster)
+        if topic is not None:
+            q = q.where(Partition.topic == topic)
+        parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
+        problem_gaps = _problem_gaps(s, cluster, topic)
+        out.extend(problem_gaps)
+        spans: dict[tuple[str, int], list[Version]] = {}
+        if not parts and not out:
+            raise CatalogQueryError(
+                f"the catalog holds nothing for cluster {cluster!r}"
+                + (f" topic {topic!r}" if topic else ""),
+                hint="run `kafka-archive catalog build` first",
+            )
+        for p in parts:
+            segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
+            by_id = {x.id: x for x in segs}
+            versions = [version_of_segment(x) for x in segs if x.status != "corrupt"]
+            spans[(p.topic, p.partition)] = versions
+            found: list[GapEntry] = []
+            for hole in find_holes(versions):
+                found.append(
+                    GapEntry(
+                        "missing",
+                        p.topic,
+                        p.partition,
+                        hole.lo,
+                        hole.hi,
+                        {
+                            "after_object": by_id[hole.after].object_key
+                            if hole.after in by_id
+                            else None,
+                            "before_object": by_id[hole.before].object_key
+                            if hole.before in by_id
+                            else None,
+                        },
+                    )
+                )
+            for ov in find_overlaps(versions):
+                a, b = by_id[ov.a], by_id[ov.b]
+                detail: dict[str, Any] = {
+                    "objects": [a.object_key, b.object_key],
+                    "brokers": [a.broker_id, b.broker_id],
+                    "serving": [
+                        x.object_key for x in (a, b) if x.status in ("canonical", "partial")
+                    ],
+                }
+                if ov.divergent:
+                    detail.update(
+                        first_divergent_offset=ov.first_divergent_offset,
+                        leader_epochs=[ov.epoch_a, ov.epoch_b],
+                    )
+                found.append(
+                    GapEntry(
+                        "divergent" if ov.divergent else "overlap",
+                        p.topic,
+                        p.partition,
+                        ov.lo,
+                        ov.hi,
+                        detail,
+                    )
+                )
+            for x in segs:
+                if x.status == "corrupt":
+                    found.append(
+                        GapEntry(
+                            "corrupt",
+                            p.topic,
+                            p.partition,
+                            x.base_offset,
+                            x.base_offset,
+                            _corrupt_detail(x),
+                        )
+                    )
+            found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
+            out.extend(found)
+    bad = {g.detail["manifest"] for g in problem_gaps}
+    for g in problem_gaps:
+        good = [v for v in spans.get((g.topic, g.partition), []) if v.manifest_key not in bad]
+        g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
+    out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
+    return out
+
+
+def _covered(versions: Sequence[Version], lo: int, hi: int) -> bool:
+    """Whether sound versions cover every offset ``lo..hi`` (each its ``[base, end)`` range,
+    as :func:`~kafka_archive.catalog.chain.find_holes` counts coverage)."""
+    reach = lo - 1
+    for a, b in sorted(
+        (min(v.base_offset, v.first_offset), max(v.last_offset, v.end_offset - 1))
+        for v in versions
+        if not v.is_empty
+    ):
+        if a > reach + 1:
+            break
+        reach = max(reach, b)
+    return reach >= hi
+
+
+def _corrupt_detail(x: Segment) -> dict[str, Any]:
+    error = json.loads(x.error or "{}")
+    return {
+        "object": x.object_key,
+        "manifest": x.manifest_key,
+        "position": error.get("position"),
+        "reason": str(error.get("detail") or error.get("error") or "corrupt"),
+        "error": error,
+    }
+
+
+def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:
+    from kafka_archive.archive.layout import parse_manifest_key
+    from kafka_archive.catalog.problems import problem_rows
+
+    out = []
+    for p in problem_rows(s, cluster, topic):
+        base = p.start_offset
+        if base is None:
+            mk = parse_manifest_key(p.manifest_key or "")
+            base = mk.base_offset if mk is not None else -1
+        detail = {
+            "object": p.object_key,
+            "manifest": p.manifest_key,
+            "position": p.position,
+            "reason": p.reason,
+            "detected_by": p.detected_by,
+        }
+        end = p.end_offset if p.end_offset is not None else base
+        out.append(GapEntry(p.kind, p.topic or "", _i(p.partition), base, end, detail))
+    return out
