@@ -146,3 +146,15 @@ def test_numbers_out_of_range_are_errors(
     assert result.exit_code in (1, 2), result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert "Traceback" not in result.output
+
+
+def test_build_names_a_corrupt_object_once(store_dir: Path, tmp_path: Path) -> None:
+    victim = next(p for p in sorted(store_dir.rglob("*.log")) if "/orders/" in str(p))
+    data = bytearray(victim.read_bytes())
+    data[7] ^= 1
+    victim.write_bytes(bytes(data))
+    report, err = _lines(_build(store_dir, tmp_path / "c.db", code=1))
+    assert report["failed"] == 1 and report["problems"] == 1
+    assert err["message"].startswith("1 manifest(s) could not be cataloged")
+    (named,) = err["failures"]
+    assert named.endswith("(corrupt)")

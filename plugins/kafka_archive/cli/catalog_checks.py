@@ -86,10 +86,11 @@ def exit_for_build(report: Any, store_uri: str, cluster: str | None, as_json: bo
             "<cluster>/<topic>/<partition>/manifests/",
             as_json=as_json,
         )
-    bad = [str(f.get("manifest_key")) for f in report.failed]
-    bad += [f"{p['manifest_key']} ({p['kind']})" for p in report.problems]
+    bad = {str(f.get("manifest_key")): str(f.get("manifest_key")) for f in report.failed}
+    # a corrupt or missing object is both a failure (retried) and a problem (recorded): once
+    bad.update({p["manifest_key"]: f"{p['manifest_key']} ({p['kind']})" for p in report.problems})
     if bad:
-        _fail_naming(bad, as_json)
+        _fail_naming(list(bad.values()), as_json)
 
 
 def _fail_naming(bad: list[str], as_json: bool) -> NoReturn:
