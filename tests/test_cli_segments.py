@@ -395,3 +395,10 @@ def test_dump_goes_on_after_a_bad_file_and_reports_each(partition_dir: Path) -> 
     summaries = [e for e in events if e["kind"] == "summary"]
     assert [(s["file"], s["ok"]) for s in summaries] == [(str(bad), False), (str(good), True)]
     assert [p["file"] for p in events[-1]["problems"]] == [str(bad)]
+
+
+def test_lookup_refuses_an_offset_that_is_not_one(partition_dir: Path) -> None:
+    for bad in ("-5", str(1 << 63)):
+        result = runner.invoke(app, ["segments", "lookup", str(partition_dir), "--offset", bad])
+        assert result.exit_code == 1, (bad, result.output)
+        assert "is not a Kafka offset" in result.output and "hint:" in result.output

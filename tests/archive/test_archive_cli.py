@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from archive_checks import snapshot
 from cluster_data import CLUSTER, Cluster, rolled_segments
 from kafka_archive.archive.report import SegmentOutcome, SegmentStatus
@@ -134,3 +135,44 @@ def test_progress_bar_counts_every_outcome() -> None:
         assert bar.upload is not None
         task = bar.progress.tasks[bar.upload]
         assert (task.completed, task.total) == (2, 2)
+
+
+def test_local_file_errors_are_clear_errors_not_tracebacks(
+    cluster: Cluster, local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OSError or SegmentError escaping the run (none is expected: discovery and the upload
+    report them per item) still ends in a one-line error naming the file, exit 1."""
+    import kafka_archive.cli.archive as cli_archive
+
+    from segment_lib.errors import CorruptBatchError
+
+    for exc, named in (
+        (PermissionError(13, "Permission denied", "/var/lib/kafka/x/orders-0"), "orders-0"),
+        (CorruptBatchError("bad length", path="/d/orders-0/0.log", position=8), "at byte 8"),
+    ):
+
+        def boom(*_a: object, _exc: Exception = exc, **_k: object) -> None:
+            raise _exc
+
+        monkeypatch.setattr(cli_archive, "run_archive", boom)
+        for extra in ((), ("--json",)):
+            result = runner.invoke(app, _args(cluster, 1, local_store, *extra))
+            assert result.exit_code == 1, result.output
+            assert not isinstance(result.exception, type(exc))
+            assert named in result.output and "Traceback" not in result.output
+
+
+def test_symlink_loop_in_a_log_dir_is_a_skipped_item(
+    cluster: Cluster, local_store: LocalStore
+) -> None:
+    import os
+
+    d = Path(cluster.dirs(1)[0])
+    os.symlink(d / "loop-b", d / "loop-a")
+    os.symlink(d / "loop-a", d / "loop-b")
+    result = runner.invoke(app, _args(cluster, 1, local_store, "--json"))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.splitlines()[0])
+    loops = [s for s in report["skipped_items"] if s["reason"] == "symlink"]
+    assert {Path(s["path"]).name for s in loops} == {"loop-a", "loop-b"}
+    assert all("loop" in s["detail"] for s in loops)

@@ -33,6 +33,7 @@ from kafka_archive.archive.runner import Progress as RunProgress
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.store import StoreError, open_store
+from segment_lib.errors import SegmentError
 
 __all__ = ["archive", "register"]
 
@@ -294,6 +295,20 @@ def archive(
             hint=exc.hint + " (the run is resumable: re-run it)",
             as_json=as_json,
             details={"error": type(exc).__name__},
+        )
+    except SegmentError as exc:  # the run reports these per segment; this is a last resort
+        fail(
+            str(exc),
+            hint="the run is resumable: fix or move the file named above and re-run it",
+            as_json=as_json,
+            details=exc.to_dict(),
+        )
+    except OSError as exc:
+        fail(
+            f"cannot read or write {exc.filename or 'a local file'}: {exc.strerror or exc}",
+            hint="check the path and its permissions, then re-run (the run is resumable)",
+            as_json=as_json,
+            details={"error": type(exc).__name__, "path": exc.filename},
         )
     finally:
         object_store.close()

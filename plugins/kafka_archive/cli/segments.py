@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 
 _PRINTABLE = set(string.printable) - set("\x0b\x0c")
+_INT64_MAX = (1 << 63) - 1
 
 
 def _show_bytes(data: str | None) -> str:
@@ -304,6 +305,12 @@ def lookup(
             as_json=as_json,
             hint="e.g. --timestamp -2h or --offset 1000",
         )
+    if offset is not None and not 0 <= offset <= _INT64_MAX:
+        fail(
+            f"--offset {offset} is not a Kafka offset",
+            as_json=as_json,
+            hint="offsets are 0 .. 2^63-1; e.g. --offset 1000",
+        )
     try:
         view = PartitionView.open(partition_dir)
         if timestamp is not None:
@@ -344,6 +351,13 @@ def lookup(
             }
     except SegmentError as exc:
         fail(str(exc), as_json=as_json, details=exc.to_dict())
+    except OSError as exc:
+        fail(
+            f"cannot read {exc.filename or partition_dir}: {exc.strerror or exc}",
+            as_json=as_json,
+            details={"error": type(exc).__name__, "path": str(exc.filename or partition_dir)},
+            hint="check the path and its permissions (a symbolic link loop is reported so too)",
+        )
     if as_json:
         emit_json(result)
     elif int(result["offset"]) < 0:
