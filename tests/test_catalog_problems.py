@@ -10,6 +10,7 @@ object, a build killed without a trace.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -337,3 +338,23 @@ def test_spark_job_refuses_a_bogus_master(capsys: pytest.CaptureFixture[str]) ->
     spec.loader.exec_module(job)
     code = job.main(["--store", "/x", "--db", "/y.db", "--spark-master", "locl[2]"])
     assert code == 2 and "not a Spark master URL" in capsys.readouterr().err
+
+
+def test_a_working_build_renews_its_heartbeat(
+    store_dir: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_archive.catalog import problems
+
+    monkeypatch.setattr(problems, "HEARTBEAT_MS", 0)  # beat on every result
+    seen: list[int] = []
+
+    def progress(phase: str, done: int, total: int, nbytes: int) -> None:
+        with catalog.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT status, heartbeat_ms, owner_pid FROM build_runs ORDER BY id DESC")
+            ).first()
+        assert row is not None and row.status == "running" and row.owner_pid == os.getpid()
+        seen.append(int(row.heartbeat_ms))
+
+    build_catalog(catalog, str(store_dir), cluster=CLUSTER, progress=progress)
+    assert len(seen) > 3 and seen[-1] > seen[0]

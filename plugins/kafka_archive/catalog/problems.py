@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.models import BuildRun, IntegrityProblem
@@ -239,7 +239,11 @@ def mark_stale_runs(session: Session, now_ms: int | None = None) -> list[int]:
 
 
 class Heartbeat:
-    """Renews ``heartbeat_ms`` of build ``run_id`` at most every :data:`HEARTBEAT_MS`."""
+    """Renews ``heartbeat_ms`` of build ``run_id`` at most every :data:`HEARTBEAT_MS`.
+
+    A build marked ``stale`` by mistake (it went quiet longer than :data:`STALE_AFTER_MS`,
+    e.g. one huge object on a slow store) keeps working and its final status overwrites
+    ``stale``: the mark never stops or undoes a build."""
 
     def __init__(self, catalog: Catalog, run_id: int | None) -> None:
         self.catalog, self.run_id = catalog, run_id
@@ -251,8 +255,4 @@ class Heartbeat:
             return
         self._last = now
         with self.catalog.session() as s, s.begin():
-            s.execute(
-                update(BuildRun)
-                .where(BuildRun.id == self.run_id, or_(BuildRun.status == "running"))
-                .values(heartbeat_ms=now)
-            )
+            s.execute(update(BuildRun).where(BuildRun.id == self.run_id).values(heartbeat_ms=now))
