@@ -16,7 +16,9 @@ Pure functions of a buffer; positions are buffer positions.
 
 from __future__ import annotations
 
+import re
 import struct
+from collections.abc import Iterator
 from typing import Final
 
 from crc32c import crc32c
@@ -31,6 +33,9 @@ _OFFSET_SIZE: Final = struct.Struct(">qi")
 #: bytes searched per step of :func:`find_next_batch` (a copy of this much is made per step)
 _WINDOW: Final = 1 << 20
 _MAGIC_V2: Final = b"\x02"
+#: a possible batch start: zero high bytes of base offset and length, magic 2 at +16
+_CANDIDATE: Final = re.compile(rb"\x00.{7}\x00.{7}\x02", re.DOTALL)
+
 _CODEC_MAX: Final = 4
 
 
@@ -70,24 +75,43 @@ def find_next_batch(
     CRC-32C and a base offset ``>= min_base_offset``, or ``None``.
 
     Cost is linear in the bytes searched up to the first hit (a copy of at most 1 MiB at a
-    time); a real torn tail is at most one batch long, and a corrupt length field is usually
-    followed closely by the next batch. Legacy (magic 0/1) messages are not searched for.
+    time, searched for the magic byte in C); a real torn tail is at most one batch long, and
+    a corrupt length field is usually followed closely by the next batch. Not searched for:
+    legacy (magic 0/1) messages, and batches with a base offset of 2^56 or more or a length of
+    2^24 or more (the high bytes of both fields are zero in every batch Kafka writes with the
+    default size limits; a larger one is then reported as a torn tail, as before).
     """
     view = memoryview(buf)
     window_start = start
     while window_start + RECORDS_START <= limit:
         window_end = min(limit, window_start + _WINDOW)
-        # magic byte of a batch starting at p is at p + MAGIC_OFFSET
-        chunk = bytes(view[window_start + MAGIC_OFFSET : window_end + MAGIC_OFFSET])
-        i = chunk.find(_MAGIC_V2)
-        while i >= 0:
-            pos = window_start + i
-            base = _valid_v2_at(view, pos, limit, min_base_offset)
+        # the window's bytes plus the 16 after it: a batch at p has its magic at p + 16
+        chunk = bytes(view[window_start : window_end + MAGIC_OFFSET])
+        for p in _candidates(chunk, window_end - window_start):
+            base = _valid_v2_at(view, window_start + p, limit, min_base_offset)
             if base is not None:
-                return FoundBatch(pos, base)
-            i = chunk.find(_MAGIC_V2, i + 1)
+                return FoundBatch(window_start + p, base)
         window_start = window_end
     return None
+
+
+def _candidates(chunk: bytes, span: int) -> Iterator[int]:
+    """Positions ``p < span`` of ``chunk`` where a batch may start: magic 2 at ``p + 16`` and
+    zero high bytes of base offset and length. Two C-speed strategies: finding the magic byte
+    where it is rare (zero runs, text), the regex engine where it is common (compressed)."""
+    if chunk.count(_MAGIC_V2) * 4096 < len(chunk):  # under 256 per MiB
+        i = chunk.find(_MAGIC_V2, MAGIC_OFFSET)
+        while 0 <= i < span + MAGIC_OFFSET:
+            p = i - MAGIC_OFFSET
+            if chunk[p] == 0 and chunk[p + 8] == 0:
+                yield p
+            i = chunk.find(_MAGIC_V2, i + 1)
+        return
+    m = _CANDIDATE.search(chunk, 0, span + MAGIC_OFFSET)
+    while m is not None:
+        yield m.start()
+        # searched again from one byte on, so overlapping candidates are all tried
+        m = _CANDIDATE.search(chunk, m.start() + 1, span + MAGIC_OFFSET)
 
 
 def header_problem(buf: bytes | memoryview) -> tuple[int, str] | None:

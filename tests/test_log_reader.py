@@ -366,3 +366,31 @@ def test_segment_error_is_the_only_base_callers_need() -> None:
         CorruptRecordError,
     ):
         assert issubclass(cls, SegmentError)
+
+
+@pytest.mark.parametrize(
+    "filler",
+    [
+        bytes(5000),  # zero runs: the magic byte is rare
+        b"\x00\x02" * 2500,  # the magic byte everywhere, overlapping near-candidates
+        bytes(range(256)) * 20,
+    ],
+)
+@pytest.mark.parametrize("window", [1 << 20, 4096])
+def test_find_next_batch_finds_the_first_valid_batch_after_any_bytes(
+    filler: bytes, window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from segment_lib import sniff
+
+    monkeypatch.setattr(sniff, "_WINDOW", window)  # batches straddling a window edge too
+    batch = v2_batch(7, Codec.NONE)
+    for shift in (0, 1, 3, 17):
+        buf = filler[: len(filler) - shift] + batch + v2_batch(11, Codec.NONE)
+        found = sniff.find_next_batch(buf, 1, len(buf))
+        assert found is not None
+        assert (found.position, found.base_offset) == (len(filler) - shift, 7)
+        # a lower bound on the base offset skips the first one
+        later = sniff.find_next_batch(buf, 1, len(buf), min_base_offset=8)
+        assert later is not None and later.base_offset == 11
+        # a batch that does not fit before the limit is not found
+        assert sniff.find_next_batch(buf, 1, len(filler) - shift + len(batch) - 1) is None
