@@ -84,6 +84,7 @@ _KEY_PATTERN = r"[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|credential|
 # key=value, key: value, "key": "value", 'key'='value' (JSON, properties, repr of dicts, queries)
 _PAIR = re.compile(
     rf"""(?ix)
+    (?<![\w./:@\-])   # a key starts a word; not the user of a URL's userinfo (://user:pw@)
     (?P<key>["']?{_KEY_PATTERN}["']?)
     (?P<sep>\s*[=:]\s*)
     (?P<quote>["'])?
@@ -129,7 +130,7 @@ def _literals() -> list[str]:
 
 def _mask_pair(m: re.Match[str]) -> str:
     key = m.group("key")
-    if not is_secret_key(key) or not m.group("value") or m.group("value") == MASK:
+    if not is_secret_key(key) or not m.group("value") or m.group("value").startswith(MASK):
         return m.group(0)
     return f"{key}{m.group('sep')}{m.group('quote') or ''}{MASK}"
 

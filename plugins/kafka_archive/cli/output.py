@@ -20,7 +20,8 @@ from rich.markup import escape
 from kafka_archive.redact import MASK, is_secret_key, redact_text
 
 console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: an error line is one line (greppable in CI and task logs), never hard-wrapped
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 JSON_OPTION_HELP = "Print one JSON object per line instead of text (for scripts)."
 
