@@ -241,8 +241,9 @@ def test_object_corrupt_at_read_time_then_repaired(holed: Holed, mock: MockClust
     try:
         code, out, text = cli(*args)
         assert code == 1, text
-        assert victim in out[-1]["message"] and "Traceback" not in text
-        assert "byte" in out[-1]["message"] or out[-1].get("position") is not None, out[-1]
+        assert f"{victim} at byte {out[-1]['position']}" in out[-1]["message"], out[-1]
+        assert out[-1]["position"] > 0 and "Traceback" not in text
+        assert "run the same command again" in out[-1]["hint"]
     finally:
         path.write_bytes(good)
     code, out, text = cli(*args)

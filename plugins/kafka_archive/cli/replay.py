@@ -128,7 +128,9 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
     if isinstance(exc, SegmentError):
         fail(
             f"bad bytes in the archive: {exc}",
-            hint="run `kafka-archive catalog gaps`",
+            hint="the partition stopped before them; repair or re-archive the object, then run "
+            "the same command again: the replay resumes after its last committed transaction, "
+            "without duplicates",
             as_json=as_json,
             details=exc.to_dict(),
         )
