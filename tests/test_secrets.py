@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -64,7 +66,12 @@ def test_redact_keeps_ordinary_text() -> None:
 
 
 def test_secret_keys_and_mappings() -> None:
-    for key in ("sasl.password", "ssl.key.password", "aws_secret_access_key", "secret_key"):
+    for key in (
+        "sasl.password",
+        "ssl.key.password",
+        "aws_secret_access_key",
+        "spark.ssl.keyPassword",
+    ):
         assert is_secret_key(key)
     for key in ("sasl.username", "bootstrap.servers", "security.protocol", "tokens_count"):
         assert not is_secret_key(key)
@@ -199,3 +206,51 @@ def test_airflow_store_connection_protects_task_logs(
     text = stream.getvalue()
     assert "boto said" in text
     assert AWS_SECRET not in text and TOKEN not in text
+
+
+def test_spark_submit_gets_secret_settings_in_a_0600_file(tmp_path: Path) -> None:
+    """The catalog DAG's spark-submit: a secret Spark setting never on its argument list."""
+    from kafka_archive.catalog.dag_tasks import (
+        CatalogJobConfig,
+        CatalogJobError,
+        run_spark_submit,
+        spark_submit_command,
+    )
+
+    seen = tmp_path / "seen.json"
+    fake = tmp_path / "spark-submit"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, stat, sys\n"
+        "props = sys.argv[sys.argv.index('--properties-file') + 1]\n"
+        f"json.dump({{'argv': sys.argv, 'props': open(props).read(),\n"
+        "           'mode': stat.S_IMODE(os.stat(props).st_mode), 'path': props},\n"
+        f"          open({str(seen)!r}, 'w'))\n"
+        "print(json.dumps({'kind': 'build', 'failed': 0}))\n"
+    )
+    fake.chmod(0o755)
+    conf = {
+        "spark.executorEnv.AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+        "spark.ssl.keyPassword": SASL_PW,
+        "spark.executor.memory": "1g",
+    }
+    config = CatalogJobConfig(
+        store_uri="s3://b/p",
+        db_url=f"postgresql://u:{DB_PW}@h/db",
+        spark_master="local[1]",
+        spark_submit=str(fake),
+        spark_conf=conf,
+    )
+    logged: list[str] = []
+    assert run_spark_submit(config, logged.append) == {"kind": "build", "failed": 0}
+    got = json.loads(seen.read_text())
+    argv = " ".join(got["argv"])
+    assert AWS_SECRET not in argv and SASL_PW not in argv and DB_PW not in argv
+    assert "spark.executor.memory=1g" in argv
+    assert f"spark.executorEnv.AWS_SECRET_ACCESS_KEY={AWS_SECRET}" in got["props"]
+    assert f"spark.ssl.keyPassword={SASL_PW}" in got["props"]
+    assert got["mode"] == 0o600
+    assert not Path(got["path"]).exists()  # removed when spark-submit is done
+    assert not any(AWS_SECRET in line or SASL_PW in line for line in logged)
+    with pytest.raises(CatalogJobError, match="need a properties file"):
+        spark_submit_command(config)

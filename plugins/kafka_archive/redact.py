@@ -78,6 +78,7 @@ _SECRET_WORDS = frozenset(
         "passphrase",
     }
 )
+_SECRET_SUFFIXES = ("password", "passwd", "secret", "token")
 _SECRET_COMPOUNDS = ("secret_access_key", "secret_key", "api_key", "private_key", "access_token")
 
 _KEY_PATTERN = r"[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|credential|api[_-]?key|passphrase|private[_-]?key)[A-Za-z0-9_.\-]*"  # noqa: E501
@@ -105,7 +106,8 @@ def is_secret_key(key: str) -> bool:
     if any(k.endswith(c) or k.endswith(c.replace("_", ".")) for c in _SECRET_COMPOUNDS):
         return True
     words = re.split(r"[._\-]", k)
-    return any(w in _SECRET_WORDS for w in words)
+    # camelCase and run-together words: spark.ssl.keyPassword, accesstoken
+    return any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def register_secret(value: str | None) -> None:

@@ -203,8 +203,22 @@ def spark_submit_env(
     return env
 
 
-def spark_submit_command(config: CatalogJobConfig) -> list[str]:
-    """The ``spark-submit`` command line of the catalog job for ``config``."""
+def spark_submit_command(
+    config: CatalogJobConfig, properties_file: Path | None = None
+) -> list[str]:
+    """The ``spark-submit`` command line of the catalog job for ``config``.
+
+    Settings naming a secret are never on it: they must be in ``properties_file``
+    (:func:`~kafka_archive.catalog.submit_secrets.write_properties_file`, as
+    :func:`run_spark_submit` does); without one such settings are a :class:`CatalogJobError`.
+    """
+    from kafka_archive.catalog.submit_secrets import split_secret_conf
+
+    public, secret = split_secret_conf(config.spark_conf)
+    if secret and properties_file is None:
+        raise CatalogJobError(
+            f"spark_conf {', '.join(sorted(secret))} hold secrets and need a properties file"
+        )
     cmd = [
         _spark_submit_binary(config),
         "--master",
@@ -212,7 +226,9 @@ def spark_submit_command(config: CatalogJobConfig) -> list[str]:
         "--name",
         "kafka-archive-catalog",
     ]
-    for k, v in sorted(config.spark_conf.items()):
+    if secret and properties_file is not None:
+        cmd += ["--properties-file", str(properties_file)]
+    for k, v in sorted(public.items()):
         cmd += ["--conf", f"{k}={v}"]
     if config.py_files:
         cmd += ["--py-files", config.py_files]
@@ -235,7 +251,20 @@ def run_spark_submit(
     config: CatalogJobConfig, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Run the job with ``spark-submit``, stream its output to ``log``, return its report."""
-    cmd = spark_submit_command(config)
+    import tempfile
+
+    from kafka_archive.catalog.submit_secrets import split_secret_conf, write_properties_file
+
+    _public, secret = split_secret_conf(config.spark_conf)
+    with tempfile.TemporaryDirectory(prefix="kafka-archive-submit-") as tmp:
+        # secret settings go in a 0600 file, never on the (world-readable) command line
+        props = write_properties_file(secret, Path(tmp) / "secret.properties") if secret else None
+        return _run_spark_submit(config, spark_submit_command(config, props), log)
+
+
+def _run_spark_submit(
+    config: CatalogJobConfig, cmd: list[str], log: Callable[[str], None]
+) -> dict[str, Any]:
     log("running: " + " ".join(c if "://" not in c else "<uri>" for c in cmd))
     env = spark_submit_env(config)
     proc = subprocess.Popen(
