@@ -195,6 +195,11 @@ def test_allow_gaps_ends_complete_with_gaps(holed: Holed, mock: MockCluster) -> 
     assert code == 0, text
     assert rows[-1]["status"] == "complete-with-gaps" and rows[-1]["allow_gaps"] is True
     assert rows[-1]["holes"] == len(report["holes"])
+    shown = CliRunner().invoke(
+        app, ["replay", "status", "--replay", report["replay_id"], "--db", holed.db_url]
+    )
+    assert shown.exit_code == 0, shown.stdout
+    assert "complete-with-gaps" in shown.stdout and "allowed with --allow-gaps" in shown.stdout
 
 
 def test_range_without_holes_is_complete(holed: Holed, mock: MockCluster) -> None:
@@ -343,3 +348,16 @@ def test_airflow_tasks_show_every_hole(
         assert "complete-with-gaps" in lines.text and "hole replayed around" in lines.text
     finally:
         task_log.removeHandler(lines)
+
+
+def test_resume_refuses_holes_unless_allowed(holed: Holed, mock: MockCluster) -> None:
+    target = fresh_topic(mock)
+    spec = _spec(target=TargetSpec(bootstrap_servers=mock.bootstrap_servers), target_topic=target)
+    plan = build_plan(spec, CatalogPlanSource(holed.catalog, holed.store))
+    ReplayLedger(holed.catalog.engine).register(plan)  # planned (e.g. by the Airflow plan task)
+    args = ["replay", "resume", plan.replay_id, "--store", holed.store.uri, "--db", holed.db_url]
+    code, out, text = cli(*args, "--json")
+    assert code == 1 and out[-1]["error"] == "ReplayGapsError", text
+    code, out, text = cli(*args, "--json", "--allow-gaps")
+    assert code == 0, text
+    assert out[-1]["status"] == "complete-with-gaps" and out[-1]["allow_gaps"] is True

@@ -26,7 +26,7 @@ from rich.progress import (
 )
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
-from kafka_archive.cli.replay_views import print_holes, print_plan, print_report
+from kafka_archive.cli.replay_views import print_holes, print_plan, print_report, print_status
 
 app = typer.Typer(
     help=(
@@ -113,6 +113,8 @@ def _open(store_uri: str, db: str, as_json: bool) -> tuple[Any, Any, Any]:
 
 
 def _fail_replay(exc: BaseException, as_json: bool) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
     from kafka_archive.replay.errors import ReplayError
     from kafka_archive.store import StoreError
     from segment_lib.errors import SegmentError
@@ -136,6 +138,21 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
         )
     if isinstance(exc, StoreError):
         fail(str(exc), hint=exc.hint, as_json=as_json)
+    if isinstance(exc, KafkaException):
+        # a Kafka client failure no replay step translated: still one clear error, with what
+        # librdkafka reported (its own lines are captured, see replay.client_log)
+        from kafka_archive.replay.client_log import CLIENT_LOG
+
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if isinstance(err, KafkaError) else str(err)
+        said = CLIENT_LOG.summary()
+        fail(
+            f"the target cluster failed: {text}" + (f" ({said})" if said else ""),
+            hint="check the target brokers and --target-config, then run the same command "
+            "again: the replay resumes after its last committed transaction",
+            as_json=as_json,
+            details={"error": "KafkaException"},
+        )
     raise exc
 
 
@@ -365,6 +382,13 @@ def resume(
     replay_id: Annotated[str, typer.Argument(help="The replay id (see `replay status`).")],
     target_config: TargetConfigOpt = None,
     spark_master: Annotated[str | None, typer.Option("--spark-master")] = None,
+    allow_gaps: Annotated[
+        bool,
+        typer.Option(
+            "--allow-gaps",
+            help="Replay around the holes of the archive instead of refusing (complete-with-gaps).",
+        ),
+    ] = False,
     store: StoreOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -383,6 +407,8 @@ def resume(
         )
     extra = _kv(target_config, as_json)
     plan = plan.with_target(plan.spec.target.with_config(extra))
+    if allow_gaps and not plan.spec.allow_gaps:
+        plan = plan.model_copy(update={"spec": plan.spec.model_copy(update={"allow_gaps": True})})
     if plan.has_redacted_secrets:
         fail(
             "the target needs secret settings that the catalog does not store",
@@ -456,19 +482,7 @@ def status(
         if as_json:
             emit_json(obj)
             continue
-        console.print(
-            f"[bold]{run_row.replay_id}[/] {run_row.status}: {run_row.cluster}/"
-            f"{run_row.topic} -> {run_row.target_topic} @ {run_row.target} "
-            f"({obj['records_sent']} records, {len(ranges)} offset ranges"
-            + (f", {obj['holes']} hole(s) allowed with --allow-gaps" if obj["holes"] else "")
-            + ")"
-        )
-        for p in progress:
-            state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"
-            console.print(
-                f"  partition {p.source_partition}: {state}, {p.records_sent} records, "
-                f"{p.txn_seq} transactions"
-            )
+        print_status(obj, progress)
     if not runs and not as_json:
         console.print("no replays in the catalog")
 

@@ -1,5 +1,5 @@
-"""What ``kafka-archive replay run`` prints for people: the plan of a dry run (with every hole
-of the range) and the final report of a run (with its holes when gaps were allowed)."""
+"""What ``kafka-archive replay`` prints for people: the plan of a dry run (with every hole of
+the range), the final report of a run (with its holes when gaps were allowed), and ``status``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kafka_archive.cli.output import console
 
-__all__ = ["print_holes", "print_plan", "print_report"]
+__all__ = ["print_holes", "print_plan", "print_report", "print_status"]
 
 
 def _partition_table(title: str, columns: dict[str, str], partitions: dict[int, Any]) -> None:
@@ -85,4 +85,27 @@ def print_holes(report: Any) -> None:
         console.print(
             f"[yellow]  p{h['partition']}: offsets {h['first_offset']}..{h['last_offset']} "
             f"{h['kind']}{where}: {h['reason']}[/]"
+        )
+
+
+def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
+    """One replay of ``replay status``: ``obj`` is its JSON object, ``progress`` its
+    per-partition progress rows."""
+    holes = (
+        f", {obj['holes']} hole(s) allowed with --allow-gaps"
+        if obj["holes"] and obj["allow_gaps"]
+        else f", {obj['holes']} hole(s)"
+        if obj["holes"]
+        else ""
+    )
+    console.print(
+        f"[bold]{obj['replay_id']}[/] {obj['status']}: {obj['cluster']}/{obj['topic']} -> "
+        f"{obj['target_topic']} @ {obj['target']} ({obj['records_sent']} records, "
+        f"{obj['offset_ranges']} offset ranges{holes})"
+    )
+    for p in progress:
+        state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"
+        console.print(
+            f"  partition {p.source_partition}: {state}, {p.records_sent} records, "
+            f"{p.txn_seq} transactions"
         )
