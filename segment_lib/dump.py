@@ -2,9 +2,9 @@
 
 Each event is a JSON-ready ``dict`` with a ``kind``: ``file``, ``batch``, ``record``,
 ``index_entry``, ``time_index_entry``, ``txn_entry``, ``index_problem``, ``summary``,
-``torn_tail``, ``corrupt_batch``. Every bad thing found in a ``.log`` (a CRC mismatch, a torn
-tail, a corrupt batch) is listed in its final ``summary`` with its byte position. The
-``batch`` and ``record`` shapes are the CLI's ``--json`` contract::
+``torn_tail``, ``corrupt_batch``, ``resync``. Every bad thing found in a ``.log`` (a CRC
+mismatch, a torn tail, a corrupt batch) is listed in its final ``summary`` with its byte
+position. The ``batch`` and ``record`` shapes are the CLI's ``--json`` contract::
 
     {"kind":"batch","position":int,"base_offset":int,"last_offset":int,"magic":int,
      "codec":"none|gzip|snappy|lz4|zstd","timestamp_type":"CreateTime|LogAppendTime|NoTimestamp",
@@ -53,7 +53,7 @@ from segment_lib.names import (
 )
 from segment_lib.offset_index import OffsetPosition, read_offset_index
 from segment_lib.records import BatchHeader, Record
-from segment_lib.sniff import header_problem, log_problem
+from segment_lib.sniff import find_next_batch, header_problem, log_problem
 from segment_lib.time_index import TimestampOffset, read_time_index
 
 __all__ = ["DumpOptions", "batch_event", "dump_file", "record_event"]
@@ -209,76 +209,111 @@ def _index_points_past(log_path: Path, position: int) -> int | None:
     return furthest if furthest > position else None
 
 
+class _LogTally:
+    """What a dump of one ``.log`` found so far (for its summary)."""
+
+    def __init__(self, print_data_log: bool) -> None:
+        self.batches = 0
+        self.records: int | None = 0 if print_data_log else None
+        self.valid_bytes = 0
+        self.last_offset = -1
+        self.problems: list[dict[str, Any]] = []
+
+
+def _batch_events(
+    log: LogBuffer, start: int, opts: DumpOptions, tally: _LogTally
+) -> Iterator[Event]:
+    """The ``batch`` (and ``record``) events from byte ``start`` to the end or the first
+    structural error (raised); CRC mismatches are flagged and counted, not raised."""
+    for batch in log.batches(start, allow_torn_tail=True):
+        try:
+            verify_batch_crc(log.data, batch)
+            crc_valid = True
+        except CrcMismatchError as exc:
+            crc_valid = False
+            tally.problems.append(_problem("crc_mismatch", batch.position, exc.detail))
+        tally.batches += 1
+        tally.valid_bytes += batch.size
+        tally.last_offset = batch.last_offset
+        yield batch_event(batch, crc_valid)
+        if not opts.print_data_log:
+            continue
+        for record in log.records(batch):
+            if tally.records is not None:
+                tally.records += 1
+            event = record_event(record, batch)
+            if batch.is_control:
+                control = decode_control_record(record.key, record.value)
+                event["control"] = {
+                    "type": control.type.name,
+                    "raw_type": control.raw_type,
+                    "coordinator_epoch": control.coordinator_epoch,
+                }
+            elif opts.offsets_decoder:
+                event["offsets"] = _decoded_offsets(record)
+            yield event
+
+
 def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
-    """Batches (and records) of one ``.log``, then any ``corrupt_batch``/``torn_tail`` event,
-    then a ``summary``: ``{"kind":"summary","file","type":".log","batches","records","size",
-    "valid_bytes","problems":[{"problem","position","detail"}],"ok"}``. A structural error in
-    the middle of the file is reported as a ``corrupt_batch`` event (file, byte, what was
-    expected) rather than raised, so the summary still comes out."""
-    decode_offsets = opts.offsets_decoder
-    batches = 0
-    records: int | None = 0 if opts.print_data_log else None
-    problems: list[dict[str, Any]] = []
-    valid_end = 0
+    """Batches (and records) of one ``.log`` with its problems, then a ``summary``:
+    ``{"kind":"summary","file","type":".log","batches","records","size","valid_bytes",
+    "problems":[{"problem","position","detail"[,"resumed_at"]}],"ok"}`` (``valid_bytes``: the
+    bytes of the batches read; ``resumed_at``: for a corrupt batch, where the next valid batch
+    starts, or null).
+
+    A structural error is a ``corrupt_batch`` event (file, byte, what was expected), not an
+    exception; when a valid batch follows the bad bytes the dump goes on from there (a
+    ``resync`` event says where), so corruption never hides the rest of the file. An
+    incomplete last batch is a ``torn_tail`` event.
+    """
+    tally = _LogTally(opts.print_data_log)
     with open_log(path, verify_crc=False) as log:
         size = len(log)
-        try:
-            for batch in log.batches(allow_torn_tail=True):
-                try:
-                    verify_batch_crc(log.data, batch)
-                    crc_valid = True
-                except CrcMismatchError as exc:
-                    crc_valid = False
-                    problems.append(_problem("crc_mismatch", batch.position, exc.detail))
-                batches += 1
-                valid_end = batch.next_position
-                yield batch_event(batch, crc_valid)
-                if not opts.print_data_log:
-                    continue
-                for record in log.records(batch):
-                    if records is not None:
-                        records += 1
-                    event = record_event(record, batch)
-                    if batch.is_control:
-                        control = decode_control_record(record.key, record.value)
-                        event["control"] = {
-                            "type": control.type.name,
-                            "raw_type": control.raw_type,
-                            "coordinator_epoch": control.coordinator_epoch,
-                        }
-                    elif decode_offsets:
-                        event["offsets"] = _decoded_offsets(record)
-                    yield event
-            torn = log.torn_tail_position
-            if torn is not None and (furthest := _index_points_past(path, torn)) is not None:
-                raise CorruptBatchError(
-                    f"the batch here runs past the end of the file, but the .index points at "
-                    f"byte {furthest}: the file was damaged or cut short, not caught mid-append",
-                    path=path,
-                    position=torn,
-                    expected="index entries only at positions before the end of the log",
+        start = 0
+        while True:
+            try:
+                yield from _batch_events(log, start, opts, tally)
+                torn = log.torn_tail_position
+                if torn is not None and (furthest := _index_points_past(path, torn)) is not None:
+                    raise CorruptBatchError(
+                        f"the batch here runs past the end of the file, but the .index points "
+                        f"at byte {furthest}: the file was damaged or cut short, not caught "
+                        "mid-append",
+                        path=path,
+                        position=torn,
+                        expected="index entries only at positions before the end of the log",
+                    )
+            except SegmentError as exc:
+                located = exc if exc.path is not None else exc.with_location(path)
+                position = located.position if located.position is not None else start
+                problem = _problem("corrupt", position, str(located))
+                tally.problems.append(problem)
+                yield {"kind": "corrupt_batch", **located.to_dict()}
+                found = find_next_batch(
+                    log.data, position + 1, size, min_base_offset=tally.last_offset + 1
                 )
-        except SegmentError as exc:
-            located = exc if exc.path is not None else exc.with_location(path)
-            position = located.position if located.position is not None else valid_end
-            problems.append(_problem("corrupt", position, str(located)))
-            yield {"kind": "corrupt_batch", **located.to_dict()}
-        else:
+                # where the dump went on (None: nothing valid after the bad bytes)
+                problem["resumed_at"] = None if found is None else found.position
+                if found is None:
+                    break
+                yield {"kind": "resync", "position": found.position, "from": position}
+                start = found.position
+                continue
             if torn is not None:
                 detail = f"the last {size - torn} bytes are an incomplete batch"
-                problems.append(_problem("torn_tail", torn, detail))
+                tally.problems.append(_problem("torn_tail", torn, detail))
                 yield {"kind": "torn_tail", "position": torn, "bytes_after": size - torn}
-                valid_end = torn
+            break
     yield {
         "kind": "summary",
         "file": str(path),
         "type": ".log",
-        "batches": batches,
-        "records": records,
+        "batches": tally.batches,
+        "records": tally.records,
         "size": size,
-        "valid_bytes": valid_end,
-        "problems": problems,
-        "ok": not problems,
+        "valid_bytes": tally.valid_bytes,
+        "problems": tally.problems,
+        "ok": not tally.problems,
     }
 
 
@@ -405,12 +440,14 @@ def _dump_txn_index(path: Path, base: int) -> Iterator[Event]:
 def _sniff_log(path: Path, *, named_as_log: bool) -> Event:
     """Check that ``path`` holds log bytes; return what the ``file`` event adds about it.
 
-    A file named like a segment only needs a plausible first header (a corrupt first batch is
-    then reported by the dump itself); a file whose name says nothing must start with a
-    complete batch whose checksum matches, or it is refused.
+    A file named like a segment needs a plausible first header or a valid batch further on (a
+    corrupt first batch is then reported by the dump itself); a file whose name says nothing
+    must start with a complete batch whose checksum matches, or it is refused.
     """
     with open_log(path, verify_crc=False) as log:
         problem = header_problem(log.data) if named_as_log else log_problem(log.data)
+        if problem is not None and named_as_log and find_next_batch(log.data, 1, len(log)):
+            problem = None  # a log whose first batch is damaged: the dump reports it there
     if problem is None:
         return {} if named_as_log else {"detected_by": "content"}
     position, reason = problem

@@ -294,8 +294,13 @@ def test_dump_tells_a_corrupt_length_mid_file_from_a_torn_tail(partition_dir: Pa
     corrupt = [e for e in events if e["kind"] == "corrupt_batch"]
     assert corrupt and corrupt[0]["position"] == 8 and corrupt[0]["path"] == str(log)
     assert corrupt[0]["error"] == "CorruptBatchError"
+    # the dump goes on at the next valid batch: nothing after the bad length is hidden
+    second = int.from_bytes(log.read_bytes()[8:12], "big")  # (the corrupted value)
+    resync = [e for e in events if e["kind"] == "resync"]
+    assert len(resync) == 1 and resync[0]["from"] == 8 and resync[0]["position"] < second
+    assert [b["base_offset"] for b in events if b["kind"] == "batch"] == [3]
     summary = _summary(events)
-    assert summary["batches"] == 0 and summary["ok"] is False
+    assert summary["batches"] == 1 and summary["ok"] is False
     assert [(p["problem"], p["position"]) for p in summary["problems"]] == [("corrupt", 8)]
     assert events[-1]["kind"] == "error" and events[-1]["position"] == 8
     text = runner.invoke(app, ["segments", "dump", str(log)])
@@ -402,3 +407,29 @@ def test_lookup_refuses_an_offset_that_is_not_one(partition_dir: Path) -> None:
         result = runner.invoke(app, ["segments", "lookup", str(partition_dir), "--offset", bad])
         assert result.exit_code == 1, (bad, result.output)
         assert "is not a Kafka offset" in result.output and "hint:" in result.output
+
+
+def test_dump_reports_each_corruption_and_reads_on_between_them(partition_dir: Path) -> None:
+    log = partition_dir / "00000000000000000000.log"
+    whole = log.read_bytes()
+    first_size = int.from_bytes(whole[8:12], "big") + 12
+    third = bytearray(whole[:first_size])
+    third[0:8] = (6).to_bytes(8, "big")  # the first batch again, as offsets 6-8
+    data = bytearray(whole + bytes(third) + bytes(third[:20]))
+    data[16] = 9  # unknown magic in the first batch
+    data[first_size + 8 : first_size + 12] = (1 << 30).to_bytes(4, "big")  # 2nd batch's length
+    log.write_bytes(bytes(data))
+    result = runner.invoke(app, ["segments", "dump", "--json", str(log)])
+    assert result.exit_code == 1
+    events = _lines(result.output)
+    assert [b["base_offset"] for b in events if b["kind"] == "batch"] == [6]
+    summary = _summary(events)
+    # bytes 16 .. the third batch are unreadable (the second batch's length is broken too):
+    # the dump says where it read on, then finds the torn copy at the end
+    assert [(p["problem"], p["position"], p.get("resumed_at")) for p in summary["problems"]] == [
+        ("corrupt", 16, len(whole)),
+        ("torn_tail", len(whole) + first_size, None),
+    ]
+    assert [p["position"] for p in events[-1]["problems"]] == [16, len(whole) + first_size]
+    text = runner.invoke(app, ["segments", "dump", str(log)]).output
+    assert f"corrupt at byte 16 (read on at byte {len(whole)})" in text

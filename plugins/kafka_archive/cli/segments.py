@@ -101,6 +101,11 @@ def _text(event: dict[str, Any]) -> str | None:
         )
     if kind == "corrupt_batch":
         return f"CORRUPT {event['path']} at byte {event['position']}: {event['detail']}"
+    if kind == "resync":
+        return (
+            f"Resuming at position {event['position']}: the next valid batch after the "
+            f"corruption at byte {event['from']}"
+        )
     if kind == "file_error":
         where = "" if event["position"] is None else f" at byte {event['position']}"
         return f"ERROR {event['file']}{where}: {event['detail']}"
@@ -125,7 +130,9 @@ def _log_summary(event: dict[str, Any]) -> str:
     if event["ok"]:
         return f"{head}: OK"
     what = "; ".join(
-        f"{p['problem'].replace('_', ' ')} at byte {p['position']}" for p in event["problems"]
+        f"{p['problem'].replace('_', ' ')} at byte {p['position']}"
+        + (f" (read on at byte {p['resumed_at']})" if p.get("resumed_at") is not None else "")
+        for p in event["problems"]
     )
     return f"{head}: {len(event['problems'])} problem(s): {what}"
 
