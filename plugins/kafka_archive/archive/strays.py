@@ -18,8 +18,8 @@ it archives. Three kinds, each reported as a
   broker's active segment never looks like this: a new segment is rolled at the log end
   offset, i.e. right after the previous segment's last offset, and starts with a batch at
   exactly its base offset.
-* **symbolic links** (``symlink``) in the log dir: Kafka's partition directories are real
-  directories; a link (to a directory, dangling, or a loop) is not followed, and is reported.
+* **symbolic links** (``symlink``) in the log dir: a link to a directory (partition
+  directories are not followed through links), a dangling link or a link loop is reported.
 
 Pure inspection: nothing is written, moved or deleted; unreadable files are judged
 conservatively (a segment that cannot be read is not declared stray).
@@ -27,6 +27,7 @@ conservatively (a segment that cannot be read is not declared stray).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import os
@@ -92,15 +93,19 @@ def log_dir_entry_problem(entry: os.DirEntry[str]) -> OddFile | None:
             else:
                 what = f"a dangling symbolic link ({exc.strerror})"
             return OddFile(path, "symlink", f"{what}: not followed; remove or fix the link")
-        kind = "a directory" if stat.S_ISDIR(target.st_mode) else "a file"
-        return OddFile(
-            path,
-            "symlink",
-            f"a symbolic link to {kind} ({os.readlink(path)}): links in a log dir are not "
-            "followed; archive the log dir it points into instead",
-        )
+        if stat.S_ISDIR(target.st_mode):
+            with contextlib.suppress(OSError):
+                where = os.readlink(path)
+                return OddFile(
+                    path,
+                    "symlink",
+                    f"a symbolic link to a directory ({where}): partition directories are not "
+                    "followed through links; archive the log dir it points into instead",
+                )
+            return None  # replaced while we looked: the next run sees what it is now
+        # a link to a file (a checkpoint, say) is read like the file itself
     segment_like = _SEGMENT_LIKE.fullmatch(entry.name) is not None
-    if segment_like and entry.is_file(follow_symlinks=False):
+    if segment_like and entry.is_file():
         return OddFile(
             path,
             "odd_name",
