@@ -286,7 +286,10 @@ def _dump_log(path: Path, opts: DumpOptions) -> Iterator[Event]:
             except SegmentError as exc:
                 located = exc if exc.path is not None else exc.with_location(path)
                 position = located.position if located.position is not None else start
-                problem = _problem("corrupt", position, str(located))
+                what = located.detail
+                if located.expected:
+                    what += f" (expected {located.expected})"
+                problem = _problem("corrupt", position, what)
                 tally.problems.append(problem)
                 yield {"kind": "corrupt_batch", **located.to_dict()}
                 found = find_next_batch(

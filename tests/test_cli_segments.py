@@ -433,3 +433,23 @@ def test_dump_reports_each_corruption_and_reads_on_between_them(partition_dir: P
     assert [p["position"] for p in events[-1]["problems"]] == [16, len(whole) + first_size]
     text = runner.invoke(app, ["segments", "dump", str(log)]).output
     assert f"corrupt at byte 16 (read on at byte {len(whole)})" in text
+
+
+def test_dump_unreadable_file_is_a_clear_error(
+    partition_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import segment_lib.dump as dump_module
+
+    log = partition_dir / "00000000000000000000.log"
+
+    def denied(path: object, **_: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(dump_module, "open_log", denied)
+    for extra in ([], ["--json"]):
+        result = runner.invoke(app, ["segments", "dump", *extra, str(log)])
+        assert result.exit_code == 1 and not isinstance(result.exception, PermissionError)
+        assert "Permission denied" in result.output and str(log) in result.output
+    events = _lines(runner.invoke(app, ["segments", "dump", "--json", str(log)]).output)
+    assert [e["kind"] for e in events] == ["file_error", "error"]
+    assert events[0]["problem"] == "PermissionError" and events[0]["position"] is None

@@ -200,7 +200,7 @@ def dump(
     for path in files:
         try:
             for event in dump_file(path, opts):
-                problems.extend(_problems_of(event, path))
+                problems.extend(_problems_of(event))
                 _show(event, as_json)
         except (SegmentError, OSError) as exc:
             error = _error_event(exc, path)
@@ -208,10 +208,10 @@ def dump(
             _show(error, as_json)
     if problems:
         first = problems[0]
+        where = "" if first["position"] is None else f" at byte {first['position']}"
         fail(
             f"{len(problems)} problem(s) in {len({p['file'] for p in problems})} of "
-            f"{len(files)} file(s); first: {first['file']} at byte {first['position']}: "
-            f"{first['detail']}",
+            f"{len(files)} file(s); first: {first['file']}{where}: {first['detail']}",
             as_json=as_json,
             details={"path": first["file"], "position": first["position"], "problems": problems},
             hint="a torn tail is normal only for an active segment being written; anything "
@@ -219,7 +219,7 @@ def dump(
         )
 
 
-def _problems_of(event: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+def _problems_of(event: dict[str, Any]) -> list[dict[str, Any]]:
     """The problems an event stands for, as ``{"file","problem","position","detail"}``."""
     kind = event["kind"]
     if kind == "summary" and event.get("type") == ".log":
