@@ -3,9 +3,10 @@
 The same three steps run from the CLI, the Airflow DAG and the Spark job:
 
 1. :func:`plan_replay` - resolve the request against the catalog (:func:`.plan.build_plan`);
-2. :func:`check_target` - the guard rails that need the target cluster: not the source's own
-   cluster and topic (unless allowed), the target topic exists (or is created with the source's
-   partition count when asked), the partition mapping can hold, the progress topic exists;
+2. :func:`check_target` (:mod:`.target`) - the guard rails that need the target cluster: not
+   the source's own cluster and topic (unless allowed), the target topic exists (or is created
+   with the source's partition count when asked), the partition mapping can hold, the progress
+   topic exists;
 3. :func:`execute` - one :class:`~.engine.PartitionReplay` per source partition, in threads
    (in-process) or as Spark tasks (``spark_jobs/replay.py`` calls :func:`run_partition` on the
    executors); the driver collects per-partition results into a :class:`ReplayReport`. With
@@ -23,27 +24,18 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka import KafkaError, Producer
 from pydantic import BaseModel
 
-from kafka_archive.replay.client_log import CLIENT_LOG, new_client
 from kafka_archive.replay.completeness import (
     ReplayGapsError,
     describe_hole,
     final_status,
 )
 from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
-from kafka_archive.replay.errors import (
-    PartitionMappingError,
-    ReplayError,
-    ReplayTargetError,
-    SameTopicError,
-    TargetTopicMissingError,
-)
+from kafka_archive.replay.errors import ReplayError, ReplayTargetError
 from kafka_archive.replay.lease import ReplayLease
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
@@ -52,8 +44,14 @@ from kafka_archive.replay.progress import (
     CommittedLogReader,
     RunClaim,
     claim_key,
-    is_retriable,
     progress_partition,
+)
+from kafka_archive.replay.target import (
+    DEFAULT_PROGRESS_PARTITIONS,
+    TargetInfo,
+    check_target,
+    target_metadata,
+    wait_until_ready,
 )
 from kafka_archive.store.base import ObjectStore
 
@@ -70,27 +68,6 @@ __all__ = [
     "target_metadata",
     "wait_until_ready",
 ]
-
-#: partitions of the progress topic when ``replay run`` creates it
-DEFAULT_PROGRESS_PARTITIONS = 12
-
-#: how long the guard rails wait for the target's metadata at most, and how long once
-#: librdkafka reports every broker down (a refused connection is reported within milliseconds;
-#: the grace lets a broker that is just starting answer)
-TARGET_REACH_TIMEOUT_S = 30.0
-ALL_DOWN_GRACE_S = 3.0
-
-#: how long a topic the replay created may take until every partition has a leader that serves
-TOPIC_READY_TIMEOUT_S = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class TargetInfo:
-    """What the guard rails learned about the target."""
-
-    cluster_id: str | None
-    partitions: int
-    created_topic: bool = False
 
 
 class ReplayReport(BaseModel):
@@ -153,240 +130,6 @@ def require_complete(plan: ReplayPlan) -> None:
 def plan_replay(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
     """Step 1: resolve ``spec`` against the catalog (see :func:`.plan.build_plan`)."""
     return build_plan(spec, source, now_ms=now_ms)
-
-
-def _metadata_client(client_config: dict[str, str]) -> Consumer:
-    # A consumer, so that asking about a missing topic cannot auto-create it; the replay's client
-    # defaults let its second question wait ~12 ms instead of ~50 (see CLIENT_DEFAULTS).
-    return new_client(
-        Consumer,
-        {
-            **CLIENT_DEFAULTS,
-            **client_config,
-            "group.id": "kafka-archive-replay-check",
-            "allow.auto.create.topics": False,
-            "enable.auto.commit": False,
-        },
-    )
-
-
-def target_metadata(client_config: dict[str, str], topic: str) -> tuple[str | None, int | None]:
-    """``(cluster id, partition count or None when the topic does not exist)`` - asked without
-    letting the broker auto-create the topic."""
-    consumer = _metadata_client(client_config)
-    try:
-        return _topic_metadata(consumer, topic)
-    finally:
-        consumer.close()
-
-
-def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | None]:
-    md = _reach(consumer, topic)
-    meta = md.topics.get(topic)
-    if meta is None or meta.error is not None:
-        if meta is not None and meta.error.code() not in (
-            KafkaError.UNKNOWN_TOPIC_OR_PART,
-            KafkaError._UNKNOWN_TOPIC,
-        ):
-            raise ReplayTargetError(f"target metadata for {topic}: {meta.error.str()}")
-        return md.cluster_id, None
-    return md.cluster_id, len(meta.partitions)
-
-
-def _reach(consumer: Consumer, topic: str) -> Any:
-    """The target's metadata for ``topic``, asked in short tries for up to
-    :data:`TARGET_REACH_TIMEOUT_S`; gives up after :data:`ALL_DOWN_GRACE_S` once librdkafka
-    reports every broker down (a dead or mistyped target: one clear error, quickly, with a
-    summary of what librdkafka said instead of its thousands of log lines).
-
-    Raises:
-        ReplayTargetError: the target did not answer.
-    """
-    mark = CLIENT_LOG.mark()
-    started = time.monotonic()
-    last = ""
-    while True:
-        try:
-            return consumer.list_topics(topic, timeout=1.0)
-        except KafkaException as exc:
-            err = exc.args[0]
-            last = err.str() if isinstance(err, KafkaError) else str(err)
-        consumer.poll(0)  # serves the error callbacks (and log lines) queued so far
-        waited = time.monotonic() - started
-        all_down = CLIENT_LOG.all_brokers_down(mark)
-        if waited >= TARGET_REACH_TIMEOUT_S or (all_down and waited >= ALL_DOWN_GRACE_S):
-            said = CLIENT_LOG.summary(mark)
-            raise ReplayTargetError(
-                f"cannot reach the target cluster after {waited:.0f} s: {last}"
-                + (f" ({said})" if said else ""),
-                hint="Check --target (host:port of the target brokers), the network and the "
-                "target's security settings (--target-config), then run again.",
-            ) from None
-
-
-def _create_topic(
-    client_config: dict[str, str], topic: str, partitions: int, config: dict[str, str] | None = None
-) -> None:
-    admin = AdminClient(dict(client_config))  # type: ignore[arg-type]
-    futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config or {})],
-        operation_timeout=30,
-        request_timeout=30,
-    )
-    for name, fut in futures.items():
-        try:
-            fut.result(60)
-        except KafkaException as exc:
-            err = exc.args[0]
-            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                continue
-            raise TargetTopicMissingError(
-                f"creating {name} with {partitions} partitions on the target failed: "
-                f"{err.str() or err.name()}",
-                hint="Create the topic with your usual tooling (the target may not allow "
-                "CreateTopics) and run again.",
-            ) from None
-
-
-def wait_until_ready(
-    consumer: Consumer,
-    topic: str,
-    partitions: int,
-    *,
-    timeout_s: float = TOPIC_READY_TIMEOUT_S,
-) -> int:
-    """Wait until ``topic`` (just created) is usable: the metadata shows it with at least
-    ``partitions`` partitions, each with a leader, and every partition's leader answers
-    ListOffsets (what reading the progress topic asks first). Returns the partition count.
-
-    CreateTopics returns once the controller has committed the topic; the brokers learn it (and
-    become leaders) a moment later. Until then metadata lacks the topic or its leaders, and a
-    read gets ``NOT_LEADER_FOR_PARTITION`` - which crashed the first replay into a real cluster.
-
-    Raises:
-        ReplayTargetError: not ready within ``timeout_s``, or a non-retriable error.
-    """
-    deadline = time.monotonic() + timeout_s
-    last = "not in the metadata yet"
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            md = consumer.list_topics(topic, timeout=max(1.0, min(10.0, left)))
-            meta = md.topics.get(topic)
-            if meta is None or meta.error is not None:
-                last = meta.error.str() if meta is not None else "not in the metadata yet"
-            elif len(meta.partitions) < partitions:
-                last = f"{len(meta.partitions)} of {partitions} partitions in the metadata"
-            else:
-                leaderless = sorted(
-                    p for p, pm in meta.partitions.items() if pm.leader < 0 or pm.error is not None
-                )
-                if leaderless:
-                    last = f"no leader yet for partition(s) {leaderless}"
-                else:
-                    for p in sorted(meta.partitions):
-                        consumer.get_watermark_offsets(
-                            TopicPartition(topic, p), timeout=max(1.0, min(10.0, left))
-                        )
-                    return len(meta.partitions)
-        except KafkaException as exc:
-            err = exc.args[0]
-            if not isinstance(err, KafkaError) or not is_retriable(err):
-                raise ReplayTargetError(f"target metadata for {topic}: {exc}") from None
-            last = err.str()
-        if time.monotonic() >= deadline:
-            raise ReplayTargetError(
-                f"{topic} was created but is not ready on the target after {timeout_s:g} s: {last}",
-                hint="Check the target brokers (every partition needs a leader) and run again.",
-            )
-        time.sleep(0.1)
-
-
-def check_target(plan: ReplayPlan, *, read_only: bool = False) -> TargetInfo:
-    """Step 2: the guard rails that need the target (see the module docstring).
-
-    ``read_only`` (a dry run): the same checks, but nothing is created on the target - a
-    missing target topic with ``create_topic`` is reported as ``created_topic=True`` with the
-    source's partition count, and the progress topic is left alone.
-
-    Raises:
-        SameTopicError, TargetTopicMissingError, PartitionMappingError, ReplayTargetError.
-    """
-    spec = plan.spec
-    client = spec.target.client_config()
-    # one metadata client for every question (a client costs a bootstrap connection each)
-    consumer = _metadata_client(client)
-    try:
-        return _check_target(plan, client, consumer, read_only=read_only)
-    finally:
-        consumer.close()
-
-
-def _known_id(cluster_id: str | None) -> str | None:
-    """A cluster id, or ``None`` when it is missing or blank (i.e. unknown)."""
-    return cluster_id.strip() if cluster_id and cluster_id.strip() else None
-
-
-def _check_target(
-    plan: ReplayPlan, client: dict[str, str], consumer: Consumer, *, read_only: bool
-) -> TargetInfo:
-    spec = plan.spec
-    cluster_id, partitions = _topic_metadata(consumer, plan.target_topic)
-    if plan.target_topic == spec.topic and not spec.allow_same_topic:
-        # Identities are compared only when both are known: an empty ``cluster.id=`` in the
-        # archived meta.properties (or a target whose metadata names no cluster) is *unknown*,
-        # and unknown must refuse - comparing "" with the target's id used to let it through.
-        source_id = _known_id(plan.source_cluster_id)
-        target_id = _known_id(cluster_id)
-        if source_id is None or target_id is None:
-            which = (
-                f"the archive does not record the Kafka cluster id of {spec.cluster!r}"
-                if source_id is None
-                else "the target cluster's metadata names no cluster id"
-            )
-            raise SameTopicError(
-                f"the target topic is the source topic {spec.topic!r} and {which}, so the "
-                "target may be the very cluster the data came from",
-                hint="Pass --allow-same-topic if the target is another cluster (e.g. the "
-                "failover region), or choose another --target-topic.",
-            )
-        if target_id == source_id:
-            raise SameTopicError(
-                f"the target is cluster {cluster_id}, the source cluster {spec.cluster!r} "
-                f"itself, and topic {spec.topic!r} is the source topic"
-            )
-    created = False
-    if partitions is None:
-        if not spec.create_topic:
-            raise TargetTopicMissingError(
-                f"the target topic {plan.target_topic!r} does not exist on the target cluster"
-            )
-        if read_only:
-            partitions = plan.source_partition_count
-        else:
-            _create_topic(client, plan.target_topic, plan.source_partition_count)
-            partitions = wait_until_ready(consumer, plan.target_topic, plan.source_partition_count)
-        created = True
-    if spec.partition_mapping == "same":
-        highest = max(p.partition for p in plan.partitions)
-        if highest >= partitions:
-            raise PartitionMappingError(
-                f"--partition-mapping same needs target partitions 0..{highest}, but "
-                f"{plan.target_topic!r} has {partitions} partition(s)"
-            )
-    if read_only:
-        return TargetInfo(cluster_id, partitions, created)
-    _cid, progress_parts = _topic_metadata(consumer, spec.progress_topic)
-    if progress_parts is None:
-        _create_topic(
-            client,
-            spec.progress_topic,
-            DEFAULT_PROGRESS_PARTITIONS,
-            {"cleanup.policy": "compact"},
-        )
-        # (also when another replay created it a moment ago: TOPIC_ALREADY_EXISTS)
-        wait_until_ready(consumer, spec.progress_topic, 1)
-    return TargetInfo(cluster_id, partitions, created)
 
 
 def claim_run(plan: ReplayPlan) -> RunClaim:
