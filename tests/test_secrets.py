@@ -25,6 +25,7 @@ from kafka_archive.redact import (
     redact_mapping,
     redact_text,
     redact_url,
+    register_env_secrets,
 )
 from kafka_archive.store.errors import StoreUnavailable
 from typer.testing import CliRunner
@@ -85,6 +86,7 @@ def test_secret_keys_and_mappings() -> None:
 
 def test_environment_secret_values_are_hidden_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    register_env_secrets()  # what every CLI command and Airflow task does first
     assert AWS_SECRET not in redact_text(f"signature mismatch for {AWS_SECRET!r} in a repr")
 
 
@@ -254,3 +256,10 @@ def test_spark_submit_gets_secret_settings_in_a_0600_file(tmp_path: Path) -> Non
     assert not any(AWS_SECRET in line or SASL_PW in line for line in logged)
     with pytest.raises(CatalogJobError, match="need a properties file"):
         spark_submit_command(config)
+
+
+def test_emit_json_stays_valid_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Masking works on values, never on the JSON text: odd secret-named values stay JSON."""
+    emit_json({"password": 12345, "credentials": {"a": 1}, "msg": f"x sasl.password={SASL_PW}"})
+    obj = json.loads(capsys.readouterr().out)
+    assert obj == {"password": MASK, "credentials": MASK, "msg": f"x sasl.password={MASK}"}

@@ -17,7 +17,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from kafka_archive.redact import MASK, is_secret_key, redact_text
+from kafka_archive.redact import (
+    MASK,
+    is_secret_key,
+    may_hold_secret,
+    redact_known_values,
+    redact_text,
+)
 
 console = Console(highlight=False, soft_wrap=True)
 # soft_wrap: an error line is one line (greppable in CI and task logs), never hard-wrapped
@@ -42,10 +48,15 @@ def redact_value(value: Any) -> Any:
 
 
 def emit_json(obj: dict[str, Any]) -> None:
-    """One JSON object on one line of standard output (secrets redacted)."""
-    text = json.dumps(redact_value(obj), separators=(",", ":"), default=str)
-    # default=str may have rendered an object holding a secret: scan the line too
-    sys.stdout.write(redact_text(text) + "\n")
+    """One JSON object on one line of standard output, secrets redacted (:func:`redact_value`;
+    the finished line is also cleared of known secret values, which covers objects that
+    ``default=str`` rendered). The line is always valid JSON: masking works on the values,
+    never on the JSON text's structure."""
+    text = json.dumps(obj, separators=(",", ":"), default=str)
+    if may_hold_secret(text):  # rare: most lines (records, offsets) skip the walk
+        text = json.dumps(redact_value(obj), separators=(",", ":"), default=str)
+        text = redact_known_values(text)
+    sys.stdout.write(text + "\n")
 
 
 def print_error(
