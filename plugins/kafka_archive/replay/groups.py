@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS, new_client
 from kafka_archive.replay.completeness import FINISHED_STATUSES
 from kafka_archive.replay.errors import GroupTranslationError
 from kafka_archive.replay.ledger import ReplayLedger
@@ -216,7 +217,8 @@ _ACTIVE_GROUP_ERRORS = {
 def _check_inactive(client_config: dict[str, str], group: str) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(dict(client_config))  # type: ignore[arg-type]
+    # librdkafka's log lines captured, not streamed (see .client_log); bad settings: clear error
+    admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client_config})
     try:
         fut = admin.describe_consumer_groups([group])[group]
         desc = fut.result(15)
@@ -237,7 +239,15 @@ def apply_positions(
     """Commit ``positions`` for ``group`` on the target (the group must be inactive)."""
     positions = list(positions)
     _check_inactive(client_config, group)
-    consumer = Consumer({**client_config, "group.id": group, "enable.auto.commit": False})
+    consumer = new_client(
+        Consumer,
+        {
+            **CLIENT_LOG_SETTINGS,
+            **client_config,
+            "group.id": group,
+            "enable.auto.commit": False,
+        },
+    )
     try:
         result = consumer.commit(
             offsets=[TopicPartition(p.topic, p.partition, p.offset) for p in positions],
