@@ -82,6 +82,7 @@ def find_next_batch(
     default size limits; a larger one is then reported as a torn tail, as before).
     """
     view = memoryview(buf)
+    limit = min(limit, len(view))  # a caller's end past the buffer: nothing is there
     window_start = start
     while window_start + RECORDS_START <= limit:
         window_end = min(limit, window_start + _WINDOW)
