@@ -38,7 +38,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Asset, dag, task
+from kafka_archive.airflow import protect_task_logs
 from kafka_archive.archive import ARCHIVE_SEGMENTS_ASSET_URI
+
+protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "kafka-archive",

@@ -30,6 +30,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import dag, task
+from kafka_archive.airflow import protect_task_logs
+
+protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "kafka-archive",

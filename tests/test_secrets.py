@@ -263,3 +263,40 @@ def test_emit_json_stays_valid_json(capsys: pytest.CaptureFixture[str]) -> None:
     emit_json({"password": 12345, "credentials": {"a": 1}, "msg": f"x sasl.password={SASL_PW}"})
     obj = json.loads(capsys.readouterr().out)
     assert obj == {"password": MASK, "credentials": MASK, "msg": f"x sasl.password={MASK}"}
+
+
+DAGS = sorted((Path(__file__).resolve().parent.parent / "dags").glob("*.py"))
+
+
+@pytest.mark.parametrize("dag_file", DAGS, ids=lambda p: p.name)
+def test_every_dag_file_protects_its_task_logs(dag_file: Path) -> None:
+    """A task runs in the process that parsed its DAG file: a module-level call there covers
+    every log record of the task (the offsets DAG opens no store, so the call in
+    use_store_connection would not)."""
+    import ast
+
+    tree = ast.parse(dag_file.read_text())
+    calls = [
+        n.value.func.id
+        for n in tree.body
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+    ]
+    assert "protect_task_logs" in calls
+
+
+def test_protect_task_logs_redacts_records(restore_log_factory: None) -> None:
+    from kafka_archive.airflow import protect_task_logs
+
+    protect_task_logs()
+    record = logging.getLogRecordFactory()(
+        "airflow.task",
+        logging.INFO,
+        __file__,
+        1,
+        "consumer %s",
+        ({"sasl.password": SASL_PW},),
+        None,
+    )
+    assert SASL_PW not in record.getMessage()

@@ -252,29 +252,28 @@ def _redact_record(record: logging.LogRecord) -> None:
     record._kafka_archive_redacted = True
 
 
-_installed = [False]
-
-
 def install_log_redaction() -> None:
     """Redact every log record of this process when it is created (idempotent), and register
     the secret values of the environment (:func:`register_env_secrets`; on every call).
 
     Wraps the logging record factory, so the protection covers every logger and every handler,
-    including handlers added later (Airflow's task log handler, Spark's py4j logger); also
-    attaches a :class:`RedactingFilter` to the root logger's current handlers for records made
-    by code that bypasses the factory."""
+    including handlers added later (Airflow's task log handler, Spark's py4j logger); if some
+    other code replaced the factory since, the new one is wrapped in turn. Also attaches a
+    :class:`RedactingFilter` to the root logger's current handlers for records made by code
+    that bypasses the factory."""
     register_env_secrets()
     with _lock:
-        if _installed[0]:
+        previous = logging.getLogRecordFactory()
+        if getattr(previous, "_kafka_archive_redacting", False):
             return
-        _installed[0] = True
-    previous = logging.getLogRecordFactory()
 
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        _redact_record(record)
-        return record
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _redact_record(record)
+            return record
 
-    logging.setLogRecordFactory(factory)
+        factory._kafka_archive_redacting = True  # type: ignore[attr-defined]
+        logging.setLogRecordFactory(factory)
     for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
