@@ -24,9 +24,9 @@ Reports of several log dirs (mapped Airflow tasks) are combined with :meth:`Arch
 Concurrent runs: ``segments_archived``, ``files_uploaded`` and ``bytes_uploaded`` count only
 what this run itself created. Two archivers over the same log dirs into the same store
 therefore add up to exactly what the store holds: of two runs racing on one key, the store's
-``put_if_absent`` lets exactly one create it (``LocalStore`` publishes with link(2)); the other
-reports the file as reused and the segment as ``already_archived``. An S3 store checks, then
-writes: there two runs that both look before either writes may still both count one object.
+``put_if_absent`` lets exactly one create it (``LocalStore`` publishes with link(2), ``S3Store``
+writes with ``If-None-Match: *``); the other reports the file as reused and the segment as
+``already_archived``.
 """
 
 from __future__ import annotations

@@ -148,7 +148,9 @@ class ObjectStore(Protocol):
         Returns ``(object, created)``. If the key exists with a *different* SHA-256,
         ``IntegrityError`` is raised and the existing object is left alone. Meant for
         content-addressed keys: two writers racing on the same key write identical bytes, so
-        the check-then-write race is harmless there (it is not a lock).
+        the data is safe either way; the local and S3 stores also make the write atomic (of
+        writers racing on an absent key exactly one gets ``created=True``), so reports that
+        count created objects add up across concurrent writers.
         """
         ...
 

@@ -186,6 +186,10 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
+class _KeyExists(StoreError):
+    """A conditional write found the key already there (HTTP 412 to ``If-None-Match: *``)."""
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class S3Options:
     """Tunables of :class:`S3Store` (all optional; credentials are deliberately absent).
@@ -327,6 +331,15 @@ class S3Store:
         self._client.meta.events.register(
             "after-call.s3.CreateMultipartUpload", self._on_create_multipart_upload
         )
+        # Keys being written by put_if_absent: their PutObject / CompleteMultipartUpload carry
+        # If-None-Match: * (S3's conditional write), so of writers racing on an absent key
+        # exactly one creates it. s3transfer does not pass IfNoneMatch through its extra_args,
+        # hence the parameter is added here, on the way into botocore.
+        self._exclusive: dict[str, int] = {}
+        for op in ("PutObject", "CompleteMultipartUpload"):
+            self._client.meta.events.register(
+                f"before-parameter-build.s3.{op}", self._add_if_none_match
+            )
 
     def _make_client(self, session: boto3.session.Session | None) -> S3Client:
         opts = self._opts
@@ -448,6 +461,9 @@ class S3Store:
                     "attempt",
                     **where,
                 )
+            if code == "PreconditionFailed" or status == 412:
+                # only put_if_absent's conditional writes send a precondition
+                return _KeyExists(f"{detail}; the key exists", **where)
             if code == "NoSuchBucket":
                 return StoreConfigError(
                     detail, hint=f"Create bucket {self._bucket!r} or fix the store URI", **where
@@ -753,7 +769,35 @@ class S3Store:
         sha256: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> tuple[StoredObject, bool]:
+        """As the protocol says, and atomic on stores with conditional writes (S3, MinIO,
+        moto): the write carries ``If-None-Match: *``, so of writers racing on an absent key
+        exactly one gets ``created=True`` (each archiver's report then counts only what it
+        wrote); the others compare with what it stored. A retried write whose first attempt
+        landed unseen reports ``created=False``: an undercount, never a double count."""
+        if self.head(validate_key(key)) is None:
+            payload = bytes(source) if isinstance(source, bytes | bytearray | memoryview) else None
+            full_key = self._full(key)
+            with self._lock:
+                self._exclusive[full_key] = self._exclusive.get(full_key, 0) + 1
+            try:
+                obj = self._put(
+                    key, payload if payload is not None else os.fspath(source), sha256, metadata
+                )
+                return obj, True
+            except _KeyExists:
+                pass  # another writer created it between our head and our write
+            finally:
+                with self._lock:
+                    self._exclusive[full_key] -= 1
+                    if not self._exclusive[full_key]:
+                        del self._exclusive[full_key]
         return put_if_absent_impl(self, key, source, sha256=sha256, metadata=metadata)
+
+    def _add_if_none_match(self, params: dict[str, Any], **_: Any) -> None:
+        with self._lock:
+            exclusive = params.get("Key") in self._exclusive
+        if exclusive:
+            params["IfNoneMatch"] = "*"
 
     # ------------------------------------------------------------------ reads
 
