@@ -413,3 +413,33 @@ def test_dag_config_from_variable_or_environment(monkeypatch: pytest.MonkeyPatch
     assert load_follow_config(raw).clusters[0].cluster == "a"
     with pytest.raises(ValueError):
         load_follow_config('{"db_url": "x", "clusters": [{"cluster": "a"}]}')
+
+
+def test_unreachable_cluster_is_one_clear_error_and_creates_no_catalog(tmp_path: Path) -> None:
+    """A dead or mistyped --bootstrap: one error line with a summary of what librdkafka said
+    (its own log lines are captured, not streamed), exit 1, and no catalog (nor its directory)
+    created, since the cluster is probed before the catalog is opened for writing."""
+    db = tmp_path / "typo" / "catalog.db"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "kafka-archive"),
+            "catalog",
+            "follow-offsets",
+            "--cluster",
+            "c",
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "cannot reach the cluster at 127.0.0.1:1" in proc.stderr
+    assert "librdkafka reported" in proc.stderr
+    # no librdkafka line of its own ("%3|<time>|FAIL|...") reached the terminal
+    assert not [line for line in proc.stderr.splitlines() if line.startswith("%")], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not db.parent.exists()

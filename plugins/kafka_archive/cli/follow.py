@@ -64,7 +64,7 @@ def follow_offsets_command(
 ) -> None:
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.cli.catalog import parse_duration_ms
-    from kafka_archive.groups.follower import follow_offsets
+    from kafka_archive.groups.follower import follow_offsets, probe_cluster
 
     duration_s = None
     if duration is not None:
@@ -85,6 +85,15 @@ def follow_offsets_command(
             as_json=as_json,
         )
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        probe_cluster(bootstrap, extra)  # before a catalog is created: a wrong address makes none
+    except Exception as exc:  # unreachable, or a setting librdkafka refuses
+        fail(
+            f"{exc}",
+            hint="check --bootstrap (host:port of the source brokers) and any -X security "
+            "settings, then run again",
+            as_json=as_json,
+        )
     try:
         cat = open_catalog(db, create=True)  # the follower may be the catalog's first writer
     except Exception as exc:  # any connection/driver error is reported alike

@@ -312,7 +312,11 @@ class FollowReport:
 
 def consumer_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> dict[str, Any]:
     """librdkafka settings of the follower's consumer (``extra`` overrides, e.g. security)."""
+    from kafka_archive.client_log import CLIENT_LOG_SETTINGS
+
     conf: dict[str, Any] = {
+        # librdkafka's log lines captured, summarised in errors (never streamed)
+        **CLIENT_LOG_SETTINGS,
         "bootstrap.servers": bootstrap,
         # required by the client, never used: partitions are assigned, nothing is committed
         "group.id": "kafka-archive-offsets-follower",
@@ -329,8 +333,29 @@ def consumer_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> d
     return conf
 
 
+def probe_cluster(bootstrap: str, extra: Mapping[str, str] | None = None) -> None:
+    """Return once the cluster at ``bootstrap`` answers a metadata request (the follower's
+    callers check this before they create a catalog, so a wrong address creates nothing).
+
+    Raises:
+        ClusterUnreachable: it did not answer (the message summarises what librdkafka said).
+        KafkaException: librdkafka refused a setting of ``extra``.
+    """
+    from confluent_kafka import Consumer
+
+    from kafka_archive.client_log import reach_metadata
+
+    consumer = Consumer(consumer_config(bootstrap, extra))
+    try:
+        reach_metadata(consumer, None, what=f"the cluster at {bootstrap}")
+    finally:
+        consumer.close()
+
+
 def _partitions(consumer: Any, timeout_s: float) -> list[int]:
-    md = consumer.list_topics(CONSUMER_OFFSETS_TOPIC, timeout=timeout_s)
+    from kafka_archive.client_log import reach_metadata
+
+    md = reach_metadata(consumer, CONSUMER_OFFSETS_TOPIC, timeout_s=timeout_s)
     t = md.topics.get(CONSUMER_OFFSETS_TOPIC)
     if t is None or t.error is not None:
         return []  # created lazily by the first group: nothing to follow yet

@@ -20,7 +20,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from kafka_archive.replay.client_log import CLIENT_LOG, new_client
+from kafka_archive.client_log import ClusterUnreachable, reach_metadata
+from kafka_archive.replay.client_log import new_client
 from kafka_archive.replay.errors import (
     PartitionMappingError,
     ReplayTargetError,
@@ -41,11 +42,8 @@ __all__ = [
 #: partitions of the progress topic when ``replay run`` creates it
 DEFAULT_PROGRESS_PARTITIONS = 12
 
-#: how long the guard rails wait for the target's metadata at most, and how long once
-#: librdkafka reports every broker down (a refused connection is reported within milliseconds;
-#: the grace lets a broker that is just starting answer)
+#: how long the guard rails wait for the target's metadata at most
 TARGET_REACH_TIMEOUT_S = 30.0
-ALL_DOWN_GRACE_S = 3.0
 
 #: how long a topic the replay created may take until every partition has a leader that serves
 TOPIC_READY_TIMEOUT_S = 60.0
@@ -99,34 +97,21 @@ def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | N
 
 
 def _reach(consumer: Consumer, topic: str) -> Any:
-    """The target's metadata for ``topic``, asked in short tries for up to
-    :data:`TARGET_REACH_TIMEOUT_S`; gives up after :data:`ALL_DOWN_GRACE_S` once librdkafka
-    reports every broker down (a dead or mistyped target: one clear error, quickly, with a
-    summary of what librdkafka said instead of its thousands of log lines).
+    """The target's metadata for ``topic`` (:func:`~kafka_archive.client_log.reach_metadata`).
 
     Raises:
         ReplayTargetError: the target did not answer.
     """
-    mark = CLIENT_LOG.mark()
-    started = time.monotonic()
-    last = ""
-    while True:
-        try:
-            return consumer.list_topics(topic, timeout=1.0)
-        except KafkaException as exc:
-            err = exc.args[0]
-            last = err.str() if isinstance(err, KafkaError) else str(err)
-        consumer.poll(0)  # serves the error callbacks (and log lines) queued so far
-        waited = time.monotonic() - started
-        all_down = CLIENT_LOG.all_brokers_down(mark)
-        if waited >= TARGET_REACH_TIMEOUT_S or (all_down and waited >= ALL_DOWN_GRACE_S):
-            said = CLIENT_LOG.summary(mark)
-            raise ReplayTargetError(
-                f"cannot reach the target cluster after {waited:.0f} s: {last}"
-                + (f" ({said})" if said else ""),
-                hint="Check --target (host:port of the target brokers), the network and the "
-                "target's security settings (--target-config), then run again.",
-            ) from None
+    try:
+        return reach_metadata(
+            consumer, topic, timeout_s=TARGET_REACH_TIMEOUT_S, what="the target cluster"
+        )
+    except ClusterUnreachable as exc:
+        raise ReplayTargetError(
+            str(exc),
+            hint="Check --target (host:port of the target brokers), the network and the "
+            "target's security settings (--target-config), then run again.",
+        ) from None
 
 
 def _create_topic(
