@@ -136,7 +136,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     yield box
 
 
-# -- values -----------------------------------------------------------------------------------------
+# -- values ---------------------------------------------------------------------------------------
 
 _HOSTILE_TEXT = [
     "",
@@ -200,15 +200,15 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str) -> list[str]:
         "--topic": ["t0", "nope"],
         "--target-topic": ["t0", "__consumer_offsets"],
         "--group": ["g0", "nope"],
-        "--partition": _INTS + ["0,1", "0-3"],
-        "--partitions": _INTS + ["0,1", "0-3", "all"],
+        "--partition": [*_INTS, "0,1", "0-3"],
+        "--partitions": [*_INTS, "0,1", "0-3", "all"],
         "--offset": _INTS,
         "--bucket": ["1m", "0s", "-1h", "5", "1y"],
         "--interval-bytes": _INTS,
         "--concurrency": _INTS,
         "--broker-id": _INTS,
         "--seed": _INTS,
-        "--rate-limit-mb": _INTS + ["0.5", "-0.5", "inf"],
+        "--rate-limit-mb": [*_INTS, "0.5", "-0.5", "inf"],
         "--rate-limit-records": _INTS,
         "--duration": ["1", "0", "-1", "1s", str(2**64)],
         "--replay": ["1", "0", "-1", str(2**64), "nope"],
@@ -256,16 +256,17 @@ def _argv(draw: st.DrawFn, sb: Sandbox, command: tuple[str, ...], cmd: Any) -> l
             continue
         times = 1 if param.required else draw(st.integers(0, 2 if param.multiple else 1))
         for _ in range(times):
-            argv += [draw(st.sampled_from(param.opts)), draw(st.sampled_from(_pool(sb, command, name)))]
+            argv += [
+                draw(st.sampled_from(param.opts)),
+                draw(st.sampled_from(_pool(sb, command, name))),
+            ]
     return argv + (["--", *positional] if positional else [])
 
 
-# -- the test ---------------------------------------------------------------------------------------
+# -- the test -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("command", "cmd"), COMMANDS, ids=[" ".join(path) for path, _ in COMMANDS]
-)
+@pytest.mark.parametrize(("command", "cmd"), COMMANDS, ids=[" ".join(path) for path, _ in COMMANDS])
 def test_every_option_survives_hostile_values(
     command: tuple[str, ...],
     cmd: Any,
@@ -280,7 +281,10 @@ def test_every_option_survives_hostile_values(
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
-    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    # relative paths land in the sandbox: what a failing command creates there is seen
+    cwd = sandbox.root / "cwd"
+    cwd.mkdir(exist_ok=True)
+    monkeypatch.chdir(cwd)
     runner = CliRunner()
     state = sandbox.fingerprint()
 
@@ -295,9 +299,7 @@ def test_every_option_survives_hostile_values(
         result = runner.invoke(app, argv, catch_exceptions=True)
         shown = f"argv={argv!r}\nexit={result.exit_code}\n{result.output[-2000:]}"
         exc = result.exception
-        assert exc is None or isinstance(exc, SystemExit), (
-            f"{type(exc).__name__}: {exc}\n{shown}"
-        )
+        assert exc is None or isinstance(exc, SystemExit), f"{type(exc).__name__}: {exc}\n{shown}"
         assert "Traceback (most recent call last)" not in result.output, shown
         assert result.exit_code in DOCUMENTED_EXIT_CODES, shown
         after = sandbox.fingerprint()

@@ -204,3 +204,24 @@ def test_ledger_mirror_is_idempotent_and_monotone(tmp_path: Path) -> None:
     assert rows == [(0, 0, 100, 1), (0, 100, 60, 2), (0, 200, 100, 3), (1, 160, 40, 2)]
     final = ledger.progress("r-1", 4)
     assert final is not None and final.record.done and final.progress_offset == 12
+
+
+def test_problems_another_version_serves_are_not_holes() -> None:
+    """A refused copy whose offsets a sound version still serves (``detail.served``, e.g. a
+    misfiled duplicate replica) loses nothing: not a hole; one that nothing serves is."""
+    from types import SimpleNamespace
+
+    from kafka_archive.replay.completeness import holes_from_gaps
+
+    def gap(kind: str, served: bool, lo: int) -> SimpleNamespace:
+        detail = {"object": f"c/t/0/{lo:020d}.log", "position": 61, "reason": "x", "served": served}
+        return SimpleNamespace(
+            kind=kind, partition=0, start_offset=lo, end_offset=lo + 9, detail=detail
+        )
+
+    holes = holes_from_gaps(
+        [gap("misfiled", True, 0), gap("corrupt", False, 10), gap("overlap", False, 20)], 0
+    )
+    assert [(h.kind, h.first_offset, h.last_offset, h.byte_position) for h in holes] == [
+        ("corrupt", 10, 19, 61)
+    ]

@@ -11,7 +11,8 @@ replay cannot deliver:
 * ``not-archived``: an explicit ``offset:N`` bound outside the archived span.
 
 Holes come from the catalog's coverage problems (:func:`kafka_archive.catalog.queries.gaps`,
-read generically: any kind but ``overlap``/``divergent``, which another version serves) and from
+read generically: any kind but ``overlap``/``divergent``, and no problem whose ``detail.served``
+says another sound version serves its offsets, e.g. a refused duplicate replica) and from
 the requested bounds. Offsets *provably absent* in the source are not holes: offsets inside a
 segment's ``[base_offset, end_offset)`` that no batch holds were removed by compaction, control
 records (transaction markers) and aborted data are never delivered by design.
@@ -115,9 +116,9 @@ def holes_from_gaps(entries: Iterable[Any], partition: int) -> list[PlanHole]:
     with ``kind``, ``partition``, ``start_offset``, ``end_offset`` (inclusive) and ``detail``)."""
     out: list[PlanHole] = []
     for g in entries:
-        if g.partition != partition or g.kind in _SERVED_KINDS:
-            continue
         detail: dict[str, Any] = dict(getattr(g, "detail", None) or {})
+        if g.partition != partition or g.kind in _SERVED_KINDS or detail.get("served") is True:
+            continue  # another archived version serves these offsets: nothing is lost
         error = detail.get("error") if isinstance(detail.get("error"), dict) else {}
         key = _first(detail, "object", "object_key", "key")
         position = _first(detail, "byte_position", "position")
