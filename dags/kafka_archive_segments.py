@@ -103,6 +103,41 @@ def _pull(task_ids: list[str], key: str = "return_value") -> list[Any]:
     return [v for v in values if v is not None]
 
 
+def _all_targets(by_group: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every target of a ``resolve_targets`` result, queue group after queue group."""
+    return [x for g in GROUPS for x in by_group.get(g.key, [])]
+
+
+def _in_group(task_fn: Any, task_id: str, group: t.QueueGroup) -> Any:
+    """``task_fn`` as task ``task_id``, on ``group``'s worker queue when the group has one."""
+    overrides: dict[str, Any] = {"task_id": task_id}
+    if group.queue is not None:  # no queue: the DAG's default queue
+        overrides["queue"] = group.queue
+    return task_fn.override(**overrides)
+
+
+def _dry_run(params: dict[str, Any] | None) -> bool:
+    """The run's ``dry_run`` Param (off when the run has no Params)."""
+    return bool((params or {}).get("dry_run"))
+
+
+def _raise_if_failed(result: dict[str, Any]) -> None:
+    """Fail an archive task whose ``archive_work`` result reports a failure; return otherwise.
+
+    Corruption does not heal by retrying: when every failed segment was quarantined (and no
+    other error occurred) the task fails for good (``AirflowFailException``); any other failure
+    raises ``RuntimeError`` so that Airflow retries the task.
+    """
+    if not result["failed"]:
+        return
+    only_corrupt = not result["errors"] and all(
+        o["status"] in ("quarantined", "archived", "skipped", "planned") for o in result["outcomes"]
+    )
+    if only_corrupt:
+        raise AirflowFailException(f"corrupt segment(s) quarantined: {result['summary']}")
+    raise RuntimeError(f"archiving failed (will retry): {result['summary']}")
+
+
 @dag(
     dag_id="kafka_archive_segments",
     schedule=parse_time_schedule(config=_PARSE_CONFIG),
@@ -142,35 +177,27 @@ def kafka_archive_segments() -> None:
     @task(trigger_rule="all_done")
     def plan(by_group: Any) -> dict[str, list[dict[str, Any]]]:
         discoveries = _pull([g.discover_task_id for g in GROUPS])
-        all_targets = [x for g in GROUPS for x in by_group.get(g.key, [])]
-        out = t.plan_targets(discoveries, all_targets, _config(), GROUPS)
+        out = t.plan_targets(discoveries, _all_targets(by_group), _config(), GROUPS)
         get_current_context()["ti"].xcom_push(key=t.PLANS_KEY, value=out.pop(t.PLANS_KEY))
         return out
 
     @task
     def archive(work: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = t.archive_work(work, _config(), dry_run=bool((params or {}).get("dry_run")))
+        result = t.archive_work(work, _config(), dry_run=_dry_run(params))
         # Pushed explicitly so that `report` sees it even when this task then fails.
         get_current_context()["ti"].xcom_push(key=t.ARCHIVE_RESULT_KEY, value=result)
-        if result["failed"]:
-            outcomes = result["outcomes"]
-            only_corrupt = not result["errors"] and all(
-                o["status"] in ("quarantined", "archived", "skipped", "planned") for o in outcomes
-            )
-            if only_corrupt:  # corruption does not heal by retrying
-                raise AirflowFailException(f"corrupt segment(s) quarantined: {result['summary']}")
-            raise RuntimeError(f"archiving failed (will retry): {result['summary']}")
+        _raise_if_failed(result)
         return result
 
     @task(trigger_rule="all_done", retries=0)
     def report(by_group: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
         rep = t.build_report(
-            targets=[x for g in GROUPS for x in by_group.get(g.key, [])],
+            targets=_all_targets(by_group),
             discoveries=_pull([g.discover_task_id for g in GROUPS]),
             plans=[p for ps in _pull(["plan"], t.PLANS_KEY) for p in ps],
             results=_pull([g.archive_task_id for g in GROUPS], t.ARCHIVE_RESULT_KEY),
             config=_config(),
-            dry_run=bool((params or {}).get("dry_run")),
+            dry_run=_dry_run(params),
         )
         rep.log_summary()
         if not rep.ok:
@@ -200,20 +227,14 @@ def kafka_archive_segments() -> None:
     discovers = []
     for g in GROUPS:
         dirs = select.override(task_id=g.select_targets_task_id)(tg, g.key)
-        finder = discover.override(task_id=g.discover_task_id)
-        if g.queue is not None:
-            finder = finder.override(queue=g.queue)
-        discovers.append(finder.expand(target=dirs))
+        discovers.append(_in_group(discover, g.discover_task_id, g).expand(target=dirs))
     planned = plan(tg)
     for d in discovers:
         d >> planned
     archives = []
     for g in GROUPS:
         work = select.override(task_id=g.select_work_task_id)(planned, g.key)
-        uploader = archive.override(task_id=g.archive_task_id)
-        if g.queue is not None:
-            uploader = uploader.override(queue=g.queue)
-        archives.append(uploader.expand(work=work))
+        archives.append(_in_group(archive, g.archive_task_id, g).expand(work=work))
     rep = report(tg)
     pub = publish()
     for a in archives:

@@ -86,7 +86,8 @@ def decode_batch(buf: bytes | memoryview, header: BatchHeader) -> list[Record]:
     return decode_records_legacy(buf, header)
 
 
-def iter_batches(
+# the batch scanner's cases (bounds, torn tail, resync, CRC) in one loop on the per-batch path
+def iter_batches(  # noqa: C901, PLR0912
     buf: bytes | memoryview,
     start: int = 0,
     *,

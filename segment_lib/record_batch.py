@@ -306,7 +306,8 @@ def _decode_records_python(
     return list(_iter_records_python(data, count, base_offset, first_timestamp, log_append_ts))
 
 
-def _iter_records_python(
+# the reference record decoder: one varint field after another, as the wire format lists them
+def _iter_records_python(  # noqa: C901
     data: bytes | memoryview,
     count: int,
     base_offset: int,

@@ -205,7 +205,8 @@ class _ChunkResult:
         self.max_offset = max(self.max_offset, max_offset)
 
 
-def compact(
+# TODO(issue 11): split: the compaction pass (map, filter, rewrite) in one function
+def compact(  # noqa: C901, PLR0912
     writer: PartitionWriter,
     *,
     now: int | None = None,
@@ -329,7 +330,8 @@ def compact(
     )
 
 
-def _filter_batch(
+# the cleaner's per-record retention rules, one case list
+def _filter_batch(  # noqa: C901
     b: EncodedBatch,
     result: _ChunkResult,
     *,

@@ -93,7 +93,8 @@ _GROUPS = {
 }
 
 
-def write_demo_cluster(
+# TODO(issue 11): split: the demo cluster's script of topics, groups and faults
+def write_demo_cluster(  # noqa: C901, PLR0912, PLR0915
     root: str | os.PathLike[str],
     *,
     seed: int = 0,

@@ -222,7 +222,8 @@ def cli() -> CliRunner:
     return CliRunner()
 
 
-def test_group_offsets_equal_every_commit_after_compaction(
+# one end-to-end scenario against a real cluster, read top to bottom
+def test_group_offsets_equal_every_commit_after_compaction(  # noqa: C901, PLR0912, PLR0915
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, cli: CliRunner
 ) -> None:
     started = time.monotonic()

@@ -400,7 +400,9 @@ class _Discoverer:
             return None
         return read_offset_checkpoint(path)
 
-    def _partition_dir(
+    # TODO(issue 11): split: one directory's classification (segments, strays, odd names,
+    # symlinks) in one walk
+    def _partition_dir(  # noqa: C901, PLR0912
         self,
         path: Path,
         rp: dict[tuple[str, int], int] | None,

@@ -362,7 +362,8 @@ def _partitions(consumer: Any, timeout_s: float) -> list[int]:
     return sorted(t.partitions)
 
 
-def follow_offsets(
+# TODO(issue 11): split: the follower's setup, poll loop and shutdown in one function
+def follow_offsets(  # noqa: C901, PLR0912, PLR0915
     catalog: Catalog,
     cluster: str,
     bootstrap: str,

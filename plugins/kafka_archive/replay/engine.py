@@ -506,7 +506,8 @@ class PartitionReplay:
             retries=retries,
         )
 
-    def _replay_from(
+    # TODO(issue 11): split: the 212-line replay loop with nested closures named in issue 11
+    def _replay_from(  # noqa: C901, PLR0915
         self,
         producer: Producer,
         progress: ProgressRecord | None,
@@ -582,7 +583,8 @@ class PartitionReplay:
         stats = reader.stats
         batches = reader.__iter__()  # a generator: closed early when the range ends first
 
-        def produce_batch(txn: _Txn) -> tuple[int, int] | None:
+        # TODO(issue 11): split: with _replay_from (a closure of it)
+        def produce_batch(txn: _Txn) -> tuple[int, int] | None:  # noqa: PLR0912
             """Read (decode) the next source batch and produce it; ``(records, payload bytes)``
             or ``None`` at the end. Runs with the garbage collector paused (see _gc_paused): the
             batch's records must not outlive this call, so they never leave its frame."""

@@ -237,7 +237,8 @@ def execute(
         return run()
 
 
-def _execute(
+# TODO(issue 11): split: the ledger lifecycle moves to the replay service
+def _execute(  # noqa: C901
     plan: ReplayPlan,
     *,
     store: ObjectStore,

@@ -438,7 +438,8 @@ class S3Store:
                 self._transfer = manager
             return self._transfer
 
-    def _translate(self, exc: BaseException, op: str, key: str | None) -> StoreError:
+    # a flat table of botocore error codes onto the StoreError tree; read as one list
+    def _translate(self, exc: BaseException, op: str, key: str | None) -> StoreError:  # noqa: C901, PLR0912
         """Map a backend exception onto the StoreError tree (never including credentials)."""
         if isinstance(exc, StoreError):
             return exc
