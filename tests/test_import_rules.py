@@ -20,6 +20,7 @@ would fail here.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -76,6 +77,25 @@ def test_the_code_keeps_the_import_rules() -> None:
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert "0 broken" in out, out
+
+
+def _floors_in_the_docs() -> list[set[str]]:
+    """The floors table of docs/architecture.md, top to bottom: the backticked module names of
+    each row's second column."""
+    text = (REPO_ROOT / "docs" / "architecture.md").read_text()
+    table = text.split("| floor (top to bottom) |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    return [set(re.findall(r"`([a-z_]+)`", row.split(" | ")[1])) for row in rows]
+
+
+def test_the_docs_map_matches_the_contract() -> None:
+    layers = [
+        {name.strip() for name in layer.replace(":", "|").split("|")}
+        for layer in _contracts()["floors"]["layers"]
+    ]
+    assert _floors_in_the_docs() == layers, (
+        "docs/architecture.md's floors table and [tool.importlinter]'s layers differ"
+    )
 
 
 # --- import-linter over a miniature of the layout, to show the contracts bite ---------------
