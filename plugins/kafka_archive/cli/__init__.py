@@ -20,25 +20,171 @@ and its output passes through the redacting helpers of :mod:`kafka_archive.cli.o
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
-import click
 import typer
-from typer._click.core import Context  # typer vendors Click: its own Context type
-from typer.core import TyperGroup
+from typer._click.core import Command, Context  # typer vendors Click: its own types
+from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
-__all__ = ["EXIT_INTERNAL", "app", "main"]
+__all__ = ["EXIT_INTERNAL", "SUBCOMMANDS", "app", "main"]
 
 #: exit code of an internal error (see :mod:`kafka_archive.cli.crash`)
 EXIT_INTERNAL = 70  # kept equal to kafka_archive.cli.crash.EXIT_INTERNAL
 _ARGV_KEY = "kafka_archive.argv"
+_LISTING_KEY = "kafka_archive.listing"
+
+
+def _add_segments(root: typer.Typer) -> None:
+    from kafka_archive.cli import segments
+
+    root.add_typer(segments.app, name="segments")
+
+
+def _add_archive(root: typer.Typer) -> None:
+    from kafka_archive.cli import archive
+
+    archive.register(root)
+
+
+def _add_catalog(root: typer.Typer) -> None:
+    from kafka_archive.cli import catalog
+
+    catalog.register(root)
+
+
+def _add_replay(root: typer.Typer) -> None:
+    from kafka_archive.cli import replay
+
+    root.add_typer(replay.app, name="replay")
+
+
+def _add_demo(root: typer.Typer) -> None:
+    from kafka_archive.cli.demo import demo
+
+    root.command(name="demo")(demo)
+
+
+#: Every sub-command of the root, in the order ``--help`` lists them (typer lists single
+#: commands before groups): name -> (the first paragraph of its help, as the root ``--help``
+#: shows it; the function that registers it on a Typer app). The help line lives here so that
+#: ``kafka-archive --help`` needs none of the sub-command modules; tests/test_cli_imports.py
+#: checks it equals the real command's help.
+SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
+    "archive": (
+        "Archive the rolled segments of one broker's log dirs to object storage.",
+        _add_archive,
+    ),
+    "demo": ("Run the main job end to end on embedded defaults.", _add_demo),
+    "segments": (
+        "Read broker log files directly from disk: dump batches and records, check indexes, "
+        "and look up offsets and times exactly as the broker would.",
+        _add_segments,
+    ),
+    "catalog": (
+        "The SQL catalog of the archive: exact time -> offset answers for all of archived "
+        "history, where any offset lives, traffic over time, coverage gaps, and consumer "
+        "group offsets at any moment.",
+        _add_catalog,
+    ),
+    "replay": (
+        "Replay archived records into a target cluster, exactly once and resumable; translate "
+        "consumer-group positions to the replayed topic.",
+        _add_replay,
+    ),
+}
+
+#: the order :func:`_register_groups` registers in (as it always has)
+_REGISTRATION_ORDER = ("segments", "archive", "catalog", "replay", "demo")
+
+
+def _noop_callback() -> None:
+    # A root callback makes typer build a group even before any sub-command is registered
+    # (they are all loaded lazily); it takes no options and has no docstring, so the help
+    # text is still the app's own.
+    pass
+
+
+def _load(name: str) -> Command:
+    """Import the module of sub-command ``name`` and build its Click command exactly as the
+    eager registration does (through a throw-away Typer app)."""
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    holder.callback()(_noop_callback)
+    SUBCOMMANDS[name][1](holder)
+    group = typer.main.get_group(holder)
+    return group.commands[name]
+
+
+class _LazyCommands(MutableMapping[str, Command]):
+    """The root's sub-commands: names are known up front, a module is imported only when its
+    command is looked up (``kafka-archive catalog offsets`` never imports the archive,
+    segments, replay or demo commands, nor what they import)."""
+
+    def __init__(self, eager: MutableMapping[str, Command]) -> None:
+        self._loaded: dict[str, Command] = dict(eager)
+        self._names = list(eager) + [n for n in SUBCOMMANDS if n not in eager]
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._loaded:
+            if name not in SUBCOMMANDS:
+                raise KeyError(name)
+            self._loaded[name] = _load(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def listing_stub(self, name: str) -> Command | None:
+        """What ``--help`` lists for ``name``: the loaded command if there is one, else a
+        placeholder carrying the help line (so listing imports nothing)."""
+        if name in self._loaded:
+            return self._loaded[name]
+        if name in SUBCOMMANDS:
+            return TyperCommand(name=name, help=SUBCOMMANDS[name][0])
+        return None
 
 
 class _GuardedGroup(TyperGroup):
     """The root group: runs every command under the last-resort error handler and with log
     redaction on (both also apply when the app is invoked by a test runner, not only via
-    :func:`main`)."""
+    :func:`main`), and loads each sub-command's module only when that sub-command is used."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _LazyCommands(self.commands)
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(self.commands)  # names only: listing must not load the modules
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        commands = self.commands
+        if ctx.meta.get(_LISTING_KEY) and isinstance(commands, _LazyCommands):
+            return commands.listing_stub(cmd_name)
+        return commands.get(cmd_name)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        ctx.meta[_LISTING_KEY] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            ctx.meta.pop(_LISTING_KEY, None)
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         ctx.meta[_ARGV_KEY] = list(args)
@@ -52,14 +198,23 @@ class _GuardedGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, TyperException):
             raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise  # the same from code that uses (real) Click directly
         except Exception as exc:
+            if _is_real_click_exit(exc):
+                raise  # the same from code that uses (real) Click directly
             from kafka_archive.cli.crash import report_unexpected
 
             argv = list(ctx.meta.get(_ARGV_KEY, []))
             code = report_unexpected(exc, argv=["kafka-archive", *argv], as_json="--json" in argv)
             raise typer.Exit(code) from None
+
+
+def _is_real_click_exit(exc: BaseException) -> bool:
+    """Is ``exc`` one of (real, not typer's vendored) Click's exit/usage exceptions? Click is
+    not imported for this: if no code has imported it, none of its exceptions can exist."""
+    click = sys.modules.get("click")
+    if click is None:
+        return False
+    return isinstance(exc, (click.exceptions.Exit, click.ClickException, click.Abort))
 
 
 app = typer.Typer(
@@ -73,22 +228,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_GuardedGroup,
 )
+app.callback()(_noop_callback)
 
 
 def _register_groups() -> None:
-    """Attach every sub-command group (imported here so ``--help`` of one group does not pay
-    for the imports of the others at module import time)."""
-    from kafka_archive.cli import archive, catalog, replay, segments
-    from kafka_archive.cli.demo import demo
-
-    app.add_typer(segments.app, name="segments")
-    archive.register(app)
-    catalog.register(app)
-    app.add_typer(replay.app, name="replay")
-    app.command(name="demo")(demo)
+    """Attach every sub-command group to :data:`app` now (tests that drive ``app`` with a
+    runner may call it; :func:`main` does not: the root loads each sub-command on first use)."""
+    for name in _REGISTRATION_ORDER:
+        SUBCOMMANDS[name][1](app)
 
 
 def main() -> None:
-    """Console-script entry point (exit codes: see the module docstring)."""
-    _register_groups()
+    """Console-script entry point (exit codes: see the module docstring). Sub-commands are
+    loaded on first use, so ``--help`` and one query import only what they need."""
     app()
