@@ -111,9 +111,12 @@ def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli:
                     store,
                 )
             )
-            assert [set(x) for x in lines] == [{"partition", "offset", "timestamp"}] * 3
+            assert [set(x) for x in lines] == [ANSWER_KEYS] * 3
             for x in lines:
                 assert (x["offset"], x["timestamp"]) == brute_force_offset(recs[x["partition"]], ts)
+                assert x["exact"] and x["offset_max"] == x["offset"]
+                assert x["clamped"] == _outside(recs[x["partition"]], ts)
+                assert (x["note"] is None) == (x["clamped"] is None)
     # relative: an hour ago lies after the archive (2023): nothing that late
     lines = _lines(
         _run(
@@ -134,7 +137,9 @@ def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli:
             store,
         )
     )
-    assert lines == [{"partition": 1, "offset": -1, "timestamp": -1}]
+    (late,) = lines
+    assert (late["partition"], late["offset"], late["timestamp"]) == (1, -1, -1)
+    assert late["clamped"] == "after_end" and "after the archive's last record" in late["note"]
     text = _run(
         cli,
         "offsets",
@@ -150,6 +155,68 @@ def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli:
         store,
     )
     assert "partition" in text and "orders" in text
+
+
+ANSWER_KEYS = {"partition", "offset", "timestamp", "exact", "offset_max", "clamped", "note"}
+
+
+def _outside(recs: list[Any], ts: int) -> str | None:
+    """What ``clamped`` must say for ``ts``: before the partition's first record (the one at
+    its first offset), after its latest timestamp, or inside."""
+    if ts < recs[0].timestamp:
+        return "before_start"
+    if ts > max(r.timestamp for r in recs):
+        return "after_end"
+    return None
+
+
+def test_offsets_before_and_after_the_archive_are_noted(
+    built: tuple[History, str, str], cli: CliRunner
+) -> None:
+    """A moment before the archive's first record answers its first offset, one after its
+    last answers -1: both say so (text note on stderr, ``clamped``/``note`` in JSON)."""
+    hist, store, db = built
+    recs = list(all_records(hist.dirs[("orders", 0)]))
+    base = ["offsets", "--cluster", C, "--topic", "orders", "-p", "0", "--db", db]
+    base += ["--store", store]
+    early = recs[0].timestamp - 3_600_000
+    (x,) = _lines(_run(cli, *base, "--at", str(early), "--json"))
+    assert (x["offset"], x["clamped"]) == (recs[0].offset, "before_start")
+    assert "before the archive's first record" in x["note"] and str(recs[0].offset) in x["note"]
+    text = _run(cli, *base, "--at", str(early))
+    assert "note:" in text and "before the archive's first record" in text
+    late = max(r.timestamp for r in recs) + 1
+    (y,) = _lines(_run(cli, *base, "--at", str(late), "--json"))
+    assert (y["offset"], y["clamped"]) == (-1, "after_end")
+    assert "after the archive's last record" in _run(cli, *base, "--at", str(late))
+    # (CreateTime need not grow with offsets: "inside" is from the first record's time on)
+    inside = next(r.timestamp for r in recs[len(recs) // 2 :] if r.timestamp > recs[0].timestamp)
+    (z,) = _lines(_run(cli, *base, "--at", str(inside), "--json"))
+    assert z["clamped"] is None and z["note"] is None
+    assert "note:" not in _run(cli, *base, "--at", str(inside))
+
+
+def test_offsets_without_store_answers_from_the_catalog(
+    built: tuple[History, str, str], cli: CliRunner
+) -> None:
+    """No --store: the catalog alone bounds the answer (offset <= exact <= offset_max), says
+    it is not exact, and the text tells how to get the exact one."""
+    hist, _store, db = built
+    recs = {p: list(all_records(hist.dirs[("orders", p)])) for p in range(3)}
+    stamps = sorted(r.timestamp for rs in recs.values() for r in rs)
+    for ts in stamps[:: max(1, len(stamps) // 7)]:
+        args = ["offsets", "--cluster", C, "--topic", "orders", "--at", str(ts), "--db", db]
+        lines = _lines(_run(cli, *args, "--json", env={"KAFKA_ARCHIVE_STORE": ""}))
+        assert [set(x) for x in lines] == [ANSWER_KEYS] * 3
+        for x in lines:
+            want, _ = brute_force_offset(recs[x["partition"]], ts)
+            if want == -1:
+                assert x["offset"] == -1 and x["exact"]
+            else:
+                assert x["offset"] <= want <= x["offset_max"] and not x["exact"]
+                assert x["timestamp"] == -1
+    text = _run(cli, *args, env={"KAFKA_ARCHIVE_STORE": ""})
+    assert "--store" in text and "error" not in text
 
 
 def test_locate_stats_gaps_topics(

@@ -21,7 +21,21 @@ from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import Partition, Segment
 
-__all__ = ["GapEntry", "gaps"]
+__all__ = ["SEVERITIES", "GapEntry", "gaps", "severity_of"]
+
+#: How bad each kind of gap is, worst first in :data:`SEVERITIES`. ``info``: nothing is lost or
+#: ambiguous (an overlap is two identical copies); ``warning``: every offset is archived but
+#: two versions disagree (a divergence: replay serves one of them); ``error``: offsets are not
+#: served (missing, corrupt, refused or unreadable). ``catalog topics`` counts the same
+#: severities per partition, so its totals and the rows of ``catalog gaps`` always agree.
+_SEVERITY: dict[str, str] = {"overlap": "info", "divergent": "warning"}
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+
+
+def severity_of(kind: str) -> str:
+    """``info``, ``warning`` or ``error`` for a gap ``kind``; any kind not known to be
+    harmless is an error (a new kind of problem must not be hidden by default)."""
+    return _SEVERITY.get(kind, "error")
 
 
 def _i(v: Any) -> int:
@@ -54,9 +68,15 @@ class GapEntry:
     end_offset: int
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def severity(self) -> str:
+        """``error``, ``warning`` or ``info`` (:func:`severity_of`)."""
+        return severity_of(self.kind)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "severity": self.severity,
             "topic": self.topic,
             "partition": self.partition,
             "start_offset": self.start_offset,

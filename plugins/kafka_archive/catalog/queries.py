@@ -16,14 +16,15 @@
   ``__consumer_offsets`` history decoded from archived segments merged with the history the
   offsets follower read live (:mod:`kafka_archive.groups.follower`);
   :func:`group_commit_history` lists that merged history, each commit once.
-* :func:`topics` - what the archive holds per topic and partition.
+* :func:`topics` - what the archive holds per topic and partition, :func:`clusters` per
+  cluster (both in :mod:`kafka_archive.catalog.holdings`, which defines ``records``,
+  ``offset_span`` and the problem counts every command shows).
 
 Every answer type has ``to_json()`` giving the object the CLI prints with ``--json``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from sqlalchemy.orm import Session
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.extract import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.gaps import GapEntry, gaps
+from kafka_archive.catalog.holdings import ClusterHoldings, PartitionHoldings, clusters, topics
 from kafka_archive.catalog.models import (
     ChainPiece,
     FollowedCommitRow,
@@ -49,6 +51,7 @@ from segment_lib.log_file import decode_batch, iter_batches
 
 __all__ = [
     "CatalogQueryError",
+    "ClusterHoldings",
     "GapEntry",
     "GroupCommit",
     "GroupOffset",
@@ -57,6 +60,7 @@ __all__ = [
     "OffsetAnswer",
     "PartitionHoldings",
     "StatsBucket",
+    "clusters",
     "gaps",
     "group_commit_history",
     "group_offsets",
@@ -712,102 +716,3 @@ def group_commit_history(
     ]
     out.sort(key=lambda c: (c.visible_ts, c.topic, c.partition, c.commit_timestamp))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionHoldings:
-    """What the archive holds for one partition (canonical chain only)."""
-
-    topic: str
-    partition: int
-    segments: int
-    first_offset: int
-    last_offset: int
-    first_timestamp: int
-    max_timestamp: int
-    records: int
-    bytes: int
-    problems: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "segments": self.segments,
-            "first_offset": self.first_offset,
-            "last_offset": self.last_offset,
-            "first_timestamp": self.first_timestamp,
-            "max_timestamp": self.max_timestamp,
-            "records": self.records,
-            "bytes": self.bytes,
-            "problems": self.problems,
-        }
-
-
-def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
-    """Per topic and partition: archived offsets, time range, records and bytes.
-
-    ``first_timestamp`` is that of the first archived batch, ``max_timestamp`` the largest
-    anywhere (CreateTime timestamps need not be ordered). ``problems`` counts corrupt segments
-    and recorded integrity problems (:mod:`kafka_archive.catalog.problems`); a partition known
-    only from its problems is listed with no segments. ``catalog gaps`` tells more.
-    """
-    from kafka_archive.catalog.problems import problem_counts
-
-    sg = Segment
-    serving = sg.status.in_(("canonical", "partial"))
-    with catalog.session() as s:
-        rows = s.execute(
-            select(
-                Partition.id,
-                Partition.topic,
-                Partition.partition,
-                func.count(sg.id).filter(serving),
-                func.min(sg.first_offset).filter(serving),
-                func.max(sg.last_offset).filter(serving),
-                func.max(sg.max_timestamp).filter(serving),
-                func.sum(sg.record_count).filter(sg.status == "canonical"),
-                func.sum(sg.size_bytes).filter(sg.status == "canonical"),
-                func.count(sg.id).filter(sg.status == "corrupt"),
-            )
-            .join(sg, sg.partition_id == Partition.id)
-            .where(Partition.cluster == cluster)
-            .group_by(Partition.id, Partition.topic, Partition.partition)
-            .order_by(Partition.topic, Partition.partition)
-        ).all()
-        counts = problem_counts(s, cluster)
-        if not rows and not counts:
-            raise CatalogQueryError(
-                f"the catalog holds nothing for cluster {cluster!r}",
-                hint="run `kafka-archive catalog build` first",
-            )
-        firsts: dict[int, int] = defaultdict(lambda: -1)
-        for pid, fts in s.execute(
-            select(sg.partition_id, sg.first_timestamp)
-            .join(ChainPiece, ChainPiece.segment_id == sg.id)
-            .where(ChainPiece.partition_id.in_([r[0] for r in rows]))
-            .order_by(sg.partition_id, ChainPiece.lo.desc())
-        ):
-            firsts[int(pid)] = int(fts)  # the last one written per partition is the lowest lo
-    out = [
-        PartitionHoldings(
-            t,
-            p,
-            int(n or 0),
-            _i(fo),
-            _i(lo),
-            firsts[pid],
-            _i(mx),
-            int(rc or 0),
-            int(by or 0),
-            int(bad or 0) + counts.pop((t, p), 0),
-        )
-        for pid, t, p, n, fo, lo, mx, rc, by, bad in rows
-    ]
-    out.extend(PartitionHoldings(t, p, 0, -1, -1, -1, -1, 0, 0, n) for (t, p), n in counts.items())
-    out.sort(key=lambda h: (h.topic, h.partition))
-    return out
-
-
-def _i(v: Any) -> int:
-    return -1 if v is None else int(v)

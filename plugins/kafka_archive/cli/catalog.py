@@ -23,7 +23,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
@@ -60,6 +59,17 @@ StoreOpt = Annotated[
         "--store",
         envvar="KAFKA_ARCHIVE_STORE",
         help="Archive store: file:///dir, a path, or s3://bucket/prefix [env KAFKA_ARCHIVE_STORE].",
+        show_envvar=False,
+    ),
+]
+OptionalStoreOpt = Annotated[
+    str,
+    typer.Option(
+        "--store",
+        envvar="KAFKA_ARCHIVE_STORE",
+        help="Archive store (file:///dir, a path, or s3://bucket/prefix) [env "
+        "KAFKA_ARCHIVE_STORE]. Optional: without it the catalog alone answers an offset range; "
+        "with it one ranged read per partition makes the answer exact.",
         show_envvar=False,
     ),
 ]
@@ -168,16 +178,29 @@ def _run(as_json: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
         )
 
 
-_LEFT = {"topic", "object", "kind", "detail", "time", "start", "first time", "last time", "what"}
+_LEFT = {
+    "topic",
+    "object",
+    "kind",
+    "severity",
+    "detail",
+    "time",
+    "start",
+    "first time",
+    "last time",
+    "what",
+    "offsets",
+    "note",
+    "cluster",
+}
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    t = Table(title=title, title_justify="left")
-    for c in columns:
-        t.add_column(c, justify="left" if c in _LEFT else "right", overflow="fold")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    console.print(t)
+    """A table, or ``key: value`` blocks when it would not fit the terminal
+    (:func:`kafka_archive.cli.tables.print_table`)."""
+    from kafka_archive.cli.tables import print_table
+
+    print_table(title, columns, rows, left=_LEFT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,26 +340,29 @@ def offsets(
         ),
     ] = None,
     db: DbOpt = "",
-    store: StoreOpt = "",
+    store: OptionalStoreOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """The earliest offset whose timestamp is >= TIME, per partition (ListOffsets semantics;
     -1 when no record is that late).
 
-    Answered from the catalog plus at most one ranged read of one index interval per
-    partition.
+    With --store (or KAFKA_ARCHIVE_STORE) the answer is exact: the catalog names one index
+    interval per partition and one ranged read of it finds the record. Without it the catalog
+    alone answers a range: "offset" is a safe place to start reading (no record at or after
+    TIME lies before it) and "offset_max" bounds the answer ("exact": false). A TIME before the
+    archive's first record or after its last is noted ("clamped", "note").
 
     Example: kafka-archive catalog offsets --cluster prod --topic orders --at 2026-11-20T03:00Z
     """
-    from kafka_archive.catalog.queries import offsets_for_time
+    from kafka_archive.catalog.time_answers import offsets_at
 
     ts = _time(at, "--at", as_json)
     if ts < 0:
         fail("--at is before 1970", as_json=as_json)
     cat = _open(db, as_json)
-    st = _store(store, as_json)
+    st = _store(store, as_json) if store else None
     try:
-        answers = _run(as_json, offsets_for_time, cat, st, cluster, topic, ts, partition)
+        answers = _run(as_json, offsets_at, cat, st, cluster, topic, ts, partition)
     finally:
         cat.close()
     if as_json:
@@ -346,8 +372,23 @@ def offsets(
     _table(
         f"{cluster}/{topic} at {format_ms(ts)} ({ts})",
         ["partition", "offset", "timestamp", "time"],
-        [[a.partition, a.offset, a.timestamp, format_ms(a.timestamp)] for a in answers],
+        [
+            [a.partition, a.offset, a.timestamp, format_ms(a.timestamp)]
+            if a.exact
+            else [a.partition, f"{a.offset}-{a.offset_max}", "?", "(needs --store)"]
+            for a in answers
+        ],
     )
+    from rich.markup import escape
+
+    for a in answers:
+        if a.note:
+            err_console.print(f"[yellow]note:[/] {escape(a.note)}")
+    if not all(a.exact for a in answers):
+        err_console.print(
+            "[yellow]note:[/] without --store the catalog bounds each answer to one index "
+            "interval (offset-offset_max); pass --store URI for the exact offset"
+        )
 
 
 @app.command()
@@ -472,6 +513,8 @@ def gaps(
     overlap: two archived copies of the same offsets with the same leader epochs (replicas
     rolled differently, compaction rewrites; harmless); divergent: the same offsets under
     different leader epochs (an unclean leader election); corrupt: bytes failed verification.
+    Each row has a severity: overlap is info, divergent a warning, every other kind an error;
+    `catalog topics` counts the same rows per partition.
 
     Example: kafka-archive catalog gaps --cluster prod --topic orders
     """
@@ -491,11 +534,22 @@ def gaps(
             f"no gaps: the archive of {cluster}" + (f"/{topic}" if topic else "") + " is contiguous"
         )
         return
+    from collections import Counter
+
+    from kafka_archive.cli.catalog_views import severity_summary
+
     _table(
-        f"{cluster}: {len(found)} problem(s)",
-        ["kind", "topic", "partition", "offsets", "detail"],
+        f"{cluster}: {severity_summary(Counter(g.severity for g in found))}",
+        ["severity", "kind", "topic", "partition", "offsets", "detail"],
         [
-            [g.kind, g.topic, g.partition, f"{g.start_offset}-{g.end_offset}", _detail(g.detail)]
+            [
+                g.severity,
+                g.kind,
+                g.topic,
+                g.partition,
+                f"{g.start_offset}-{g.end_offset}",
+                _detail(g.detail),
+            ]
             for g in found
         ],
     )
@@ -561,7 +615,12 @@ def topics(
     db: DbOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
-    """What the archive holds per topic and partition: offsets, time range, records, bytes.
+    """What the archive holds per topic and partition: offsets, time range, records, bytes,
+    problems.
+
+    records: data records actually archived (as `catalog stats` counts them); offset_span:
+    last - first + 1 (larger when compaction, transaction markers or gaps left offsets without
+    records); errors/warnings/info: the rows `catalog gaps` lists, by severity.
 
     Example: kafka-archive catalog topics --cluster prod
     """
@@ -576,40 +635,16 @@ def topics(
         for h in held:
             emit_json(h.to_json())
         return
-    _table(
-        f"cluster {cluster}",
-        [
-            "topic",
-            "partition",
-            "segments",
-            "offsets",
-            "first time",
-            "last time",
-            "records",
-            "bytes",
-            "problems",
-        ],
-        [
-            [
-                h.topic,
-                h.partition,
-                h.segments,
-                f"{h.first_offset}-{h.last_offset}",
-                format_ms(h.first_timestamp),
-                format_ms(h.max_timestamp),
-                h.records,
-                h.bytes,
-                h.problems,
-            ]
-            for h in held
-        ],
-    )
+    from kafka_archive.cli.catalog_views import print_topics
+
+    print_topics(cluster, held)
 
 
 def register(root: typer.Typer) -> None:
     """Add ``catalog`` to the root command."""
-    from kafka_archive.cli import catalog_verify, follow
+    from kafka_archive.cli import catalog_verify, catalog_views, follow
 
+    catalog_views.register(app)
     follow.register(app)
     catalog_verify.register(app)
     root.add_typer(app, name="catalog")

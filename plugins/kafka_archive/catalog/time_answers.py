@@ -1,0 +1,172 @@
+"""``catalog offsets`` answers that say how sure they are and whether the moment asked about
+lies inside the archive.
+
+:func:`~kafka_archive.catalog.queries.offsets_for_time` answers exactly like the broker's
+ListOffsets, which is silent about two cases people misread: a moment *before* the archive's
+first record answers the first archived offset (which looks like "offset 0 was written then"),
+and a moment *after* its last record answers -1. :func:`offsets_at` adds, per partition, what
+the archive spans and a ``clamped``/``note`` saying so.
+
+It also answers without the store: the catalog alone knows the one time-index interval that
+holds the answer, so its first offset is a safe place to start reading (no record at or after
+the moment lies before it) and its last offset bounds the answer. Reading that interval's bytes
+(at most one ranged read per partition) makes the answer exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.models import ChainPiece, Partition, Segment
+from kafka_archive.catalog.queries import offset_intervals, offsets_for_time
+from kafka_archive.store import ObjectStore
+from kafka_archive.timeparse import format_ms
+
+__all__ = ["ArchiveSpan", "TimeAnswer", "archive_spans", "offsets_at"]
+
+BEFORE_START = "before_start"
+AFTER_END = "after_end"
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSpan:
+    """A partition's archived chain: its first offset, the first batch's timestamp there and
+    the largest timestamp anywhere (-1: nothing served)."""
+
+    first_offset: int
+    first_timestamp: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimeAnswer:
+    """One partition's answer for a moment ``at``.
+
+    ``exact``: ``offset``/``timestamp`` are the broker's ListOffsets answer (the store was
+    read). Otherwise ``offset`` is a safe lower bound (start reading there: no record at or
+    after the moment lies earlier), ``offset_max`` bounds the answer and ``timestamp`` is -1.
+    ``offset`` -1: no archived record is that late. ``clamped``: ``before_start`` when ``at``
+    is before the timestamp of the partition's first archived record (the answer is then the
+    first archived offset: it says nothing about what came before the archive), ``after_end``
+    when it is after the largest archived timestamp (the answer is -1), else ``None``;
+    ``note`` says it in a sentence."""
+
+    partition: int
+    at: int
+    offset: int
+    timestamp: int
+    exact: bool
+    offset_max: int
+    span: ArchiveSpan
+
+    @property
+    def clamped(self) -> str | None:
+        if self.span.first_timestamp >= 0 and self.at < self.span.first_timestamp:
+            return BEFORE_START
+        if self.at > self.span.max_timestamp:
+            return AFTER_END
+        return None
+
+    @property
+    def note(self) -> str | None:
+        """One sentence for people when the moment is outside the archive, else ``None``."""
+        if self.clamped == BEFORE_START:
+            return (
+                f"{format_ms(self.at)} is before the archive's first record of partition "
+                f"{self.partition} ({format_ms(self.span.first_timestamp)}, offset "
+                f"{self.span.first_offset}): the answer is the first archived offset; records "
+                "before it, if any, were not archived"
+            )
+        if self.clamped == AFTER_END:
+            last = format_ms(self.span.max_timestamp) if self.span.max_timestamp >= 0 else "none"
+            return (
+                f"{format_ms(self.at)} is after the archive's last record of partition "
+                f"{self.partition} ({last}): no archived record is that late (-1); newer "
+                "records may still be on the brokers or not archived yet"
+            )
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "exact": self.exact,
+            "offset_max": self.offset_max,
+            "clamped": self.clamped,
+            "note": self.note,
+        }
+
+
+def archive_spans(
+    catalog: Catalog, cluster: str, topic: str, partitions: Sequence[int] | None = None
+) -> dict[int, ArchiveSpan]:
+    """Per archived partition of ``topic``: what its chain spans (two grouped queries)."""
+    sg = Segment
+    serving = sg.status.in_(("canonical", "partial"))
+    where = [Partition.cluster == cluster, Partition.topic == topic]
+    if partitions:
+        where.append(Partition.partition.in_(sorted(set(partitions))))
+    with catalog.session() as s:
+        tops = dict(
+            s.execute(
+                select(Partition.partition, func.max(sg.max_timestamp).filter(serving))
+                .join(sg, sg.partition_id == Partition.id)
+                .where(*where)
+                .group_by(Partition.partition)
+            ).all()
+        )
+        firsts: dict[int, tuple[int, int]] = {}
+        for part, lo, fts in s.execute(
+            select(Partition.partition, ChainPiece.lo, sg.first_timestamp)
+            .join(ChainPiece, ChainPiece.partition_id == Partition.id)
+            .join(sg, sg.id == ChainPiece.segment_id)
+            .where(*where)
+            .order_by(Partition.partition, ChainPiece.lo.desc())
+        ):
+            firsts[int(part)] = (int(lo), int(fts))  # the last one per partition: lowest lo
+    return {
+        int(p): ArchiveSpan(*firsts.get(int(p), (-1, -1)), -1 if mx is None else int(mx))
+        for p, mx in tops.items()
+    }
+
+
+def offsets_at(
+    catalog: Catalog,
+    store: ObjectStore | None,
+    cluster: str,
+    topic: str,
+    timestamp: int,
+    partitions: Sequence[int] | None = None,
+) -> list[TimeAnswer]:
+    """Per archived partition of ``topic``: the first offset whose timestamp is >=
+    ``timestamp``, exact when ``store`` is given, else bounded from the catalog alone (see
+    :class:`TimeAnswer`); each says whether the moment lies outside the archive.
+
+    Raises :class:`~kafka_archive.catalog.queries.CatalogQueryError` as
+    :func:`~kafka_archive.catalog.queries.offsets_for_time` does."""
+    spans = archive_spans(catalog, cluster, topic, partitions)
+    none = ArchiveSpan(-1, -1, -1)
+    if store is not None:
+        return [
+            TimeAnswer(
+                a.partition,
+                timestamp,
+                a.offset,
+                a.timestamp,
+                True,
+                a.offset,
+                spans.get(a.partition, none),
+            )
+            for a in offsets_for_time(catalog, store, cluster, topic, timestamp, partitions)
+        ]
+    out = []
+    for part, iv in offset_intervals(catalog, cluster, topic, timestamp, partitions):
+        lo, hi = (-1, -1) if iv is None else (iv.start_offset, iv.end_offset)
+        out.append(TimeAnswer(part, timestamp, lo, -1, iv is None, hi, spans.get(part, none)))
+    return out
