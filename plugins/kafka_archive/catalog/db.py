@@ -22,13 +22,13 @@ A catalog of an older schema is upgraded (that is a migration, not a creation).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -125,11 +125,63 @@ def _engine(url: str) -> Engine:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Run the packaged Alembic migrations up to ``revision`` on ``engine``."""
+    # Alembic (and Mako, which it pulls in) costs more to import than a whole catalog query:
+    # only a catalog that really needs a migration pays for it (see :func:`_at_head`).
+    from alembic import command
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
+
+
+_REVISION_LINE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
+_QUOTED = re.compile(r"""^["']([^"']+)["']$""")
+
+
+@cache
+def packaged_heads() -> frozenset[str] | None:
+    """The head revision(s) of the packaged migrations, read from the version files' text
+    (``revision = "..."`` / ``down_revision = "..."``) without importing Alembic.
+
+    ``None`` when a file does not have that simple shape (a merge revision's tuple, a computed
+    value, ...): callers then let Alembic decide. tests/test_cli_imports.py checks the answer
+    equals Alembic's own ``heads``."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in sorted((_MIGRATIONS / "versions").glob("*.py")):
+        fields = {m[1]: m[2] for m in _REVISION_LINE.finditer(path.read_text("utf-8"))}
+        if not fields:
+            continue  # __init__.py and helpers
+        rev = _QUOTED.match(fields.get("revision", ""))
+        down = fields.get("down_revision")
+        if rev is None or down is None:
+            return None
+        revisions.add(rev.group(1))
+        if down != "None":
+            parent = _QUOTED.match(down)
+            if parent is None:
+                return None
+            parents.add(parent.group(1))
+    heads = frozenset(revisions - parents)
+    return heads or None
+
+
+def _at_head(engine: Engine) -> bool:
+    """Is the schema already at the packaged head? One ``SELECT`` on Alembic's version table
+    (the common case for every query command); any doubt answers ``False`` so that Alembic
+    runs and decides, as it always did."""
+    heads = packaged_heads()
+    if heads is None:
+        return False
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    except Exception:  # no version table yet, or the driver objects: Alembic handles it
+        return False
+    return {str(row[0]) for row in rows} == heads
 
 
 @dataclass(slots=True)
@@ -235,7 +287,7 @@ def open_catalog(
     engine = _engine(full)
     try:
         _check_schema(engine, shown, create)
-        if migrate:
+        if migrate and not _at_head(engine):
             upgrade(engine)
     except BaseException:
         engine.dispose()

@@ -7,6 +7,8 @@ the failures it reports.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kafka_archive.store.base import ObjectStore, StoredObject, validate_key, validate_prefix
 from kafka_archive.store.errors import (
     AccessDenied,
@@ -21,7 +23,9 @@ from kafka_archive.store.errors import (
 )
 from kafka_archive.store.factory import open_store
 from kafka_archive.store.local import LocalStore
-from kafka_archive.store.s3 import S3Options, S3Store
+
+if TYPE_CHECKING:
+    from kafka_archive.store.s3 import S3Options, S3Store
 
 __all__ = [
     "AccessDenied",
@@ -42,3 +46,13 @@ __all__ = [
     "validate_key",
     "validate_prefix",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The S3 names are re-exported lazily: importing the store package (every catalog query
+    # does) must not import boto3 unless an s3:// store is really used.
+    if name in ("S3Options", "S3Store"):
+        from kafka_archive.store import s3
+
+        return getattr(s3, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from typing import Any
 from kafka_archive.store.base import ObjectStore
 from kafka_archive.store.errors import StoreConfigError
 from kafka_archive.store.local import LocalStore, local_root_from_uri
-from kafka_archive.store.s3 import S3Options, S3Store, parse_s3_uri
 
 __all__ = ["open_store"]
 
@@ -30,6 +29,9 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
     scheme_match = _SCHEME.match(uri)
     scheme = scheme_match.group(1).lower() if scheme_match else None
     if scheme == "s3":
+        # imported here: boto3 is loaded only when an s3:// store is opened
+        from kafka_archive.store.s3 import S3Options, S3Store, parse_s3_uri
+
         bucket, prefix = parse_s3_uri(uri)
         session = options.pop("session", None)
         try:

@@ -1,0 +1,165 @@
+"""What the CLI imports: ``--help`` and the catalog queries load only what they use.
+
+Start-up time is mostly imports, so the import *set* is what is tested (deterministic), not the
+time (``benchmarks/bench_cli_startup.py`` measures that). Each command runs in a fresh Python
+process through the console script's ``main()``, and the names in ``sys.modules`` at exit are
+checked against the heavy packages a query never needs: orchestration (Airflow, Spark), the
+Kafka client, plotting, the S3 SDK (the store here is a local directory), Alembic (the catalog
+is already at the newest schema), and dataframes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka_archive.archive import run_archive
+from kafka_archive.catalog.build import InProcessRunner, build_catalog
+from kafka_archive.catalog.db import open_catalog, packaged_heads
+from kafka_archive.cli import SUBCOMMANDS
+from kafka_archive.store import open_store
+from support.catalog_data import write_history
+
+#: top-level packages no --help and no catalog query may import
+HEAVY = (
+    "airflow",
+    "pyspark",
+    "confluent_kafka",
+    "matplotlib",
+    "plotext",
+    "boto3",
+    "botocore",
+    "alembic",
+    "pandas",
+    "pyarrow",
+)
+
+# Runs the console script's main() with the given arguments and writes the names of every
+# imported module (at exit, whatever the exit code) to the file named by $MODULES_OUT.
+_WRAPPER = """
+import json, os, sys
+sys.argv = ["kafka-archive", *sys.argv[1:]]
+from kafka_archive.cli import main
+try:
+    main()
+finally:
+    with open(os.environ["MODULES_OUT"], "w") as out:
+        json.dump(sorted(sys.modules), out)
+"""
+
+CLUSTER = "c1"
+
+
+def _imported(tmp_path: Path, *args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """(top-level package names imported, the finished process) for ``kafka-archive ARGS``."""
+    out = tmp_path / "modules.json"
+    env = {**os.environ, "MODULES_OUT": str(out), "COLUMNS": "120"}
+    env.pop("KAFKA_ARCHIVE_DB", None)
+    env.pop("KAFKA_ARCHIVE_STORE", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    names = json.loads(out.read_text())
+    return {name.split(".", 1)[0] for name in names}, proc
+
+
+def _assert_light(packages: set[str]) -> None:
+    assert sorted(packages.intersection(HEAVY)) == []
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(store URI, catalog path) of a small archive, cataloged in-process."""
+    root = tmp_path_factory.mktemp("imports")
+    hist = write_history(root / "logs", seed=5, appends=20)
+    store = open_store(str(root / "store"))
+    run_archive(
+        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
+    )
+    db = root / "catalog.db"
+    with open_catalog(str(db), create=True) as cat:
+        build_catalog(cat, store.uri, runner=InProcessRunner())
+    return store.uri, str(db)
+
+
+def test_root_help_imports_no_subcommand_module(tmp_path: Path) -> None:
+    packages, proc = _imported(tmp_path, "--help")
+    assert proc.returncode == 0, proc.stderr
+    for name in SUBCOMMANDS:
+        assert name in proc.stdout
+    _assert_light(packages)
+    out = json.loads((tmp_path / "modules.json").read_text())
+    # the sub-command modules themselves are loaded only when their command is used
+    assert [m for m in out if m.startswith("kafka_archive.cli.")] == []
+    assert "segment_lib" not in packages and "sqlalchemy" not in packages
+    assert "click" not in packages  # typer vendors its own Click
+
+
+def test_catalog_help_is_light(tmp_path: Path) -> None:
+    packages, proc = _imported(tmp_path, "catalog", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "offsets" in proc.stdout
+    _assert_light(packages)
+    assert "sqlalchemy" not in packages
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("offsets", "--topic", "orders", "--at", "2020-01-01T00:00:00Z", "--store", "{store}"),
+        ("topics",),
+    ],
+    ids=["offsets", "topics"],
+)
+def test_catalog_query_imports_only_what_it_uses(
+    catalog: tuple[str, str], tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    store, db = catalog
+    command, *rest = args
+    rest = [arg.format(store=store) for arg in rest]
+    packages, proc = _imported(
+        tmp_path, "catalog", command, "--cluster", CLUSTER, *rest, "--db", db, "--json"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().startswith("{"), proc.stdout
+    _assert_light(packages)
+
+
+def test_root_help_lines_match_the_commands() -> None:
+    """The help line the root lists for each lazily loaded sub-command is the first paragraph
+    of that command's own help (what typer would show if the module were imported)."""
+    from kafka_archive.cli import _load
+
+    for name, (line, _register) in SUBCOMMANDS.items():
+        command = _load(name)
+        assert command.name == name
+        assert (command.help or "").split("\n\n", 1)[0].strip() == line
+
+
+def test_packaged_heads_match_alembic() -> None:
+    """The cheap head check (version files read as text) agrees with Alembic itself."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from kafka_archive.catalog.db import _MIGRATIONS
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    assert packaged_heads() == frozenset(ScriptDirectory.from_config(cfg).get_heads())
+
+
+def test_store_package_imports_no_s3_sdk() -> None:
+    code = (
+        "import sys, kafka_archive.store as s\n"
+        "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules\n"
+        "assert s.S3Store.__name__ == 'S3Store' and 'boto3' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
