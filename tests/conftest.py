@@ -32,3 +32,12 @@ def real_broker_data() -> Path:
             pytest.fail(reason + " (required by KAFKA_ARCHIVE_REQUIRE_FIXTURES=1)")
         pytest.skip(reason)
     return REAL_BROKER_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _internal_error_logs_stay_in_the_test_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLI's last-resort handler writes a log per internal error; in tests those go to the
+    run's temp folder, not the user's state directory (tests that check the log set their own)."""
+    os.environ.setdefault(
+        "KAFKA_ARCHIVE_ERROR_LOG_DIR", str(tmp_path_factory.mktemp("internal-errors"))
+    )

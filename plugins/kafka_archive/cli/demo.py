@@ -25,7 +25,9 @@ def demo(
     root: Annotated[Path, typer.Option(help="Folder for everything the demo makes.")] = Path(
         ".work/demo"
     ),
-    seed: Annotated[int, typer.Option(help="Seed of the generated cluster.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the generated cluster.", min=0, max=2**32 - 1)
+    ] = 0,
     kafka: Annotated[
         KafkaMode,
         typer.Option(
@@ -55,9 +57,31 @@ def demo(
             console.print(f"[dim]>[/] {message}")
 
     try:
+        root.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        fail(
+            f"cannot use --root {root}: {exc}",
+            code=2,
+            as_json=as_json,
+            hint="pick a folder (it is created if missing)",
+        )
+    if root.exists() and not root.is_dir():
+        fail(
+            f"--root {root} is not a directory",
+            hint="pick a folder (it is created if missing)",
+            code=2,
+            as_json=as_json,
+        )
+    try:
         report = run_demo(root, seed=seed, progress=progress, kafka=kafka.value)
     except DemoError as exc:
         fail(str(exc), as_json=as_json, hint="the stage's full log is named above")
+    except OSError as exc:  # the root cannot be created or written (permissions, a full disk)
+        fail(
+            f"cannot use --root {root}: {exc.strerror or exc}",
+            as_json=as_json,
+            hint="pick a folder you can write to, with free space",
+        )
     ok = (
         report["catalog_matches_broker"]
         and report["replay"]["exact"]
