@@ -219,7 +219,8 @@ def clusters(catalog: Catalog) -> list[ClusterHoldings]:
         for name, nt, np_, ns, fts, mts in rows:
             built = s.execute(
                 select(func.max(BuildRun.finished_at_ms)).where(
-                    BuildRun.status == "done",
+                    # a finished build is "ok" (the model's docstring says "done")
+                    BuildRun.status.in_(("ok", "done")),
                     or_(BuildRun.cluster == name, BuildRun.cluster.is_(None)),
                 )
             ).scalar_one()

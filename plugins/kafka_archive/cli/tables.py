@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from rich.cells import cell_len
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -54,12 +55,20 @@ def print_table(
     cells = [[str(x) for x in r] for r in rows]
     width = terminal_width() if width is None else width
     if table_fits(columns, cells, width):
-        t = Table(title=title, title_justify="left")
+        t = Table(title=escape(title), title_justify="left")
         for c in columns:
             t.add_column(c, justify="left" if c in left else "right", no_wrap=True)
         for r in cells:
             t.add_row(*[escape(x) for x in r])
-        console.print(t, width=width)
+        # console.print(width=) never exceeds the console's own width: a console for this
+        # width, writing where the shared one writes (its file is resolved at call time)
+        wide = Console(
+            file=console.file,
+            width=width,
+            highlight=False,
+            force_terminal=console.is_terminal,
+        )
+        wide.print(t)
         return
     key_width = max(cell_len(c) for c in columns) + 1
     console.print(title, markup=False, highlight=False)
