@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
 
 _HELP = """Follow __consumer_offsets of a live cluster into the catalog, exactly once.
@@ -57,7 +58,8 @@ def follow_offsets_command(
         typer.Option(
             "-X",
             "--consumer-config",
-            help="librdkafka consumer setting KEY=VALUE (security, timeouts); repeatable.",
+            help="librdkafka consumer setting KEY=VALUE (security, timeouts); repeatable. "
+            + SETTINGS_FILE_HELP,
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
@@ -72,12 +74,7 @@ def follow_offsets_command(
             duration_s = parse_duration_ms(duration) / 1000.0
         except ValueError as exc:
             fail(f"--duration: {exc}", as_json=as_json)
-    extra: dict[str, str] = {}
-    for item in config or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            fail(f"-X {item!r}: expected KEY=VALUE", as_json=as_json)
-        extra[key.strip()] = value.strip()
+    extra = parse_settings(config, "-X", as_json)
     if not db:
         fail(
             "no catalog given",

@@ -25,6 +25,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.cli.replay_views import print_holes, print_plan, print_report, print_status
 
@@ -51,7 +52,7 @@ TargetConfigOpt = Annotated[
     typer.Option(
         "--target-config",
         help="librdkafka setting for the target, NAME=VALUE (repeatable): TLS, SASL, ... "
-        "Secrets are never stored in the catalog.",
+        "Secrets are never stored in the catalog. " + SETTINGS_FILE_HELP,
     ),
 ]
 
@@ -64,18 +65,7 @@ def _env(value: str | None, env: str, what: str, as_json: bool) -> str:
 
 
 def _kv(items: list[str] | None, as_json: bool) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            fail(
-                f"{item!r} is not NAME=VALUE",
-                hint="e.g. --target-config security.protocol=SSL",
-                code=2,
-                as_json=as_json,
-            )
-        out[name.strip()] = value
-    return out
+    return parse_settings(items, "--target-config", as_json)
 
 
 def _partitions(text: str | None, as_json: bool) -> list[int] | None:
