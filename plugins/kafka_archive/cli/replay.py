@@ -85,7 +85,7 @@ def _partitions(text: str | None, as_json: bool) -> list[int] | None:
 
 
 def _open(store_uri: str, db: str, as_json: bool) -> tuple[Any, Any, Any]:
-    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.cli.catalog import _open as open_catalog_or_fail
     from kafka_archive.replay import models as _models  # noqa: F401  (registers the tables)
     from kafka_archive.replay.catalog_source import CatalogPlanSource
     from kafka_archive.replay.ledger import ReplayLedger
@@ -95,10 +95,8 @@ def _open(store_uri: str, db: str, as_json: bool) -> tuple[Any, Any, Any]:
         store = open_store(store_uri)
     except StoreError as exc:
         fail(str(exc), hint=exc.hint, as_json=as_json)
-    try:
-        catalog = open_catalog(db)
-    except Exception as exc:  # bad URL, unreachable server
-        fail(f"cannot open the catalog {db}: {exc}", as_json=as_json)
+    # the catalog commands' way: typed errors with their hint, the password hidden
+    catalog = open_catalog_or_fail(db, as_json)
     return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine)
 
 
