@@ -17,29 +17,78 @@ come from :mod:`.layout`, the configuration is :class:`ArchiveConfig`, and the A
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-from kafka_archive.archive.config import ArchiveConfig, ArchiveTarget, ConfigError, load_config
-from kafka_archive.archive.discovery import (
-    LogDirDiscovery,
-    SegmentCandidate,
-    SkippedItem,
-    SkipReason,
-    discover_log_dir,
-)
-from kafka_archive.archive.manifest import (
-    MANIFEST_FORMAT_VERSION,
-    InvalidManifest,
-    SegmentManifest,
-    UnsupportedManifestVersion,
-    iter_manifest_keys,
-    iter_manifests,
-    parse_manifest,
-    read_manifest,
-)
-from kafka_archive.archive.planner import ArchivePlan, LogDirPlan, SegmentTask, plan_cluster
-from kafka_archive.archive.report import ArchiveReport, BrokerLag, SegmentOutcome, SegmentStatus
-from kafka_archive.archive.runner import Progress, run_archive
+if TYPE_CHECKING:
+    from kafka_archive.archive.config import (
+        ArchiveConfig,
+        ArchiveTarget,
+        ConfigError,
+        load_config,
+    )
+    from kafka_archive.archive.discovery import (
+        LogDirDiscovery,
+        SegmentCandidate,
+        SkippedItem,
+        SkipReason,
+        discover_log_dir,
+    )
+    from kafka_archive.archive.manifest import (
+        MANIFEST_FORMAT_VERSION,
+        InvalidManifest,
+        SegmentManifest,
+        UnsupportedManifestVersion,
+        iter_manifest_keys,
+        iter_manifests,
+        parse_manifest,
+        read_manifest,
+    )
+    from kafka_archive.archive.planner import ArchivePlan, LogDirPlan, SegmentTask, plan_cluster
+    from kafka_archive.archive.report import (
+        ArchiveReport,
+        BrokerLag,
+        SegmentOutcome,
+        SegmentStatus,
+    )
+    from kafka_archive.archive.runner import Progress, run_archive
+
+# The names above are re-exported lazily (PEP 562): importing one light submodule (the catalog
+# needs only :mod:`.layout`; a query command needs nothing of the pipeline) must not load the
+# whole pipeline, its pydantic configuration models and the store SDKs.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("ArchiveConfig", "ArchiveTarget", "ConfigError", "load_config"), "config"),
+    **dict.fromkeys(
+        ("LogDirDiscovery", "SegmentCandidate", "SkippedItem", "SkipReason", "discover_log_dir"),
+        "discovery",
+    ),
+    **dict.fromkeys(
+        (
+            "MANIFEST_FORMAT_VERSION",
+            "InvalidManifest",
+            "SegmentManifest",
+            "UnsupportedManifestVersion",
+            "iter_manifest_keys",
+            "iter_manifests",
+            "parse_manifest",
+            "read_manifest",
+        ),
+        "manifest",
+    ),
+    **dict.fromkeys(("ArchivePlan", "LogDirPlan", "SegmentTask", "plan_cluster"), "planner"),
+    **dict.fromkeys(("ArchiveReport", "BrokerLag", "SegmentOutcome", "SegmentStatus"), "report"),
+    **dict.fromkeys(("Progress", "run_archive"), "runner"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
 
 #: The Airflow Asset the archive DAG updates whenever it archived new segments. The event's
 #: ``extra`` holds ``clusters``, ``segments_archived`` and ``manifest_keys`` (new manifests).

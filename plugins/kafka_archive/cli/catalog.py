@@ -15,14 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
@@ -262,6 +254,16 @@ def build(
         if not as_json:
             err_console.print(f"starting Spark ({spark_master}) ...")
         runner = start_spark_or_fail(spark_master, cat, as_json)
+    # rich.progress is imported here, not at module level: only a build draws a progress bar
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     show = not as_json and sys.stderr.isatty()
     bar = Progress(
         TextColumn("{task.description}"),
