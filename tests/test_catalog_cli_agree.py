@@ -144,3 +144,21 @@ def test_print_table_switches_layout_by_width(capsys: pytest.CaptureFixture[str]
     print_table("t", ["topic", "partition", "time", "detail"], [row], width=120)
     wide = capsys.readouterr().out
     assert "partition:" not in wide and "x" * 30 in wide
+
+
+def test_stats_chart_has_a_time_axis(overlapped: tuple[str, int], cli: CliRunner) -> None:
+    """The terminal chart's x axis reads times (first, middle, last bucket), not bucket
+    numbers."""
+    from kafka_archive.timeparse import format_ms
+
+    db, _ = overlapped
+    (held,) = _lines(_run(cli, "topics", "--cluster", C, "--json", "--db", db))
+    args = ["stats", "--cluster", C, "--topic", "r", "--from", str(held["first_timestamp"])]
+    args += ["--to", str(held["max_timestamp"] + 1), "--bucket", "10m", "--db", db]
+    buckets = _lines(_run(cli, *args, "--json"))
+    text = _run(cli, *args)
+    chart = text[: text.index("bytes")]  # the chart comes before the table
+    assert "bucket number" not in chart and "bucket start (UTC)" in chart
+    for i in (0, (len(buckets) - 1) // 2, len(buckets) - 1):
+        label = format_ms(buckets[i]["start"])[:16].replace("T", " ") + "Z"
+        assert label in chart, label

@@ -9,11 +9,27 @@ from typing import Any
 from kafka_archive.cli.output import console
 from kafka_archive.timeparse import format_ms
 
-__all__ = ["draw_png", "draw_terminal"]
+__all__ = ["draw_png", "draw_terminal", "time_ticks"]
+
+
+def time_ticks(buckets: list[Any]) -> tuple[list[int], list[str]]:
+    """Tick positions (bucket numbers) and their labels for the chart's x axis: the first,
+    middle and last bucket's start time, UTC, to the minute (``2026-11-20 03:00Z``), or to the
+    second for buckets shorter than a minute."""
+    n = len(buckets)
+    positions = sorted({0, (n - 1) // 2, n - 1}) if n else []
+    seconds = any(b.width_ms % 60_000 for b in buckets)
+    cut = 19 if seconds else 16
+
+    def label(ms: int) -> str:
+        return format_ms(ms)[:cut].replace("T", " ") + "Z"
+
+    return positions, [label(buckets[i].start_ms) for i in positions]
 
 
 def draw_terminal(buckets: list[Any], title: str) -> None:
-    """A bar chart of records per bucket in the terminal (plotext)."""
+    """A bar chart of records per bucket in the terminal (plotext), its x axis labelled with
+    the buckets' start times (:func:`time_ticks`)."""
     import plotext as plt
 
     if not buckets:
@@ -22,8 +38,10 @@ def draw_terminal(buckets: list[Any], title: str) -> None:
     fig.clear()
     fig.plot_size(max(40, min(console.width, 120)), 16)
     fig.theme("clear")
-    fig.title(f"{title} from {format_ms(buckets[0].start_ms)} (x: bucket number)")
+    fig.title(title)
     fig.draw(fig.bar(list(range(len(buckets))), [b.records for b in buckets]))
+    fig.ruler("x").ticks(*time_ticks(buckets))
+    fig.label("bucket start (UTC)", "x")
     console.print(plt.uncolorize(str(fig.build())), highlight=False, markup=False)
 
 
