@@ -159,6 +159,8 @@ class ArchiveReport(_Model):
     failures: list[SegmentOutcome] = Field(default_factory=list)
     log_dir_failures: list[LogDirFailure] = Field(default_factory=list)
     archived: list[SegmentOutcome] = Field(default_factory=list)
+    #: dry run: the segments it would archive (``archive --dry-run`` lists them)
+    planned: list[SegmentOutcome] = Field(default_factory=list)
     skipped_items: list[SkippedItem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -218,6 +220,7 @@ class ArchiveReport(_Model):
             failures=failed,
             log_dir_failures=list(log_dir_failures),
             archived=archived,
+            planned=[o for o in outcomes if o.status is SegmentStatus.PLANNED],
             skipped_items=all_skipped,
             warnings=list(warnings),
         )
@@ -270,6 +273,7 @@ class ArchiveReport(_Model):
             failures=[f for r in reports for f in r.failures],
             log_dir_failures=[f for r in reports for f in r.log_dir_failures],
             archived=[a for r in reports for a in r.archived],
+            planned=[p for r in reports for p in r.planned],
             skipped_items=[s for r in reports for s in r.skipped_items],
             warnings=[w for r in reports for w in r.warnings],
         )

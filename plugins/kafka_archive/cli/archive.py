@@ -169,6 +169,8 @@ def _print_report(report: ArchiveReport) -> None:
             f"{lag.pending_segments} pending; {detail}",
         )
     console.print(table)
+    if report.dry_run:
+        _print_planned(report.planned)
     for f in report.failures:
         where = f" -> {f.quarantine_prefix}" if f.quarantine_prefix else ""
         console.print(
@@ -184,6 +186,33 @@ def _print_report(report: ArchiveReport) -> None:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     if report.ok:
         console.print(f"[green]{verb} {count} segment(s).[/]")
+
+
+def _print_planned(planned: list[SegmentOutcome]) -> None:
+    """The segments a dry run would archive, one row each (``key: value`` blocks when the
+    table does not fit the terminal); nothing when there are none."""
+    from kafka_archive.cli.tables import print_table
+
+    if not planned:
+        return
+    rows = [
+        [
+            o.cluster,
+            o.broker_id,
+            f"{o.topic}-{o.partition}",
+            o.base_offset,
+            o.end_offset,
+            _size(o.segment_bytes),
+            o.log_dir,
+        ]
+        for o in sorted(planned, key=lambda o: (o.cluster, o.topic, o.partition, o.base_offset))
+    ]
+    print_table(
+        f"would archive {len(planned)} segment(s)",
+        ["cluster", "broker", "partition", "base offset", "end offset", "size", "log dir"],
+        rows,
+        left={"cluster", "partition", "log dir"},
+    )
 
 
 def _next_steps(report: ArchiveReport) -> str:
