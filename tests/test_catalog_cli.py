@@ -364,3 +364,30 @@ def test_help_has_examples(cli: CliRunner) -> None:
     assert "offsets" in out and "KAFKA_ARCHIVE_DB" in out
     for cmd in ("build", "offsets", "locate", "stats", "gaps", "group-offsets", "topics"):
         assert "Example" in _run(cli, cmd, "--help")
+
+
+def test_demo_ends_with_commands_that_work(built: tuple[History, str, str], cli: CliRunner) -> None:
+    """The demo's last lines are copy-pasteable: each names the cluster, catalog and (where
+    bytes are read) store, and runs as printed (here against this catalog)."""
+    import shlex
+
+    from kafka_archive.cli.demo import explore_commands
+
+    hist, store, db = built
+    at = sorted(r.timestamp for r in all_records(hist.dirs[("orders", 0)]))[5]
+    report = {
+        "cluster": C,
+        "db": db,
+        "store": store,
+        "offsets_at": {"topic": "orders", "timestamp": at},
+        "group_position": {"group": "billing"},
+    }
+    commands = explore_commands(report)
+    assert any(" clusters " in c for c in commands) and any(" topics " in c for c in commands)
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "kafka-archive" and "--db" in argv
+        if "--cluster" in argv:
+            assert argv[argv.index("--cluster") + 1] == C
+        result = cli.invoke(app, argv[1:], env={"KAFKA_ARCHIVE_DB": "", "KAFKA_ARCHIVE_STORE": ""})
+        assert result.exit_code == 0, (command, result.output)

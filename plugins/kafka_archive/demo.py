@@ -494,6 +494,7 @@ def _report(
     mismatched = [p for p in sorted(want) if got.get(p, []) != want.get(p, [])]
     return {
         "root": str(paths.root),
+        "cluster": CLUSTER,
         "kafka": kafka,
         "topics": topics,
         "offsets_at": {"topic": TOPIC, "timestamp": at, "partitions": offsets},

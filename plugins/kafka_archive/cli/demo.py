@@ -139,12 +139,30 @@ def _print(report: dict[str, Any]) -> None:
         f"everything is under {report['root']} (logs: {report['logs']}); "
         f"done in {report['seconds']} s"
     )
-    console.print("explore what it made (the Kafka clusters were stopped; their data stays):")
-    for line in (
-        f"export KAFKA_ARCHIVE_DB={report['db']} KAFKA_ARCHIVE_STORE={report['store']}",
-        "kafka-archive catalog topics --cluster demo",
-        f"kafka-archive catalog offsets --cluster demo --topic orders --at {at}",
-        "kafka-archive catalog group-offsets --cluster demo --group billing --at " + str(at),
-        "kafka-archive catalog gaps --cluster demo",
-    ):
-        console.print(f"  {line}", soft_wrap=True)
+    console.print(
+        "explore what it made (the Kafka clusters were stopped; their data stays), copy and paste:"
+    )
+    for line in explore_commands(report):
+        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+
+
+def explore_commands(report: dict[str, Any]) -> list[str]:
+    """Shell commands (quoted, each complete with its --cluster/--db/--store) that explore
+    what the demo of ``report`` made: its cluster, catalog database and archive store."""
+    from shlex import quote
+
+    cluster = quote(str(report.get("cluster", "demo")))
+    db = f"--db {quote(str(report['db']))}"
+    store = f"--store {quote(str(report['store']))}"
+    topic = quote(str(report["offsets_at"]["topic"]))
+    at = int(report["offsets_at"]["timestamp"])
+    group = quote(str(report["group_position"]["group"]))
+    return [
+        f"kafka-archive catalog clusters {db}",
+        f"kafka-archive catalog topics --cluster {cluster} {db}",
+        f"kafka-archive catalog offsets --cluster {cluster} --topic {topic} --at {at} {db} {store}",
+        f"kafka-archive catalog stats --cluster {cluster} --topic {topic} --from {at - 3_600_000} "
+        f"--to {at + 3_600_000} --bucket 10m {db}",
+        f"kafka-archive catalog group-offsets --cluster {cluster} --group {group} --at {at} {db}",
+        f"kafka-archive catalog gaps --cluster {cluster} {db}",
+    ]
