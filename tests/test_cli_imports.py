@@ -163,3 +163,32 @@ def test_store_package_imports_no_s3_sdk() -> None:
         "assert s.S3Store.__name__ == 'S3Store' and 'boto3' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_catalog_build_with_spark_prints_no_log_noise(
+    catalog: tuple[str, str], tmp_path: Path
+) -> None:
+    """Spark's driver logs nothing below ERROR: before the build's own output there is only the
+    command's "starting Spark" line (and the JVM's own notice about incubator modules, which no
+    log configuration controls)."""
+    store, _db = catalog
+    db = str(tmp_path / "spark.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, "catalog", "build", "--store", store, "--db", db],
+        capture_output=True,
+        text=True,
+        env={**env, "MODULES_OUT": str(tmp_path / "modules.json")},
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "catalog build" in proc.stdout
+    noise = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip()
+        and not line.startswith("starting Spark")
+        and not line.startswith("WARNING: Using incubator modules")
+    ]
+    assert noise == []

@@ -27,6 +27,7 @@ import heapq
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_task
@@ -51,6 +52,12 @@ _LOOPBACK = "127.0.0.1"
 #: its work (an empty job of 1 / 2 / 4 / 16 tasks took ~100 / 150 / 270 / 1000 ms on
 #: local[1] and local[2] here), while grouping by bytes already balances the executors
 _TASKS_PER_CORE = 1
+
+
+#: the driver JVM option that selects the packaged quiet log4j2 configuration
+QUIET_DRIVER_LOGS = "-Dlog4j2.configurationFile=" + (
+    Path(__file__).resolve().with_name("spark_log4j2.properties").as_uri()
+)
 
 
 def local_session_conf(master: str | None, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -102,6 +109,10 @@ def make_spark_session(
         builder = builder.config("spark.pyspark.python", sys.executable)
         builder = builder.config("spark.pyspark.driver.python", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    # The driver JVM reads its console log settings at start-up, before any Python call
+    # (setLogLevel) could lower them: pass a quiet log4j2 file (errors only) on its command line
+    # (a ``spark.driver.extraJavaOptions`` in ``conf`` replaces this).
+    builder = builder.config("spark.driver.extraJavaOptions", QUIET_DRIVER_LOGS)
     for k, v in local_session_conf(master).items():
         builder = builder.config(k, v)
     for k, v in (conf or {}).items():
