@@ -162,3 +162,12 @@ def test_stats_chart_has_a_time_axis(overlapped: tuple[str, int], cli: CliRunner
     for i in (0, (len(buckets) - 1) // 2, len(buckets) - 1):
         label = format_ms(buckets[i]["start"])[:16].replace("T", " ") + "Z"
         assert label in chart, label
+
+
+def test_help_says_when_store_is_needed(cli: CliRunner) -> None:
+    """--store is optional for offsets (what it adds is explained) and required, and said so,
+    where bytes are always read (locate)."""
+    offsets = " ".join(_run(cli, "offsets", "--help").split())
+    assert "Optional: without it the catalog alone answers an offset range" in offsets
+    locate = " ".join(_run(cli, "locate", "--help").split())
+    assert "Required: this command reads archived bytes" in locate

@@ -50,7 +50,8 @@ StoreOpt = Annotated[
     typer.Option(
         "--store",
         envvar="KAFKA_ARCHIVE_STORE",
-        help="Archive store: file:///dir, a path, or s3://bucket/prefix [env KAFKA_ARCHIVE_STORE].",
+        help="Archive store: file:///dir, a path, or s3://bucket/prefix [env KAFKA_ARCHIVE_STORE]. "
+        "Required: this command reads archived bytes.",
         show_envvar=False,
     ),
 ]
