@@ -59,6 +59,7 @@ class GapEntry:
     unreadable manifest, whose range is unknown). Their offsets also show as ``missing``
     unless another version holds them. ``detail["served"]`` says whether other, sound
     versions hold all the claimed offsets (a refused duplicate: nothing is lost).
+    ``severity`` (:func:`severity_of`) ranks the kind: ``info``, ``warning`` or ``error``.
     """
 
     kind: str
