@@ -158,6 +158,11 @@ def _airflow(paths: DemoPaths, name: str, *args: str) -> None:
     """Run one ``airflow`` command for the demo; its output goes to ``logs/<name>.log``."""
     log = paths.logs / f"{name}.log"
     exe = Path(sys.executable).with_name("airflow")
+    if not exe.exists():  # the core install has no Airflow: say which extra brings it
+        raise DemoError(
+            "the demo runs its DAGs through Airflow: it needs "
+            "`pip install kafka-archive[airflow]` (no airflow command next to this Python)"
+        )
     with log.open("w") as out:
         proc = subprocess.run(
             [str(exe), *args],

@@ -94,6 +94,10 @@ def make_spark_session(
     A local session listens on 127.0.0.1 only, with its web UI off unless asked
     (:func:`local_session_conf`).
     """
+    from kafka_archive.extras import require
+
+    # a clear "needs pip install kafka-archive[spark]" instead of a bare ModuleNotFoundError
+    require("pyspark.sql", extra="spark", what="running on Spark (catalog build, replay)")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
