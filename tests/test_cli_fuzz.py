@@ -55,6 +55,7 @@ READ_ONLY = {
     ("catalog", "gaps"),
     ("catalog", "topics"),
     ("catalog", "group-offsets"),
+    ("catalog", "clusters"),
     ("replay", "status"),
 }
 

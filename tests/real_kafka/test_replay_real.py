@@ -510,7 +510,7 @@ def test_an_older_run_that_fences_the_newer_one_stops_and_the_newer_takes_back(
     with pytest.raises(ReplayFencedError, match=f"run {claim_b.run}"):
         a.prepare()  # its init_transactions fenced B's producer, then it saw B's claim
     result = b.run()
-    assert result.status == "complete" and result.records == len(src.expected[TOPIC][0])
+    assert result.status == "done" and result.records == len(src.expected[TOPIC][0])
     got = read_to_end(kafka_cluster.bootstrap_servers, target, [0])[0]
     assert [view(r) for r in got] == [view(e) for e in src.expected[TOPIC][0]]
 
