@@ -1,0 +1,163 @@
+"""Start-up time of the ``kafka-archive`` command line, against ``python -c pass``.
+
+Wall time of whole processes, as a user at a shell sees it:
+
+* ``python``: ``python -c pass`` (the interpreter alone: the floor);
+* ``help``: ``kafka-archive --help``;
+* ``offsets``: ``kafka-archive catalog offsets --cluster c1 --topic orders --at T`` on a small
+  SQLite catalog (made here by the broker-faithful writer, archived and cataloged in-process),
+  with ``--store`` (exact answers: the ranged reads are included);
+* ``topics``: ``kafka-archive catalog topics --cluster c1`` on the same catalog;
+* ``libs``: ``python -c "import typer._adapters, rich.console, sqlalchemy.orm"``: only the
+  libraries a catalog query cannot do without (the option parser, the console, the SQL
+  toolkit), i.e. the floor under ``offsets`` and ``topics`` short of replacing them.
+
+The commands run round-robin ``--reps`` times after one warm-up round; reported: median and
+min in milliseconds, and each median as a multiple of ``python``'s and minus it (what the CLI
+itself costs).
+
+Bytecode: by default the runs use a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a scratch
+directory, written by the warm-up round), which is what an installed package has (pip compiles
+``.pyc`` files at install time). ``--no-bytecode`` measures with ``PYTHONDONTWRITEBYTECODE=1``
+and no cache instead: every module is compiled from source on every run (some sandboxes run
+like that), which costs roughly three times as much for the same imports.
+
+    .venv/bin/python benchmarks/bench_cli_startup.py
+    .venv/bin/python benchmarks/bench_cli_startup.py --reps 21 --no-bytecode
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import _data
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+CLUSTER = "c1"
+
+
+def make_catalog(root: Path) -> tuple[str, str]:
+    """(store URI, catalog path): a small archive of the test suite's history, cataloged."""
+    from kafka_archive.archive import run_archive
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.store import open_store
+    from support.catalog_data import write_history
+
+    hist = write_history(root / "logs", seed=3, appends=60)
+    store = open_store(str(root / "store"))
+    run_archive(
+        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
+    )
+    db = root / "catalog.db"
+    with open_catalog(str(db), create=True) as cat:
+        build_catalog(cat, store.uri, runner=InProcessRunner())
+    return store.uri, str(db)
+
+
+def commands(store: str, db: str) -> dict[str, list[str]]:
+    """The measured command lines (see the module docstring)."""
+    cli = str(Path(sys.executable).with_name("kafka-archive"))
+    at = "2026-01-01T00:00:00Z"
+    return {
+        "python": [sys.executable, "-c", "pass"],
+        "help": [cli, "--help"],
+        "offsets": [
+            cli, "catalog", "offsets", "--cluster", CLUSTER, "--topic", "orders", "--at", at,
+            "--db", db, "--store", store,
+        ],
+        "topics": [cli, "catalog", "topics", "--cluster", CLUSTER, "--db", db],
+        "libs": [sys.executable, "-c", "import typer._adapters, rich.console, sqlalchemy.orm"],
+    }  # fmt: skip
+
+
+def environment(scratch: Path, bytecode: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
+    env["COLUMNS"] = "120"
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def wall_ms(argv: list[str], env: dict[str, str]) -> float:
+    """One run's wall time; a failing command aborts the benchmark (its output is shown)."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    elapsed = (time.perf_counter() - start) * 1000
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return elapsed
+
+
+def measure(cmds: dict[str, list[str]], env: dict[str, str], reps: int) -> dict[str, Any]:
+    for argv in cmds.values():  # warm-up: fills the bytecode cache and the page cache
+        wall_ms(argv, env)
+    samples: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(reps):
+        for name, argv in cmds.items():
+            samples[name].append(wall_ms(argv, env))
+    base = statistics.median(samples["python"])
+    results: dict[str, Any] = {}
+    for name, values in samples.items():
+        median = statistics.median(values)
+        results[name] = {
+            "median_ms": round(median, 1),
+            "min_ms": round(min(values), 1),
+            "x_python": round(median / base, 1),
+            "minus_python_ms": round(median - base, 1),
+        }
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--reps", type=int, default=11, help="rounds after the warm-up")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="run without a bytecode cache (see above)"
+    )
+    parser.add_argument("--out", type=Path, default=_data.RESULTS_DIR)
+    args = parser.parse_args()
+
+    scratch = _data.scratch_dir("bench-cli-")
+    store, db = make_catalog(scratch)
+    env = environment(scratch, bytecode=not args.no_bytecode)
+    results = measure(commands(store, db), env, args.reps)
+    for name, res in results.items():
+        print(
+            f"{name:8} median {res['median_ms']:7.1f} ms  min {res['min_ms']:7.1f} ms  "
+            f"{res['x_python']:5.1f} x python  (+{res['minus_python_ms']:.1f} ms)",
+            flush=True,
+        )
+    out = _data.result_file("cli-startup", args.out)
+    out.write_text(
+        json.dumps(
+            {
+                "kind": "cli-startup",
+                "reps": args.reps,
+                "bytecode_cache": not args.no_bytecode,
+                "results": results,
+                "machine": _data.machine(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
