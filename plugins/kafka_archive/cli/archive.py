@@ -13,27 +13,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
-from kafka_archive.archive.report import ArchiveReport, SegmentOutcome, SegmentStatus
-from kafka_archive.archive.runner import Progress as RunProgress
-from kafka_archive.archive.runner import run_archive
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
-from kafka_archive.store import StoreError, open_store
-from segment_lib.errors import SegmentError
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from kafka_archive.archive.report import ArchiveReport, SegmentOutcome
+
+# The archive pipeline (and through it boto3), the store and rich.progress are imported inside
+# the functions that use them: `kafka-archive archive --help` needs none of them.
 
 __all__ = ["archive", "register"]
 
@@ -94,6 +88,15 @@ class _Bar:
     """A rich progress display on stderr: discovery, then uploads."""
 
     def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -215,7 +218,17 @@ def _print_planned(planned: list[SegmentOutcome]) -> None:
     )
 
 
+def run_archive(**kwargs: Any) -> ArchiveReport:
+    """:func:`kafka_archive.archive.runner.run_archive`, imported on first use (a module-level
+    name, so that tests can replace it)."""
+    from kafka_archive.archive.runner import run_archive as run
+
+    return run(**kwargs)
+
+
 def _next_steps(report: ArchiveReport) -> str:
+    from kafka_archive.archive.report import SegmentStatus
+
     steps = []
     if any(f.status is SegmentStatus.QUARANTINED for f in report.failures):
         steps.append(
@@ -280,6 +293,10 @@ def archive(
         ),
     ] = None,
 ) -> None:
+    from kafka_archive.archive.runner import Progress as RunProgress
+    from kafka_archive.store import StoreError, open_store
+    from segment_lib.errors import SegmentError
+
     options = dict(_parse_option(o) for o in (store_option or []))
     try:
         object_store = open_store(store, **options)
