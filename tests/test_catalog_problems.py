@@ -359,3 +359,23 @@ def test_a_working_build_renews_its_heartbeat(
 
     build_catalog(catalog, str(store_dir), cluster=CLUSTER, progress=progress)
     assert len(seen) > 3 and seen[-1] > seen[0]
+
+
+def test_legacy_message_formats_are_not_misfiled(tmp_path: Path) -> None:
+    """Magic 0/1 batches carry no partition leader epoch (-1) and their manifests record none:
+    the identity check must not call them misfiled (the demo cluster's legacy-v0/v1 topics)."""
+    from segment_lib.writer.demo import write_demo_cluster
+
+    demo = write_demo_cluster(tmp_path / "cluster", brokers=1)
+    store = open_store(str(tmp_path / "store"))
+    for broker, dirs in demo.broker_dirs.items():
+        run_archive(cluster="c", broker_id=broker, log_dirs=[str(d) for d in dirs], store=store)
+    cat = open_catalog(tmp_path / "catalog.db", create=True)
+    try:
+        summary = build_catalog(cat, store.uri, cluster="c")
+        assert gaps(cat, "c", "legacy-v0") == [] and gaps(cat, "c", "legacy-v1") == []
+        held = {t.topic for t in topics(cat, "c")}
+    finally:
+        cat.close()
+    assert {"legacy-v0", "legacy-v1"} <= held
+    assert summary.failed == [] and summary.problems == [], summary

@@ -133,7 +133,8 @@ def content_mismatch(ref: SegmentRef, stats: SegmentStats) -> str | None:
         if claimed is not None and claimed != found:
             return f"{obj}: {what} is {found}, the manifest recorded {claimed}"
     if ref.leader_epochs is not None:
-        unknown = sorted({run[0] for run in stats.epoch_runs} - set(ref.leader_epochs))
+        # -1: magic 0/1 batches carry no partition leader epoch (the manifest records none)
+        unknown = sorted({run[0] for run in stats.epoch_runs} - set(ref.leader_epochs) - {-1})
         if unknown:
             return (
                 f"{obj} holds batches of leader epoch(s) {unknown}, the manifest recorded only "
