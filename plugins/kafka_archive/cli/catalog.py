@@ -41,7 +41,7 @@ DbOpt = Annotated[
         "--db",
         envvar="KAFKA_ARCHIVE_DB",
         help="Catalog database: a SQLite file path, sqlite:///path or postgresql://user@host/db "
-        "[env KAFKA_ARCHIVE_DB].",
+        "(env KAFKA_ARCHIVE_DB).",
         show_envvar=False,
     ),
 ]
@@ -50,7 +50,7 @@ StoreOpt = Annotated[
     typer.Option(
         "--store",
         envvar="KAFKA_ARCHIVE_STORE",
-        help="Archive store: file:///dir, a path, or s3://bucket/prefix [env KAFKA_ARCHIVE_STORE]. "
+        help="Archive store: file:///dir, a path, or s3://bucket/prefix (env KAFKA_ARCHIVE_STORE). "
         "Required: this command reads archived bytes.",
         show_envvar=False,
     ),
@@ -60,8 +60,8 @@ OptionalStoreOpt = Annotated[
     typer.Option(
         "--store",
         envvar="KAFKA_ARCHIVE_STORE",
-        help="Archive store (file:///dir, a path, or s3://bucket/prefix) [env "
-        "KAFKA_ARCHIVE_STORE]. Optional: without it the catalog alone answers an offset range; "
+        help="Archive store (file:///dir, a path, or s3://bucket/prefix), env "
+        "KAFKA_ARCHIVE_STORE. Optional: without it the catalog alone answers an offset range; "
         "with it one ranged read per partition makes the answer exact.",
         show_envvar=False,
     ),

@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
+from kafka_archive.cli.catalog import ClusterOpt, DbOpt, JsonOpt, StoreOpt
 from kafka_archive.cli.output import console, emit_json, err_console, fail
 
 __all__ = ["register", "verify"]
 
 
 def verify(
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name, as archived.")],
+    cluster: ClusterOpt,
     deep: Annotated[
         bool,
         typer.Option(
@@ -22,25 +23,9 @@ def verify(
             "(default: sizes and existence only, no data read).",
         ),
     ] = False,
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db",
-            envvar="KAFKA_ARCHIVE_DB",
-            help="Catalog database [env KAFKA_ARCHIVE_DB].",
-            show_envvar=False,
-        ),
-    ] = "",
-    store: Annotated[
-        str,
-        typer.Option(
-            "--store",
-            envvar="KAFKA_ARCHIVE_STORE",
-            help="Archive store [env KAFKA_ARCHIVE_STORE].",
-            show_envvar=False,
-        ),
-    ] = "",
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    db: DbOpt = "",
+    store: StoreOpt = "",
+    as_json: JsonOpt = False,
 ) -> None:
     """Re-check every cataloged object against the store; exit 1 if any fails.
 

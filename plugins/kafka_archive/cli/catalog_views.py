@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kafka_archive.cli.catalog import DbOpt
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json
 from kafka_archive.timeparse import format_ms
 
@@ -84,16 +85,7 @@ def print_topics(cluster: str, held: Sequence[Any]) -> None:
 
 
 def clusters(
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db",
-            envvar="KAFKA_ARCHIVE_DB",
-            help="Catalog database: a SQLite file path, sqlite:///path or "
-            "postgresql://user@host/db [env KAFKA_ARCHIVE_DB].",
-            show_envvar=False,
-        ),
-    ] = "",
+    db: DbOpt = "",
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """The clusters the catalog holds: topics, partitions, segments, the archived time span

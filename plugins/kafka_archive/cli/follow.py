@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from kafka_archive.cli.catalog import DbOpt
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
 
@@ -33,16 +34,7 @@ def follow_offsets_command(
     bootstrap: Annotated[
         str, typer.Option("--bootstrap", help="Bootstrap servers of the cluster, HOST:PORT[,...].")
     ],
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db",
-            envvar="KAFKA_ARCHIVE_DB",
-            help="Catalog database: a SQLite file path, sqlite:///path or "
-            "postgresql://user@host/db [env KAFKA_ARCHIVE_DB].",
-            show_envvar=False,
-        ),
-    ] = "",
+    db: DbOpt = "",
     until_caught_up: Annotated[
         bool,
         typer.Option(
