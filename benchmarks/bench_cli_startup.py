@@ -48,21 +48,10 @@ CLUSTER = "c1"
 
 def make_catalog(root: Path) -> tuple[str, str]:
     """(store URI, catalog path): a small archive of the test suite's history, cataloged."""
-    from kafka_archive.archive import run_archive
-    from kafka_archive.catalog.build import InProcessRunner, build_catalog
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.store import open_store
-    from support.catalog_data import write_history
+    from support.catalog_data import archived_catalog
 
-    hist = write_history(root / "logs", seed=3, appends=60)
-    store = open_store(str(root / "store"))
-    run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
-    )
-    db = root / "catalog.db"
-    with open_catalog(str(db), create=True) as cat:
-        build_catalog(cat, store.uri, runner=InProcessRunner())
-    return store.uri, str(db)
+    _hist, store_uri, db = archived_catalog(root, cluster=CLUSTER, seed=3, appends=60)
+    return store_uri, db
 
 
 def commands(store: str, db: str) -> dict[str, list[str]]:

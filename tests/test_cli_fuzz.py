@@ -32,10 +32,8 @@ import pytest
 import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_archive.archive import run_archive
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.store import open_store
-from support.catalog_data import write_history
+from support.catalog_data import archived_catalog
 from typer.testing import CliRunner
 
 #: exit codes the CLI documents (docs/reliability.md): 0 ok, 1 error (a clear message and a
@@ -117,17 +115,8 @@ class Sandbox:
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     root = tmp_path_factory.mktemp("fuzz")
     box = Sandbox(root)
-    work = tmp_path_factory.mktemp("fuzz-src")
-    hist = write_history(work / "logs", seed=11, appends=30)
-    store = open_store(str(box.store))
-    run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
-    )
-    _register_groups()
-    result = CliRunner().invoke(
-        app, ["catalog", "build", "--in-process", "--store", store.uri, "--db", str(box.db)]
-    )
-    assert result.exit_code == 0, result.output
+    _hist, store_uri, db = archived_catalog(root, cluster=CLUSTER, seed=11, appends=30)
+    assert (store_uri, db) == (box.store.as_uri(), str(box.db))
     box.empty_dir.mkdir()
     box.garbage.write_bytes(b"\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xffnot a log" * 7)
     box.loop.mkdir()

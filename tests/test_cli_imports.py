@@ -17,12 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kafka_archive.archive import run_archive
-from kafka_archive.catalog.build import InProcessRunner, build_catalog
-from kafka_archive.catalog.db import open_catalog, packaged_heads
+from kafka_archive.catalog.db import packaged_heads
 from kafka_archive.cli import SUBCOMMANDS
-from kafka_archive.store import open_store
-from support.catalog_data import write_history
+from support.catalog_data import archived_catalog
 
 #: top-level packages no --help and no catalog query may import
 HEAVY = (
@@ -80,15 +77,8 @@ def _assert_light(packages: set[str]) -> None:
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """(store URI, catalog path) of a small archive, cataloged in-process."""
     root = tmp_path_factory.mktemp("imports")
-    hist = write_history(root / "logs", seed=5, appends=20)
-    store = open_store(str(root / "store"))
-    run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
-    )
-    db = root / "catalog.db"
-    with open_catalog(str(db), create=True) as cat:
-        build_catalog(cat, store.uri, runner=InProcessRunner())
-    return store.uri, str(db)
+    _hist, store_uri, db = archived_catalog(root, cluster=CLUSTER, seed=5, appends=20)
+    return store_uri, db
 
 
 def test_root_help_imports_no_subcommand_module(tmp_path: Path) -> None:
