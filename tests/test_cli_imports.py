@@ -183,3 +183,14 @@ def test_catalog_build_with_spark_prints_no_log_noise(
         and not line.startswith("WARNING: Using incubator modules")
     ]
     assert noise == []
+
+
+def test_registering_the_groups_again_adds_no_copies() -> None:
+    """Test modules call ``_register_groups()`` each; copies would make every later CliRunner
+    invocation build every command once per copy (the CLI fuzz slowed to minutes)."""
+    from kafka_archive.cli import _register_groups, app
+
+    _register_groups()
+    before = (len(app.registered_groups), len(app.registered_commands))
+    _register_groups()
+    assert (len(app.registered_groups), len(app.registered_commands)) == before

@@ -231,9 +231,16 @@ app = typer.Typer(
 app.callback()(_noop_callback)
 
 
+_registered: list[bool] = []
+
+
 def _register_groups() -> None:
-    """Attach every sub-command group to :data:`app` now (tests that drive ``app`` with a
-    runner may call it; :func:`main` does not: the root loads each sub-command on first use)."""
+    """Attach every sub-command group to :data:`app` now, once (tests that drive ``app`` with a
+    runner may call it, many times; :func:`main` does not: the root loads each sub-command on
+    first use). Registering again would add copies that every later invocation builds."""
+    if _registered:
+        return
+    _registered.append(True)
     for name in _REGISTRATION_ORDER:
         SUBCOMMANDS[name][1](app)
 
