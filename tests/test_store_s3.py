@@ -30,7 +30,6 @@ from kafka_archive.store import (
 )
 from kafka_archive.store._digest import SourceDigest
 from support.s3common import (
-    FAKE_ACCESS_KEY,
     FAKE_SECRET_KEY,
     FAST_TEST_OPTIONS,
     TEST_PART_SIZE,
@@ -338,7 +337,8 @@ def test_secrets_never_in_repr_errors_or_logs(
     texts += [record.getMessage() for record in caplog.records]
     for text in texts:
         assert FAKE_SECRET_KEY not in text
-    assert FAKE_ACCESS_KEY in "".join(texts)  # sanity: botocore's debug logs were captured
+    # sanity: botocore's debug logs (requests, signatures) were captured and scanned
+    assert any(record.name.startswith("botocore") for record in caplog.records)
     store.close()
     dead.close()
 

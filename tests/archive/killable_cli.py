@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_archive.cli import archive as cli_archive
+import kafka_archive.store as store_package
 
-_real_open_store = cli_archive.open_store  # type: ignore[attr-defined]
+# the archive command imports open_store from kafka_archive.store when it runs
+_real_open_store = store_package.open_store
 _lock = threading.Lock()
 
 
@@ -66,7 +67,7 @@ def _open_store(uri: str, **options: Any) -> Any:
     return store
 
 
-cli_archive.open_store = _open_store  # type: ignore[attr-defined]
+store_package.open_store = _open_store
 
 if __name__ == "__main__":
     from kafka_archive.cli import main
