@@ -22,7 +22,6 @@ from typing import Any
 
 import crc32c
 import pytest
-from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import SegmentRef, build_catalog, refs_from_manifests
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.extract import extract_object
@@ -34,7 +33,7 @@ from kafka_archive.catalog.integrity import (
 )
 from kafka_archive.store import ObjectStore, open_store
 from sqlalchemy import text
-from support.catalog_data import dump_catalog, write_history
+from support.catalog_data import archived_history, dump_catalog
 
 from segment_lib.errors import CrcMismatchError
 from segment_lib.log_file import iter_batches
@@ -46,12 +45,8 @@ CLUSTER = "c1"
 @pytest.fixture(scope="module")
 def archive_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("integrity")
-    hist = write_history(root / "logs", appends=60)
-    store = open_store(str(root / "store"))
-    report = run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
-    )
-    assert report.segments_archived > 5
+    _hist, _store, archived = archived_history(root, cluster=CLUSTER, appends=60)
+    assert archived > 5
     return root / "store"
 
 

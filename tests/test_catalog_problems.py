@@ -28,7 +28,7 @@ from kafka_archive.catalog.queries import gaps, topics
 from kafka_archive.catalog.verify import verify_catalog
 from kafka_archive.store import open_store
 from sqlalchemy import text
-from support.catalog_data import write_history
+from support.catalog_data import archived_history
 
 CLUSTER = "c1"
 
@@ -36,12 +36,8 @@ CLUSTER = "c1"
 @pytest.fixture(scope="module")
 def archive_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("problems")
-    hist = write_history(root / "logs", appends=60)
-    store = open_store(str(root / "store"))
-    report = run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
-    )
-    assert report.segments_archived > 5
+    _hist, _store, archived = archived_history(root, cluster=CLUSTER, appends=60)
+    assert archived > 5
     return root / "store"
 
 

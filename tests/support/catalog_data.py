@@ -141,21 +141,30 @@ def write_history(root: Path, *, seed: int = 7, appends: int = 180) -> History:
     return hist
 
 
-def archived_catalog(
+def archived_history(
     root: Path, *, cluster: str, seed: int = 7, appends: int = 60
-) -> tuple[History, str, str]:
-    """A history (:func:`write_history`) under ``root``, archived by the archiver into a local
-    store and cataloged in-process: ``(history, store URI, catalog path)``."""
+) -> tuple[History, ObjectStore, int]:
+    """A history (:func:`write_history`) under ``root``, archived by the archiver into the
+    local store ``root/store``: ``(history, store, segments archived)``."""
     from kafka_archive.archive import run_archive
-    from kafka_archive.catalog.build import InProcessRunner, build_catalog
-    from kafka_archive.catalog.db import open_catalog
     from kafka_archive.store import open_store
 
     hist = write_history(root / "logs", seed=seed, appends=appends)
     store = open_store(str(root / "store"))
-    run_archive(
+    report = run_archive(
         cluster=cluster, broker_id=1, log_dirs=[str(d) for d in hist.broker.log_dirs], store=store
     )
+    return hist, store, report.segments_archived
+
+
+def archived_catalog(
+    root: Path, *, cluster: str, seed: int = 7, appends: int = 60
+) -> tuple[History, str, str]:
+    """:func:`archived_history`, cataloged in-process: ``(history, store URI, catalog path)``."""
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.db import open_catalog
+
+    hist, store, _archived = archived_history(root, cluster=cluster, seed=seed, appends=appends)
     db = root / "catalog.db"
     with open_catalog(str(db), create=True) as cat:
         build_catalog(cat, store.uri, runner=InProcessRunner())
