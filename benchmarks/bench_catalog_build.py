@@ -436,7 +436,7 @@ def main() -> None:  # noqa: PLR0915
 
     from kafka_archive.catalog.build import InProcessRunner
     from kafka_archive.catalog.integrity import CRC32C_SOURCE
-    from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+    from kafka_archive.spark.session import SparkRunner, make_spark_session
     from kafka_archive.store import open_store
 
     tmp = _data.scratch_dir("bench-catalog-")

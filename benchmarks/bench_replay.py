@@ -379,7 +379,7 @@ def _warm(x: int) -> int:
     # import what a replay task imports, in every Python worker, before the timing starts
     import kafka_archive.replay.engine
     import kafka_archive.replay.ledger
-    import kafka_archive.replay.spark  # noqa: F401
+    import kafka_archive.spark.replay  # noqa: F401
 
     return x
 
@@ -393,8 +393,8 @@ def spark_run(
     topic: str,
     args: argparse.Namespace,
 ) -> float:
-    from kafka_archive.catalog.spark import make_spark_session
-    from kafka_archive.replay.spark import run_on_spark
+    from kafka_archive.spark.session import make_spark_session
+    from kafka_archive.spark.replay import run_on_spark
 
     session = make_spark_session(
         f"local[{cores}]",

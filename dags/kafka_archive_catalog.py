@@ -55,7 +55,7 @@ DEFAULT_ARGS: dict[str, Any] = {
 
 def _config() -> Any:
     from airflow.sdk import Variable
-    from kafka_archive.catalog.dag_tasks import CONFIG_VARIABLE, load_catalog_config
+    from kafka_archive.airflow.catalog_tasks import CONFIG_VARIABLE, load_catalog_config
 
     return load_catalog_config(Variable.get(CONFIG_VARIABLE, default=None))
 
@@ -78,7 +78,7 @@ def kafka_archive_catalog() -> None:
     @task
     def build_local() -> dict[str, Any]:
         from kafka_archive.airflow.store_connection import use_store_connection
-        from kafka_archive.catalog.dag_tasks import run_local_build
+        from kafka_archive.airflow.catalog_tasks import run_local_build
 
         use_store_connection()
         return run_local_build(_config())
@@ -88,7 +88,7 @@ def kafka_archive_catalog() -> None:
         import logging
 
         from kafka_archive.airflow.store_connection import use_store_connection
-        from kafka_archive.catalog.dag_tasks import run_spark_submit
+        from kafka_archive.airflow.catalog_tasks import run_spark_submit
 
         use_store_connection()  # spark-submit and its local executors inherit the environment
         log = logging.getLogger("kafka_archive.catalog.spark_submit")

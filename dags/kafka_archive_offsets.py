@@ -58,7 +58,7 @@ def kafka_archive_offsets() -> None:
         import logging
 
         from airflow.sdk import Variable
-        from kafka_archive.groups.dag_tasks import CONFIG_VARIABLE, load_follow_config, run_follow
+        from kafka_archive.airflow.offsets_tasks import CONFIG_VARIABLE, load_follow_config, run_follow
 
         config = load_follow_config(Variable.get(CONFIG_VARIABLE, default=None))
         return run_follow(config, logging.getLogger("kafka_archive.groups").info)

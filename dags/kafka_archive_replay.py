@@ -46,7 +46,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from kafka_archive.airflow import protect_task_logs
-from kafka_archive.replay.dag_tasks import PARAMS_SCHEMA, execute_task, plan_task, report_task
+from kafka_archive.airflow.replay_tasks import PARAMS_SCHEMA, execute_task, plan_task, report_task
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 

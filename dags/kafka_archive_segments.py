@@ -67,7 +67,7 @@ from airflow.sdk import Asset, Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from kafka_archive.airflow import protect_task_logs
 from kafka_archive.archive import ARCHIVE_SEGMENTS_ASSET_URI
-from kafka_archive.archive import dag_tasks as t
+from kafka_archive.airflow import archive_tasks as t
 from kafka_archive.archive.config import parse_time_config, parse_time_schedule
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from kafka_archive.catalog.db import DB_ENV
 from kafka_archive.replay.errors import ReplayError
 from kafka_archive.replay.plan import ReplayPlan
-from kafka_archive.replay.spark import run_on_spark
+from kafka_archive.spark.replay import run_on_spark
 
 STORE_ENV = "KAFKA_ARCHIVE_STORE"
 

@@ -312,7 +312,7 @@ def test_verify_finds_what_changed_in_the_store(store_dir: Path, catalog: Catalo
 
 
 def test_airflow_build_task_fails_on_refused_manifests(store_dir: Path, tmp_path: Path) -> None:
-    from kafka_archive.catalog.dag_tasks import CatalogJobError, _raise_for
+    from kafka_archive.airflow.catalog_tasks import CatalogJobError, _raise_for
 
     bad = manifest_key(CLUSTER, "orders", 0, 5, "ef" * 32)
     _put(store_dir, bad, b"[]")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import InProcessRunner, build_catalog
-from kafka_archive.catalog.dag_tasks import (
+from kafka_archive.airflow.catalog_tasks import (
     CatalogJobConfig,
     CatalogJobError,
     default_application,
@@ -27,7 +27,7 @@ from kafka_archive.catalog.dag_tasks import (
 )
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
-from kafka_archive.catalog.spark import SparkRunner
+from kafka_archive.spark.session import SparkRunner
 from kafka_archive.store import ObjectStore, open_store
 from support.catalog_data import (
     History,
@@ -236,7 +236,7 @@ def test_default_application_prefers_kafka_archive_home(tmp_path: Path) -> None:
 def test_default_application_missing_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafka_archive.catalog import dag_tasks
+    from kafka_archive.airflow import catalog_tasks as dag_tasks
 
     monkeypatch.setattr(dag_tasks, "_CHECKOUT", tmp_path / "site-packages")
     with pytest.raises(CatalogJobError, match=r"KAFKA_ARCHIVE_HOME.*application"):

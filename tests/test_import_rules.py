@@ -223,7 +223,7 @@ def test_dag_files_import_only_the_airflow_facing_modules() -> None:
 def test_the_dag_rule_catches_a_bad_import() -> None:
     source = (
         "from kafka_archive.airflow import protect_task_logs\n"
-        "from kafka_archive.replay.dag_tasks import plan_task\n"
+        "from kafka_archive.airflow.replay_tasks import plan_task\n"
         "from kafka_archive.catalog import queries\n"
         "def task():\n"
         "    from kafka_archive.store import open_store\n"
@@ -231,7 +231,7 @@ def test_the_dag_rule_catches_a_bad_import() -> None:
     imported = platform_imports(source)
     assert imported == {
         "kafka_archive.airflow",
-        "kafka_archive.replay.dag_tasks",
+        "kafka_archive.airflow.replay_tasks",
         "kafka_archive.catalog.queries",
         "kafka_archive.store",
     }

@@ -395,7 +395,7 @@ def test_group_offsets_merge_archive_and_follower(catalog: Catalog) -> None:
 
 
 def test_dag_config_from_variable_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafka_archive.groups.dag_tasks import load_follow_config
+    from kafka_archive.airflow.offsets_tasks import load_follow_config
 
     monkeypatch.setenv("KAFKA_ARCHIVE_DB", "/srv/catalog.db")
     monkeypatch.delenv("KAFKA_ARCHIVE_OFFSETS_CLUSTER", raising=False)

@@ -318,11 +318,11 @@ def test_airflow_tasks_show_every_hole(
     """The DAG's plan task logs each hole (offsets, object key, reason) and puts them in its XCom
     summary; execute refuses without ``allow_gaps``; with it, the report lists the holes."""
     from kafka_archive.replay.completeness import ReplayGapsError
-    from kafka_archive.replay.dag_tasks import execute_task, plan_task, report_task
+    from kafka_archive.airflow.replay_tasks import execute_task, plan_task, report_task
 
     monkeypatch.setenv("KAFKA_ARCHIVE_STORE", holed.store.uri)
     monkeypatch.setenv("KAFKA_ARCHIVE_DB", holed.db_url)
-    task_log = logging.getLogger("kafka_archive.replay.dag_tasks")
+    task_log = logging.getLogger("kafka_archive.airflow.replay_tasks")
     lines = _Lines()
     task_log.addHandler(lines)
     monkeypatch.setattr(task_log, "level", logging.INFO)

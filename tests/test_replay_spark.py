@@ -21,7 +21,7 @@ from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.catalog_source import CatalogPlanSource
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
-from kafka_archive.replay.spark import run_on_spark
+from kafka_archive.spark.replay import run_on_spark
 from kafka_archive.store import ObjectStore, open_store
 
 from segment_lib.writer.broker_writer import BrokerWriter

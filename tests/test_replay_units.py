@@ -132,7 +132,7 @@ def test_dag_params_and_target_resolution() -> None:
     from types import SimpleNamespace
 
     import jsonschema
-    from kafka_archive.replay.dag_tasks import resolve_target, spec_from_params
+    from kafka_archive.airflow.replay_tasks import resolve_target, spec_from_params
     from kafka_archive.replay.plan import ReplayPlan, TargetSpec
 
     conn = SimpleNamespace(

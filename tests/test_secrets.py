@@ -212,7 +212,7 @@ def test_airflow_store_connection_protects_task_logs(
 
 def test_spark_submit_gets_secret_settings_in_a_0600_file(tmp_path: Path) -> None:
     """The catalog DAG's spark-submit: a secret Spark setting never on its argument list."""
-    from kafka_archive.catalog.dag_tasks import (
+    from kafka_archive.airflow.catalog_tasks import (
         CatalogJobConfig,
         CatalogJobError,
         run_spark_submit,

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from kafka_archive.catalog.spark import SPARK_UI_ENV, local_session_conf
+from kafka_archive.spark.session import SPARK_UI_ENV, local_session_conf
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def test_a_real_local_session_has_that_conf() -> None:
     code = textwrap.dedent(
         """
         import json
-        from kafka_archive.catalog.spark import make_spark_session
+        from kafka_archive.spark.session import make_spark_session
         s = make_spark_session("local[1]")
         c = s.sparkContext.getConf()
         print("CONF " + json.dumps({k: c.get(k) for k in (

@@ -29,7 +29,7 @@ from kafka_archive.archive.config import (
     parse_time_config,
     parse_time_schedule,
 )
-from kafka_archive.archive.dag_tasks import queue_groups, resolve_targets
+from kafka_archive.airflow.archive_tasks import queue_groups, resolve_targets
 from kafka_archive.archive.discovery import (
     LocalFile,
     LogDirDiscovery,

@@ -3,7 +3,7 @@
 As a pytest plugin (``pytest_plugins = ["support.spark"]``):
 
 * ``spark`` (session): a ``local[2]`` SparkSession made by the catalog's own
-  :func:`~kafka_archive.catalog.spark.make_spark_session`. Its executors get fake AWS
+  :func:`~kafka_archive.spark.session.make_spark_session`. Its executors get fake AWS
   credentials (``spark.executorEnv.*``) so that they can read the tests' moto S3 server.
 * ``spark_cluster`` (session): a Spark standalone master and one worker (2 cores) started from
   the ``pyspark`` package's own ``spark-class`` on free ports of 127.0.0.1; yields the master
@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from kafka_archive.catalog.spark import make_spark_session
+    from kafka_archive.spark.session import make_spark_session
 
     # py4j logs at INFO while the interpreter shuts down, after pytest closed the streams
     logging.getLogger("py4j").setLevel(logging.WARNING)

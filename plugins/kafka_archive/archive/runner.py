@@ -1,7 +1,7 @@
 """One archive run end to end: discover -> plan -> upload -> report.
 
 The CLI calls :func:`run_archive` for one broker; the Airflow DAG runs the same three steps as
-separate tasks (:mod:`kafka_archive.archive.dag_tasks`) and assembles the same report with
+separate tasks (:mod:`kafka_archive.airflow.archive_tasks`) and assembles the same report with
 :func:`assemble_report`.
 """
 

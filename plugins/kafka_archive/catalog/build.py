@@ -1,7 +1,7 @@
 """The catalog build driver: which archived segments are new, what to extract, idempotent writes.
 
 Independent of Spark: the extraction of segment objects is handed to a :class:`TaskRunner`
-(in-process here; :mod:`kafka_archive.catalog.spark` runs the same :func:`run_extract_task` on
+(in-process here; :mod:`kafka_archive.spark.session` runs the same :func:`run_extract_task` on
 Spark executors). The driver does the rest:
 
 1. list the archived segments (one :class:`SegmentRef` per manifest) and drop the ones the

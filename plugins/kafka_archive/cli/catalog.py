@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kafka_archive.cli.context import cli_settings, open_catalog_or_fail, open_store_or_fail
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
 
@@ -39,31 +40,25 @@ DbOpt = Annotated[
     str,
     typer.Option(
         "--db",
-        envvar="KAFKA_ARCHIVE_DB",
         help="Catalog database: a SQLite file path, sqlite:///path or postgresql://user@host/db "
         "(env KAFKA_ARCHIVE_DB).",
-        show_envvar=False,
     ),
 ]
 StoreOpt = Annotated[
     str,
     typer.Option(
         "--store",
-        envvar="KAFKA_ARCHIVE_STORE",
         help="Archive store: file:///dir, a path, or s3://bucket/prefix (env KAFKA_ARCHIVE_STORE). "
         "Required: this command reads archived bytes.",
-        show_envvar=False,
     ),
 ]
 OptionalStoreOpt = Annotated[
     str,
     typer.Option(
         "--store",
-        envvar="KAFKA_ARCHIVE_STORE",
         help="Archive store (file:///dir, a path, or s3://bucket/prefix), env "
         "KAFKA_ARCHIVE_STORE. Optional: without it the catalog alone answers an offset range; "
         "with it one ranged read per partition makes the answer exact.",
-        show_envvar=False,
     ),
 ]
 ClusterOpt = Annotated[str, typer.Option("--cluster", help="Cluster name, as archived.")]
@@ -105,49 +100,28 @@ def _time(text: str, option: str, as_json: bool) -> int:
 
 
 def _open(db: str | None, as_json: bool, *, create: bool = False) -> Any:
-    """The catalog at ``db``, or a clean exit 1 naming it (password hidden) with a hint.
-
-    ``create`` only for ``catalog build``: query commands never create a catalog (a mistyped
-    ``--db`` is "no catalog at PATH", not an empty answer)."""
-    from kafka_archive.catalog.db import CatalogError, open_catalog
-    from kafka_archive.redact import redact_text, redact_url
-
-    if not db:
-        fail(
-            "no catalog given",
-            hint="pass --db PATH_OR_URL or set KAFKA_ARCHIVE_DB",
-            as_json=as_json,
-        )
-    try:
-        return open_catalog(db, create=create)
-    except CatalogError as exc:
-        fail(
-            str(exc),
-            hint=exc.hint or None,
-            as_json=as_json,
-            details={"error": type(exc).__name__},
-        )
-    except Exception as exc:  # a migration or driver error not classified above
-        fail(
-            f"cannot open the catalog {redact_url(db)}: {redact_text(exc)}",
-            hint="check the URL, that the database server runs, and your credentials",
-            as_json=as_json,
-        )
+    """The catalog (see :func:`kafka_archive.cli.context.open_catalog_or_fail`)."""
+    return open_catalog_or_fail(db, as_json, create=create)
 
 
 def _store(uri: str | None, as_json: bool) -> Any:
-    from kafka_archive.store import StoreError, open_store
+    """The archive store, required (see :func:`kafka_archive.cli.context.open_store_or_fail`)."""
+    return open_store_or_fail(uri, as_json)
 
-    if not uri:
-        fail(
-            "no archive store given",
-            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
-            as_json=as_json,
-        )
-    try:
-        return open_store(uri)
-    except StoreError as exc:
-        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+
+def _service(
+    db: str | None, as_json: bool, *, store: str | None = None, store_use: str = "none"
+) -> Any:
+    """The catalog query service, its catalog (and store) opened here so that failures exit
+    cleanly. ``store_use``: ``none`` (the question reads no archived bytes), ``optional``
+    (exact answers when a store is configured) or ``required``."""
+    from kafka_archive.services.catalog_queries import CatalogQueryService
+
+    catalog = _open(db, as_json)
+    st = None
+    if store_use != "none":
+        st = open_store_or_fail(store, as_json, required=store_use == "required")
+    return CatalogQueryService(catalog=catalog, store=st)
 
 
 def _run(as_json: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -207,12 +181,13 @@ def build(
         str | None, typer.Option("--cluster", help="Only this cluster (default: every one).")
     ] = None,
     spark_master: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--spark-master",
-            help="Spark master URL: local[*], local[2], spark://host:7077, k8s://...",
+            help="Spark master URL: local[*], local[2], spark://host:7077, k8s://... (env "
+            "KAFKA_ARCHIVE_SPARK_MASTER; default local[*]).",
         ),
-    ] = "local[*]",
+    ] = None,
     interval_bytes: Annotated[
         int,
         typer.Option(
@@ -239,13 +214,16 @@ def build(
 
     Example: kafka-archive catalog build --store s3://bucket/archive --db catalog.db
     """
-    from kafka_archive.catalog.build import InProcessRunner, TaskRunner, build_catalog
+    from kafka_archive.catalog.build import InProcessRunner, TaskRunner
     from kafka_archive.cli.catalog_checks import check_spark_master_or_fail, check_store_or_fail
+    from kafka_archive.services.catalog_build import CatalogBuildService
 
-    check_store_or_fail(_store(store, as_json), cluster, as_json)
+    settings = cli_settings(as_json, db=db, store=store, spark_master=spark_master)
+    spark_master = settings.spark_master or "local[*]"
+    check_store_or_fail(_store(settings.store, as_json), cluster, as_json)
     if not in_process:
         spark_master = check_spark_master_or_fail(spark_master, as_json)
-    cat = _open(db, as_json, create=True)
+    cat = _open(settings.db, as_json, create=True)
     runner: TaskRunner
     if in_process:
         runner = InProcessRunner(threads=4)
@@ -286,19 +264,12 @@ def build(
     from kafka_archive.store import StoreError
 
     try:
-        with bar:
-            report = build_catalog(
-                cat,
-                store,
-                cluster=cluster,
-                runner=runner,
-                interval_bytes=interval_bytes,
-                progress=progress,
+        with bar, CatalogBuildService(settings, catalog=cat) as service:
+            report = service.build(
+                cluster=cluster, runner=runner, interval_bytes=interval_bytes, progress=progress
             )
     except StoreError as exc:
         fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
-    finally:
-        cat.close()
     out = report.to_json()
     if as_json:
         emit_json({"kind": "build", **out})
@@ -357,17 +328,11 @@ def offsets(
 
     Example: kafka-archive catalog offsets --cluster prod --topic orders --at 2026-11-20T03:00Z
     """
-    from kafka_archive.catalog.time_answers import offsets_at
-
     ts = _time(at, "--at", as_json)
     if ts < 0:
         fail("--at is before 1970", as_json=as_json)
-    cat = _open(db, as_json)
-    st = _store(store, as_json) if store else None
-    try:
-        answers = _run(as_json, offsets_at, cat, st, cluster, topic, ts, partition)
-    finally:
-        cat.close()
+    with _service(db, as_json, store=store, store_use="optional") as svc:
+        answers = _run(as_json, svc.offsets, cluster, topic, ts, partition)
     if as_json:
         for a in answers:
             emit_json(a.to_json())
@@ -410,14 +375,8 @@ def locate(
 
     Example: kafka-archive catalog locate --cluster prod --topic orders -p 3 --offset 1200345
     """
-    from kafka_archive.catalog.queries import locate as do_locate
-
-    cat = _open(db, as_json)
-    st = _store(store, as_json)
-    try:
-        loc = _run(as_json, do_locate, cat, st, cluster, topic, partition, offset)
-    finally:
-        cat.close()
+    with _service(db, as_json, store=store, store_use="required") as svc:
+        loc = _run(as_json, svc.locate, cluster, topic, partition, offset)
     if as_json:
         emit_json(loc.to_json())
         return
@@ -464,7 +423,6 @@ def stats(
 
     Example: kafka-archive catalog stats --cluster prod --topic orders --from -1d --bucket 1h
     """
-    from kafka_archive.catalog.queries import stats as do_stats
 
     start = _time(from_, "--from", as_json)
     end = _time(to, "--to", as_json)
@@ -476,11 +434,8 @@ def stats(
         fail(
             f"--bucket: {bucket!r} is out of range", hint="use e.g. 1m, 5m, 1h, 1d", as_json=as_json
         )
-    cat = _open(db, as_json)
-    try:
-        buckets = _run(as_json, do_stats, cat, cluster, topic, start, end, width, partition)
-    finally:
-        cat.close()
+    with _service(db, as_json) as svc:
+        buckets = _run(as_json, svc.stats, cluster, topic, start, end, width, partition)
     if png is not None:
         from kafka_archive.cli.catalog_charts import draw_png
 
@@ -521,13 +476,9 @@ def gaps(
 
     Example: kafka-archive catalog gaps --cluster prod --topic orders
     """
-    from kafka_archive.catalog.queries import gaps as do_gaps
 
-    cat = _open(db, as_json)
-    try:
-        found = _run(as_json, do_gaps, cat, cluster, topic)
-    finally:
-        cat.close()
+    with _service(db, as_json) as svc:
+        found = _run(as_json, svc.gaps, cluster, topic)
     if as_json:
         for g in found:
             emit_json(g.to_json())
@@ -589,14 +540,10 @@ def group_offsets(
 
     Example: kafka-archive catalog group-offsets --cluster prod --group billing --at -6h
     """
-    from kafka_archive.catalog.queries import group_offsets as do_group
 
     ts = None if at is None else _time(at, "--at", as_json)
-    cat = _open(db, as_json)
-    try:
-        found = _run(as_json, do_group, cat, cluster, group, ts)
-    finally:
-        cat.close()
+    with _service(db, as_json) as svc:
+        found = _run(as_json, svc.group_offsets, cluster, group, ts)
     if as_json:
         for o in found:
             emit_json(o.to_json())
@@ -627,13 +574,9 @@ def topics(
 
     Example: kafka-archive catalog topics --cluster prod
     """
-    from kafka_archive.catalog.queries import topics as do_topics
 
-    cat = _open(db, as_json)
-    try:
-        held = _run(as_json, do_topics, cat, cluster)
-    finally:
-        cat.close()
+    with _service(db, as_json) as svc:
+        held = _run(as_json, svc.topics, cluster)
     if as_json:
         for h in held:
             emit_json(h.to_json())

@@ -51,7 +51,7 @@ def check_store_or_fail(store: Any, cluster: str | None, as_json: bool) -> None:
 
 
 def check_spark_master_or_fail(master: str, as_json: bool) -> str:
-    from kafka_archive.catalog.spark_master import InvalidSparkMaster, check_spark_master
+    from kafka_archive.spark.master import InvalidSparkMaster, check_spark_master
 
     try:
         return check_spark_master(master)
@@ -61,7 +61,7 @@ def check_spark_master_or_fail(master: str, as_json: bool) -> str:
 
 def start_spark_or_fail(master: str, catalog: Any, as_json: bool) -> Any:
     """A :class:`SparkRunner` on ``master``; a clean error when Spark does not start."""
-    from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+    from kafka_archive.spark.session import SparkRunner, make_spark_session
 
     try:
         return SparkRunner(make_spark_session(master))

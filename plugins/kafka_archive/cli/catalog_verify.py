@@ -35,21 +35,17 @@ def verify(
 
     Example: kafka-archive catalog verify --cluster prod --deep
     """
-    from kafka_archive.catalog.verify import verify_catalog
-    from kafka_archive.cli.catalog import _open, _store
+    from kafka_archive.cli.catalog import _service
     from kafka_archive.cli.catalog_checks import check_store_or_fail
     from kafka_archive.store import StoreError
 
-    st = _store(store, as_json)
-    # a wrong --store would make every object "missing": refuse it before recording anything
-    check_store_or_fail(st, cluster, as_json)
-    cat = _open(db, as_json)
-    try:
-        report = verify_catalog(cat, st, cluster, deep=deep)
-    except StoreError as exc:
-        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
-    finally:
-        cat.close()
+    with _service(db, as_json, store=store, store_use="required") as svc:
+        # a wrong --store would make every object "missing": refuse it before recording anything
+        check_store_or_fail(svc.resources.store(), cluster, as_json)
+        try:
+            report = svc.verify(cluster, deep=deep)
+        except StoreError as exc:
+            fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
     if as_json:
         emit_json({"kind": "verify", **report.to_json()})
     else:

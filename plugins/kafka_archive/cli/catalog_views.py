@@ -93,14 +93,10 @@ def clusters(
 
     Example: kafka-archive catalog clusters --db catalog.db
     """
-    from kafka_archive.catalog.holdings import clusters as do_clusters
-    from kafka_archive.cli.catalog import _open, _run, _table
+    from kafka_archive.cli.catalog import _run, _service, _table
 
-    cat = _open(db, as_json)
-    try:
-        found = _run(as_json, do_clusters, cat)
-    finally:
-        cat.close()
+    with _service(db, as_json) as svc:
+        found = _run(as_json, svc.clusters)
     if as_json:
         for c in found:
             emit_json(c.to_json())

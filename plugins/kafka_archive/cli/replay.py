@@ -10,7 +10,6 @@ same command again), 2 usage errors.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import Annotated, Any
@@ -26,6 +25,7 @@ from rich.progress import (
 )
 
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
+from kafka_archive.cli.context import cli_settings, open_catalog_or_fail, open_store_or_fail
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.cli.replay_views import print_holes, print_plan, print_report, print_status
 
@@ -37,14 +37,11 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-STORE_ENV = "KAFKA_ARCHIVE_STORE"
-DB_ENV = "KAFKA_ARCHIVE_DB"
-
 StoreOpt = Annotated[
-    str | None, typer.Option("--store", help=f"Archive store URI (default ${STORE_ENV}).")
+    str | None, typer.Option("--store", help="Archive store URI (default $KAFKA_ARCHIVE_STORE).")
 ]
 DbOpt = Annotated[
-    str | None, typer.Option("--db", help=f"Catalog URL or path (default ${DB_ENV}).")
+    str | None, typer.Option("--db", help="Catalog URL or path (default $KAFKA_ARCHIVE_DB).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
 TargetConfigOpt = Annotated[
@@ -55,13 +52,6 @@ TargetConfigOpt = Annotated[
         "Secrets are never stored in the catalog. " + SETTINGS_FILE_HELP,
     ),
 ]
-
-
-def _env(value: str | None, env: str, what: str, as_json: bool) -> str:
-    value = value or os.environ.get(env)
-    if not value:
-        fail(f"no {what} given", hint=f"pass --{what} or set {env}", code=2, as_json=as_json)
-    return value
 
 
 def _kv(items: list[str] | None, as_json: bool) -> dict[str, str]:
@@ -84,20 +74,15 @@ def _partitions(text: str | None, as_json: bool) -> list[int] | None:
         fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
 
 
-def _open(store_uri: str, db: str, as_json: bool) -> tuple[Any, Any, Any]:
-    from kafka_archive.cli.catalog import _open as open_catalog_or_fail
-    from kafka_archive.replay import models as _models  # noqa: F401  (registers the tables)
-    from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.ledger import ReplayLedger
-    from kafka_archive.store import StoreError, open_store
+def _service(store: str | None, db: str | None, as_json: bool) -> Any:
+    """The replay service over the store and catalog the options or settings name, both
+    opened here so that a missing or broken one exits cleanly with its hint."""
+    from kafka_archive.services.replay import ReplayService
 
-    try:
-        store = open_store(store_uri)
-    except StoreError as exc:
-        fail(str(exc), hint=exc.hint, as_json=as_json)
-    # the catalog commands' way: typed errors with their hint, the password hidden
     catalog = open_catalog_or_fail(db, as_json)
-    return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine)
+    st = open_store_or_fail(store, as_json)
+    settings = cli_settings(as_json, store=store, db=db)
+    return ReplayService(settings, catalog=catalog, store=st)
 
 
 def _fail_replay(exc: BaseException, as_json: bool) -> None:
@@ -144,26 +129,12 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
     raise exc
 
 
-def _execute(
-    plan: Any,
-    store: Any,
-    ledger: Any,
-    store_uri: str,
-    db: str,
-    spark_master: str | None,
-    as_json: bool,
-) -> Any:
-    from kafka_archive.replay.runner import check_target, execute
-
-    target = check_target(plan)
-    if spark_master:
-        from kafka_archive.replay.spark import run_on_spark
-
-        return run_on_spark(
-            plan, store_uri=store_uri, db_url=db, master=spark_master, target=target
-        )
+def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -> Any:
+    """Run ``plan`` through the service, with a progress bar on a terminal."""
+    if spark_master:  # naming a master asks for Spark
+        return service.run(plan, execution="spark", spark_master=spark_master)
     if as_json or not sys.stderr.isatty():
-        return execute(plan, store=store, target=target, ledger=ledger)
+        return service.run(plan)
     lock = threading.Lock()
     with Progress(
         TextColumn("[bold]replay"),
@@ -180,7 +151,7 @@ def _execute(
             with lock:
                 progress.advance(task, n)
 
-        return execute(plan, store=store, target=target, ledger=ledger, on_records=advance)
+        return service.run(plan, on_records=advance)
 
 
 @app.command("run")
@@ -291,8 +262,8 @@ def run(
           --to offset:0=500,1=600 --target kafka-dr:9092 --target-topic o2 --dry-run
     """
     from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
-    from kafka_archive.replay.runner import check_target, dry_run_report, plan_replay
+    from kafka_archive.replay.plan import TargetSpec
+    from kafka_archive.services.replay import spec_from_request
 
     if offline and not dry_run:
         fail("--offline applies to --dry-run only", hint="add --dry-run", code=2, as_json=as_json)
@@ -303,56 +274,47 @@ def run(
             code=2,
             as_json=as_json,
         )
-    store_uri = _env(store, STORE_ENV, "store", as_json)
-    db_url = _env(db, DB_ENV, "db", as_json)
+    request = {
+        "cluster": cluster,
+        "topic": topic,
+        "partitions": _partitions(partitions, as_json),
+        "from": from_,
+        "to": to,
+        "target_topic": target_topic,
+        "partition_mapping": partition_mapping,
+        "preserve_timestamps": not no_timestamps,
+        "provenance_headers": provenance_headers,
+        "key_filter": key_filter,
+        "rate_limit_mb": rate_limit_mb,
+        "rate_limit_records": rate_limit_records,
+        "allow_same_topic": allow_same_topic,
+        "allow_gaps": allow_gaps,
+        "create_topic": create_topic,
+        "force": force,
+        "dry_run": dry_run,
+    }
     try:
-        spec = ReplaySpec.model_validate(
-            {
-                "cluster": cluster,
-                "topic": topic,
-                "partitions": _partitions(partitions, as_json),
-                "from": parse_position(from_),
-                "to": parse_position(to) if to else None,
-                "target": TargetSpec(bootstrap_servers=target, config=_kv(target_config, as_json)),
-                "target_topic": target_topic,
-                "partition_mapping": partition_mapping,
-                "preserve_timestamps": not no_timestamps,
-                "provenance_headers": provenance_headers,
-                "key_filter": key_filter,
-                "rate_limit_mb": rate_limit_mb,
-                "rate_limit_records": rate_limit_records,
-                "allow_same_topic": allow_same_topic,
-                "allow_gaps": allow_gaps,
-                "create_topic": create_topic,
-                "force": force,
-                "dry_run": dry_run,
-            }
-        )
+        target_spec = TargetSpec(bootstrap_servers=target, config=_kv(target_config, as_json))
+        spec = spec_from_request(request, target_spec)
     except ReplayError as exc:
         fail(exc.message, hint=exc.hint or None, code=2, as_json=as_json)
     except ValueError as exc:
         fail(str(exc), code=2, as_json=as_json)
-    store_obj, source, ledger = _open(store_uri, db_url, as_json)
+    service = _service(store, db, as_json)
     try:
-        plan = plan_replay(spec, source)
         if dry_run:
-            report = dry_run_report(plan)
-            if not offline:
-                info = check_target(plan, read_only=True)
-                report.target_check = {
-                    "cluster_id": info.cluster_id,
-                    "partitions": info.partitions,
-                    "topic_would_be_created": info.created_topic,
-                }
+            report = service.preview(spec, check_target=not offline)
             if as_json:
                 emit_json(report.model_dump(mode="json"))
             else:
                 print_plan(report)
                 print_holes(report)
             return
-        report = _execute(plan, store_obj, ledger, store_uri, db_url, spark_master, as_json)
+        report = _execute(service, service.plan(spec), spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)
+    finally:
+        service.close()
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -383,31 +345,23 @@ def resume(
 ) -> None:
     """Continue an interrupted replay by id (its plan comes from the catalog; secrets such as
     sasl.password must be given again with --target-config)."""
-    store_uri = _env(store, STORE_ENV, "store", as_json)
-    db_url = _env(db, DB_ENV, "db", as_json)
-    store_obj, _source, ledger = _open(store_uri, db_url, as_json)
-    plan = ledger.plan(replay_id)
-    if plan is None:
-        fail(
-            f"no replay {replay_id!r} in the catalog",
-            hint="see `kafka-archive replay status`",
-            as_json=as_json,
-        )
-    extra = _kv(target_config, as_json)
-    plan = plan.with_target(plan.spec.target.with_config(extra))
-    if allow_gaps and not plan.spec.allow_gaps:
-        plan = plan.model_copy(update={"spec": plan.spec.model_copy(update={"allow_gaps": True})})
-    if plan.has_redacted_secrets:
-        fail(
-            "the target needs secret settings that the catalog does not store",
-            hint="give them again with --target-config NAME=VALUE",
-            code=2,
-            as_json=as_json,
-        )
+    from kafka_archive.replay.errors import ReplayConfigError
+
+    service = _service(store, db, as_json)
     try:
-        report = _execute(plan, store_obj, ledger, store_uri, db_url, spark_master, as_json)
+        plan = service.resumable(
+            replay_id, target_config=_kv(target_config, as_json), allow_gaps=allow_gaps
+        )
+    except ReplayConfigError as exc:
+        service.close()
+        usage = exc.to_dict().get("missing") is not None  # secrets to give again: usage
+        fail(exc.message, hint=exc.hint or None, code=2 if usage else 1, as_json=as_json)
+    try:
+        report = _execute(service, plan, spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)
+    finally:
+        service.close()
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -424,53 +378,20 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Replays in the catalog with their per-partition progress (one JSON object per replay)."""
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.replay import models as _models  # noqa: F401
-    from kafka_archive.replay.ledger import ReplayLedger
-    from kafka_archive.replay.plan import ReplayPlan
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.services.replay import ReplayService
 
-    ledger = ReplayLedger(open_catalog(_env(db, DB_ENV, "db", as_json)).engine)
-    runs = ledger.runs(cluster=cluster, topic=topic)
-    if replay_id:
-        runs = [r for r in runs if r.replay_id == replay_id]
-        if not runs:
-            fail(f"no replay {replay_id!r} in the catalog", as_json=as_json)
-    for run_row in runs:
-        progress = ledger.all_progress(run_row.replay_id)
-        ranges = ledger.ranges(run_row.replay_id)
-        run_plan = ReplayPlan.from_json(run_row.plan_json)
-        obj = {
-            "replay_id": run_row.replay_id,
-            "status": run_row.status,
-            "cluster": run_row.cluster,
-            "topic": run_row.topic,
-            "target": run_row.target,
-            "target_topic": run_row.target_topic,
-            "partition_mapping": run_row.partition_mapping,
-            "created_at_ms": run_row.created_at_ms,
-            "finished_at_ms": run_row.finished_at_ms,
-            "error": run_row.error,
-            "allow_gaps": run_plan.spec.allow_gaps,
-            "holes": len(run_plan.holes),
-            "records_sent": sum(p.records_sent for p in progress),
-            "offset_ranges": len(ranges),
-            "partitions": {
-                str(p.source_partition): {
-                    "next_offset": p.next_offset,
-                    "end_offset": p.end_offset,
-                    "done": p.done,
-                    "records": p.records_sent,
-                    "transactions": p.txn_seq,
-                    "first_offset": p.first_offset,
-                    "last_offset": p.last_offset,
-                }
-                for p in progress
-            },
-        }
-        if as_json:
-            emit_json(obj)
-            continue
-        print_status(obj, progress)
+    catalog = open_catalog_or_fail(db, as_json)
+    with ReplayService(cli_settings(as_json, db=db), catalog=catalog) as service:
+        try:
+            runs = service.status(replay_id=replay_id, cluster=cluster, topic=topic)
+        except ReplayError as exc:
+            fail(exc.message, hint=exc.hint or None, as_json=as_json)
+        for obj in runs:
+            if as_json:
+                emit_json(obj)
+                continue
+            print_status(obj, service.ledger.all_progress(obj["replay_id"]))
     if not runs and not as_json:
         console.print("no replays in the catalog")
 
@@ -515,62 +436,47 @@ def translate_group_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Compute GROUP's positions on a replay's target topic and, with --apply, commit them."""
-    from kafka_archive.catalog.queries import CatalogQueryError, group_offsets
+    from kafka_archive.catalog.queries import CatalogQueryError
     from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.replay.groups import (
-        apply_positions,
-        find_replay,
-        positions_at_time,
-        translate_group,
-    )
+    from kafka_archive.services.groups import GroupService
     from kafka_archive.timeparse import TimeParseError, parse_time_ms
 
-    store_uri = _env(store, STORE_ENV, "store", as_json)
-    db_url = _env(db, DB_ENV, "db", as_json)
-    _store, source, ledger = _open(store_uri, db_url, as_json)
     try:
-        plan = find_replay(ledger, cluster, topic, replay_id, target_topic)
-        if at is not None:
-            positions = positions_at_time(plan, source, parse_time_ms(at))
-            basis = f"source time {at}"
-        else:
-            when = parse_time_ms(commits_at) if commits_at else None
-            try:
-                commits = group_offsets(source.catalog, cluster, group, when)
-            except CatalogQueryError as exc:
-                fail(str(exc), hint=exc.hint, as_json=as_json)
-            positions = {g.partition: g.offset for g in commits if g.topic == topic}
-            if not positions:
-                fail(
-                    f"the archive holds no commits of group {group!r} on {cluster}/{topic}",
-                    hint="use --at TIME to start the group at a moment instead",
-                    as_json=as_json,
-                )
-            basis = "the group's archived commits"
-        result = translate_group(ledger, plan, positions)
-        if apply:
-            target_cfg = plan.spec.target.with_config(_kv(target_config, as_json))
-            if any(v == "***" for v in target_cfg.config.values()):
-                fail(
-                    "the target needs secret settings the catalog does not store",
-                    hint="give them with --target-config NAME=VALUE",
-                    code=2,
-                    as_json=as_json,
-                )
-            apply_positions(target_cfg.client_config(), group, result)
+        at_ms = parse_time_ms(at) if at is not None else None
+        commits_at_ms = parse_time_ms(commits_at) if commits_at else None
     except TimeParseError as exc:
         fail(str(exc), code=2, as_json=as_json)
-    except ReplayError as exc:
-        _fail_replay(exc, as_json)
-        return
-    if as_json:
-        for pos in result:
-            emit_json(
-                {"group": group, "replay_id": plan.replay_id, "applied": apply, **pos.to_dict()}
+    catalog = open_catalog_or_fail(db, as_json)
+    st = open_store_or_fail(store, as_json)
+    with GroupService(cli_settings(as_json, db=db, store=store), catalog=catalog, store=st) as svc:
+        try:
+            found = svc.translate(
+                cluster,
+                topic,
+                group,
+                at_ms=at_ms,
+                commits_at_ms=commits_at_ms,
+                replay_id=replay_id,
+                target_topic=target_topic,
+                apply=apply,
+                target_config=_kv(target_config, as_json),
             )
+        except CatalogQueryError as exc:
+            fail(str(exc), hint=exc.hint, as_json=as_json)
+        except ReplayError as exc:
+            if exc.to_dict().get("missing") is not None:  # secrets to give again: usage
+                fail(exc.message, hint=exc.hint or None, code=2, as_json=as_json)
+            _fail_replay(exc, as_json)
+            return
+    if as_json:
+        for row in found.to_json():
+            emit_json(row)
         return
-    console.print(f"group {group} on {plan.target_topic} (replay {plan.replay_id}, from {basis}):")
-    for pos in result:
+    plan = found.plan
+    console.print(
+        f"group {group} on {plan.target_topic} (replay {plan.replay_id}, from {found.basis}):"
+    )
+    for pos in found.positions:
         flag = "" if pos.exact else " (range start: records may be re-read)"
         console.print(f"  partition {pos.partition}: offset {pos.offset}{flag}")
     console.print(

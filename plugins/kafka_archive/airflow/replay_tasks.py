@@ -9,18 +9,25 @@
   them and never go through XCom or the catalog.
 * :func:`plan_task`, :func:`execute_task`, :func:`report_task` - plan -> execute -> report.
 
-The store and the catalog come from ``KAFKA_ARCHIVE_STORE`` / ``KAFKA_ARCHIVE_DB`` (environment,
-or the Airflow Variables of the same names, lower-cased).
+The work itself is :class:`~kafka_archive.services.replay.ReplayService`'s; the store and the
+catalog come from the settings (:mod:`kafka_archive.settings`: ``KAFKA_ARCHIVE_STORE`` /
+``KAFKA_ARCHIVE_DB`` in the environment over the Airflow Variables ``kafka_archive_store`` /
+``kafka_archive_db`` over the configuration file).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec, parse_position
+from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
+from kafka_archive.services.replay import (
+    DEFAULT_SPARK_THRESHOLD_BYTES,
+    ReplayService,
+    spec_from_request,
+)
+from kafka_archive.settings import VariableReader, load_settings
 
 __all__ = [
     "PARAMS_SCHEMA",
@@ -32,11 +39,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-STORE_ENV = "KAFKA_ARCHIVE_STORE"
-DB_ENV = "KAFKA_ARCHIVE_DB"
-#: replays whose plan reads more bytes than this run on Spark when ``execution`` is ``auto``
-DEFAULT_SPARK_THRESHOLD_BYTES = 1 << 30
 
 _NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
 
@@ -117,13 +119,6 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
 }
 
 
-def _setting(env: str, variable_getter: Callable[[str], str | None] | None) -> str | None:
-    value = os.environ.get(env)
-    if not value and variable_getter is not None:
-        value = variable_getter(env.lower())
-    return value or None
-
-
 def resolve_target(
     target: str,
     target_config: Mapping[str, str] | None = None,
@@ -162,48 +157,41 @@ def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None
         "required": ["cluster", "topic", "from", "target"],
     }
     jsonschema.validate(dict(params), schema)
-    return ReplaySpec.model_validate(
-        {
-            "cluster": params["cluster"],
-            "topic": params["topic"],
-            "partitions": list(params.get("partitions") or []) or None,
-            "from": parse_position(params["from"]),
-            "to": parse_position(params["to"]) if params.get("to") else None,
-            "target": target
-            or TargetSpec(bootstrap_servers=params["target"], name=params["target"]),
-            "target_topic": params.get("target_topic") or None,
-            "partition_mapping": params.get("partition_mapping", "same"),
-            "preserve_timestamps": params.get("preserve_timestamps", True),
-            "provenance_headers": params.get("provenance_headers", False),
-            "key_filter": params.get("key_filter") or None,
-            "rate_limit_mb": params.get("rate_limit_mb"),
-            "rate_limit_records": params.get("rate_limit_records"),
-            "allow_same_topic": params.get("allow_same_topic", False),
-            "allow_gaps": params.get("allow_gaps", False),
-            "create_topic": params.get("create_topic", False),
-            "force": params.get("force", False),
-            "dry_run": params.get("dry_run", False),
-        }
+    request = {k: params.get(k) for k in _SPEC_FIELDS}
+    request["partitions"] = list(params.get("partitions") or []) or None
+    return spec_from_request(
+        request, target or TargetSpec(bootstrap_servers=params["target"], name=params["target"])
     )
 
 
-def _open(variable_getter: Callable[[str], str | None] | None) -> tuple[Any, Any, Any, str, str]:
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.replay import models as _models  # noqa: F401
-    from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.ledger import ReplayLedger
-    from kafka_archive.store import open_store
+#: the params that are fields of the replay request as they are (see spec_from_request)
+_SPEC_FIELDS = (
+    "cluster",
+    "topic",
+    "from",
+    "to",
+    "target_topic",
+    "partition_mapping",
+    "preserve_timestamps",
+    "provenance_headers",
+    "key_filter",
+    "rate_limit_mb",
+    "rate_limit_records",
+    "allow_same_topic",
+    "allow_gaps",
+    "create_topic",
+    "force",
+    "dry_run",
+)
 
-    store_uri = _setting(STORE_ENV, variable_getter)
-    db_url = _setting(DB_ENV, variable_getter)
-    if not store_uri or not db_url:
-        raise ValueError(f"set {STORE_ENV} and {DB_ENV} (environment or Airflow Variables)")
+
+def _service(variable_getter: VariableReader | None) -> ReplayService:
+    """The replay service, its settings read inside the task (Variables included) and the
+    store's credentials taken from the configured Airflow connection."""
     from kafka_archive.airflow.store_connection import use_store_connection
 
     use_store_connection()
-    store = open_store(store_uri)
-    catalog = open_catalog(db_url)
-    return store, CatalogPlanSource(catalog, store), ReplayLedger(catalog.engine), store_uri, db_url
+    return ReplayService(load_settings(variables=variable_getter))
 
 
 def plan_task(
@@ -213,13 +201,12 @@ def plan_task(
 ) -> dict[str, Any]:
     """Plan the replay; returns the (redacted) plan and its summary for XCom."""
     from kafka_archive.replay.completeness import describe_hole
-    from kafka_archive.replay.runner import dry_run_report, plan_replay
+    from kafka_archive.replay.runner import dry_run_report
 
     # the plan needs the target's identity only (secrets are resolved by execute)
     spec = spec_from_params(params)
-    store, source, ledger, _store_uri, _db = _open(variable_getter)
-    plan = plan_replay(spec, source)
-    ledger.register(plan)
+    with _service(variable_getter) as service:
+        plan = service.plan(spec, register=True)
     report = dry_run_report(plan)
     log.info(
         "replay %s: %d partition(s), <= %d records, %d bytes to read",
@@ -250,7 +237,6 @@ def plan_task(
             if plan.spec.allow_gaps
             else "the execute task refuses to start (set allow_gaps to replay around them)",
         )
-    store.close()
     return {
         "replay_id": plan.replay_id,
         "plan_json": plan.to_json(),
@@ -267,38 +253,24 @@ def execute_task(
     variable_getter: Callable[[str], str | None] | None = None,
 ) -> dict[str, Any]:
     """Check the target and replay (in-process or on Spark); returns the report dict."""
-    from kafka_archive.replay.runner import check_target, execute
-    from kafka_archive.replay.spark import run_on_spark
+    from kafka_archive.services.replay import choose_execution
 
     target = resolve_target(params["target"], params.get("target_config"), connection_getter)
     plan = ReplayPlan.from_json(planned["plan_json"])
     # the stored plan is redacted: put the resolved target (with its secrets) back
     plan = plan.with_target(target.model_copy(update={"name": plan.spec.target.name}))
-    store, _source, ledger, store_uri, db_url = _open(variable_getter)
-    info = check_target(plan)
-    mode = params.get("execution", "auto")
     threshold = int(params.get("spark_threshold_bytes", DEFAULT_SPARK_THRESHOLD_BYTES))
-    use_spark = mode == "spark" or (mode == "auto" and plan.total_bytes > threshold)
+    where = choose_execution(params.get("execution", "auto"), plan.total_bytes, threshold)
     log.info(
-        "replay %s -> %s (%d partitions on the target) %s",
+        "replay %s -> %s %s",
         plan.replay_id,
         plan.target_topic,
-        info.partitions,
-        f"on Spark ({params.get('spark_master')})" if use_spark else "in-process",
+        f"on Spark ({params.get('spark_master')})" if where == "spark" else "in-process",
     )
-    if use_spark:
-        report = run_on_spark(
-            plan,
-            store_uri=store_uri,
-            db_url=db_url,
-            master=params.get("spark_master"),
-            target=info,
-        )
-    else:
-        report = execute(plan, store=store, target=info, ledger=ledger)
-    store.close()
+    with _service(variable_getter) as service:
+        report = service.run(plan, execution=where, spark_master=params.get("spark_master"))
     out = report.model_dump(mode="json")
-    out["execution"] = "spark" if use_spark else "in-process"
+    out["execution"] = where
     return out
 
 

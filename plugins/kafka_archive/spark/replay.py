@@ -123,7 +123,7 @@ def _run_tasks(
     ledger: Any,
     started: float,
 ) -> ReplayReport:
-    from kafka_archive.catalog.spark import make_spark_session
+    from kafka_archive.spark.session import make_spark_session
 
     if ledger is not None:
         ledger.register(plan)

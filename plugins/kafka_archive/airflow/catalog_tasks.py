@@ -40,8 +40,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kafka_archive.catalog.db import DB_ENV
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+from kafka_archive.settings import (
+    Settings,
+    SettingsError,
+    VariableReader,
+    env_var,
+    load_settings,
+)
 
 __all__ = [
     "CONFIG_VARIABLE",
@@ -56,10 +62,8 @@ __all__ = [
 ]
 
 CONFIG_VARIABLE = "kafka_archive_catalog"
-STORE_ENV = "KAFKA_ARCHIVE_STORE"
-MASTER_ENV = "KAFKA_ARCHIVE_SPARK_MASTER"
 #: where the DAGs and Spark jobs are installed (the platform image sets /opt/kafka-archive)
-HOME_ENV = "KAFKA_ARCHIVE_HOME"
+HOME_ENV = env_var("home")
 _JOB = Path("spark_jobs") / "build_catalog.py"
 #: the source checkout this package runs from (plugins/kafka_archive/catalog/ -> root)
 _CHECKOUT = Path(__file__).resolve().parents[3]
@@ -99,24 +103,36 @@ class CatalogJobConfig(BaseModel):
 
 
 def load_catalog_config(
-    variable: str | None = None, env: Mapping[str, str] | None = None
+    variable: str | None = None,
+    env: Mapping[str, str] | None = None,
+    variables: VariableReader | None = None,
 ) -> CatalogJobConfig:
-    """The configuration from the Variable's JSON text (if any) over the environment."""
-    env = os.environ if env is None else env
+    """The job configuration: the Variable's JSON text (``variable``) for the job's own
+    fields; ``store_uri``, ``db_url`` and ``spark_master`` are settings, resolved with the
+    platform's one precedence (:mod:`kafka_archive.settings`: environment over Airflow
+    Variables, the job Variable's keys included, over the configuration file)."""
     raw: dict[str, Any] = {}
     if variable:
         try:
             raw = json.loads(variable)
         except json.JSONDecodeError as exc:
             raise CatalogJobError(f"Variable {CONFIG_VARIABLE} is not JSON: {exc}") from None
-    raw.setdefault("store_uri", env.get(STORE_ENV))
-    raw.setdefault("db_url", env.get(DB_ENV))
-    raw.setdefault("spark_master", env.get(MASTER_ENV) or None)
+        if not isinstance(raw, dict):
+            raise CatalogJobError(f"Variable {CONFIG_VARIABLE} must be a JSON object")
+    try:
+        settings = load_settings(env=env, variables=variables, job_variable=raw)
+    except SettingsError as exc:
+        raise CatalogJobError(f"{exc} ({exc.hint})" if exc.hint else str(exc)) from None
+    raw.update(
+        store_uri=settings.store,
+        db_url=settings.db,
+        spark_master=settings.spark_master,
+    )
     missing = [k for k in ("store_uri", "db_url") if not raw.get(k)]
     if missing:
         raise CatalogJobError(
             f"catalog job not configured: {', '.join(missing)} missing; set the Airflow "
-            f"Variable {CONFIG_VARIABLE} or {STORE_ENV} / {DB_ENV}"
+            f"Variable {CONFIG_VARIABLE} or KAFKA_ARCHIVE_STORE / KAFKA_ARCHIVE_DB"
         )
     return CatalogJobConfig.model_validate(raw)
 
@@ -124,17 +140,15 @@ def load_catalog_config(
 def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
     """Build with an in-process local Spark session; return the report (raise if segments
     failed, so the task retries them)."""
-    from kafka_archive.catalog.build import build_catalog
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.catalog.spark import SparkRunner, make_spark_session
+    from kafka_archive.services.catalog_build import CatalogBuildService
 
-    spark = make_spark_session(config.spark_master or "local[*]", conf=config.spark_conf)
-    with open_catalog(config.db_url, create=True) as catalog:
-        report = build_catalog(
-            catalog,
-            config.store_uri,
+    settings = Settings(
+        store=config.store_uri, db=config.db_url, spark_master=config.spark_master
+    )
+    with CatalogBuildService(settings) as service:
+        report = service.build(
+            runner=service.spark_runner(conf=config.spark_conf),
             cluster=config.cluster,
-            runner=SparkRunner(spark),
             store_options=config.store_options,
             interval_bytes=config.interval_bytes,
             verify=config.verify,
@@ -144,18 +158,14 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
 
 
 def _raise_for(report: Mapping[str, Any], what: str) -> None:
-    """Fail the task when segments failed (retried by the next run) or manifests/objects were
-    refused (recorded in the catalog, shown by ``catalog gaps``): never a silent success."""
-    failed, refused = int(report.get("failed") or 0), int(report.get("problems") or 0)
-    if failed or refused:
-        keys = [str(f.get("manifest_key")) for f in report.get("failures") or []]
-        keys += [f"{p['manifest_key']} ({p['kind']})" for p in report.get("problem_list") or []]
-        raise CatalogJobError(
-            f"{what}: {failed} segment(s) failed, {refused} manifest(s) refused: "
-            + ", ".join(keys[:10])
-            + (f" and {len(keys) - 10} more" if len(keys) > 10 else ""),
-            report,
-        )
+    """Fail the task when segments failed or manifests were refused (never a silent
+    success; see :func:`kafka_archive.services.catalog_build.raise_for_failures`)."""
+    from kafka_archive.services.catalog_build import BuildFailed, raise_for_failures
+
+    try:
+        raise_for_failures(report, what)
+    except BuildFailed as exc:
+        raise CatalogJobError(str(exc), exc.report) from None
 
 
 def _spark_submit_binary(config: CatalogJobConfig) -> str:
@@ -198,7 +208,7 @@ def spark_submit_env(
     """The environment of ``spark-submit``: ``base`` (default: this process's) with the catalog
     URL in ``KAFKA_ARCHIVE_DB`` (kept off the command line) and the executors' Python."""
     env = dict(os.environ if base is None else base)
-    env[DB_ENV] = config.db_url
+    env[env_var("db")] = config.db_url
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     return env
 
@@ -209,10 +219,10 @@ def spark_submit_command(
     """The ``spark-submit`` command line of the catalog job for ``config``.
 
     Settings naming a secret are never on it: they must be in ``properties_file``
-    (:func:`~kafka_archive.catalog.submit_secrets.write_properties_file`, as
+    (:func:`~kafka_archive.spark.submit_secrets.write_properties_file`, as
     :func:`run_spark_submit` does); without one such settings are a :class:`CatalogJobError`.
     """
-    from kafka_archive.catalog.submit_secrets import split_secret_conf
+    from kafka_archive.spark.submit_secrets import split_secret_conf
 
     public, secret = split_secret_conf(config.spark_conf)
     if secret and properties_file is None:
@@ -253,7 +263,7 @@ def run_spark_submit(
     """Run the job with ``spark-submit``, stream its output to ``log``, return its report."""
     import tempfile
 
-    from kafka_archive.catalog.submit_secrets import split_secret_conf, write_properties_file
+    from kafka_archive.spark.submit_secrets import split_secret_conf, write_properties_file
 
     _public, secret = split_secret_conf(config.spark_conf)
     with tempfile.TemporaryDirectory(prefix="kafka-archive-submit-") as tmp:

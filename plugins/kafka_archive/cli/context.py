@@ -1,0 +1,78 @@
+"""The CLI's way into the settings and the services: options over the other sources, and
+typed failures turned into one clean error (exit 1, or 2 for a usage error) with a hint.
+
+Every command resolves ``--db``/``--store`` (and the other settings) through
+:func:`cli_settings`: an option given on the command line wins, then the environment, then the
+configuration file (:mod:`kafka_archive.settings`; the CLI reads no Airflow Variables).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_archive.cli.output import fail
+from kafka_archive.settings import Settings, SettingsError, load_settings
+
+__all__ = ["cli_settings", "open_catalog_or_fail", "open_store_or_fail"]
+
+
+def cli_settings(as_json: bool, **explicit: object) -> Settings:
+    """The effective settings with the command's options (``None``/empty: not given) on top."""
+    try:
+        return load_settings(explicit)
+    except SettingsError as exc:
+        fail(str(exc), hint=exc.hint, code=2, as_json=as_json)
+
+
+def open_catalog_or_fail(db: str | None, as_json: bool, *, create: bool = False) -> Any:
+    """The catalog that ``--db`` or the settings name, or a clean exit 1 naming it (password
+    hidden) with a hint.
+
+    ``create`` only for writers (``catalog build``, the offsets follower): query commands
+    never create a catalog (a mistyped ``--db`` is "no catalog at PATH", not an empty answer).
+    """
+    from kafka_archive.catalog.db import CatalogError, open_catalog
+    from kafka_archive.redact import redact_text, redact_url
+
+    url = cli_settings(as_json, db=db).db
+    if not url:
+        fail(
+            "no catalog given",
+            hint="pass --db PATH_OR_URL or set KAFKA_ARCHIVE_DB",
+            as_json=as_json,
+        )
+    try:
+        return open_catalog(url, create=create)
+    except CatalogError as exc:
+        fail(
+            str(exc),
+            hint=exc.hint or None,
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
+    except Exception as exc:  # a migration or driver error not classified above
+        fail(
+            f"cannot open the catalog {redact_url(url)}: {redact_text(exc)}",
+            hint="check the URL, that the database server runs, and your credentials",
+            as_json=as_json,
+        )
+
+
+def open_store_or_fail(uri: str | None, as_json: bool, *, required: bool = True) -> Any:
+    """The store that ``--store`` or the settings name (``None`` when none is and it is not
+    ``required``), or a clean exit 1 with a hint."""
+    from kafka_archive.store import StoreError, open_store
+
+    uri = cli_settings(as_json, store=uri).store
+    if not uri:
+        if not required:
+            return None
+        fail(
+            "no archive store given",
+            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
+            as_json=as_json,
+        )
+    try:
+        return open_store(uri)
+    except StoreError as exc:
+        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)

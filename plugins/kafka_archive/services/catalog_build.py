@@ -1,0 +1,103 @@
+"""Catalog builds as a service: where the extraction runs, and the build's lifecycle.
+
+:class:`CatalogBuildService` opens the catalog (creating it: the build owns it) and names the
+store from the settings, picks the task runner (threads in this process, or a Spark session:
+``local[*]`` in-process or a cluster master), and runs
+:func:`~kafka_archive.catalog.build.build_catalog`. The CLI's ``catalog build``, the Airflow
+catalog task (local mode) and ``spark_jobs/build_catalog.py`` all go through it; a build on a
+remote cluster is ``spark-submit`` of that job (:mod:`kafka_archive.spark.submit`).
+
+Builds are idempotent (a re-run adds nothing, a killed run is completed by the next), so
+callers retry freely. Errors: :class:`~kafka_archive.settings.SettingsError`, the catalog's and
+the store's typed errors, and (starting Spark) whatever pyspark raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self
+
+from kafka_archive.services.resources import Resources
+from kafka_archive.settings import Settings
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.build import BuildReport, ProgressFn, TaskRunner
+    from kafka_archive.catalog.db import Catalog
+
+__all__ = ["BuildFailed", "CatalogBuildService", "raise_for_failures"]
+
+
+class BuildFailed(RuntimeError):
+    """A build finished with failed segments or refused manifests (recorded in the catalog;
+    ``catalog gaps`` shows them): never a silent success. ``report`` is the build's JSON."""
+
+    def __init__(self, message: str, report: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.report = dict(report or {})
+
+
+def raise_for_failures(report: Mapping[str, Any], what: str) -> None:
+    """Raise :class:`BuildFailed` when ``report`` (a build's JSON) lists failed segments (the
+    next run retries them) or refused manifests (recorded, shown by ``catalog gaps``)."""
+    failed, refused = int(report.get("failed") or 0), int(report.get("problems") or 0)
+    if failed or refused:
+        keys = [str(f.get("manifest_key")) for f in report.get("failures") or []]
+        keys += [f"{p['manifest_key']} ({p['kind']})" for p in report.get("problem_list") or []]
+        raise BuildFailed(
+            f"{what}: {failed} segment(s) failed, {refused} manifest(s) refused: "
+            + ", ".join(keys[:10])
+            + (f" and {len(keys) - 10} more" if len(keys) > 10 else ""),
+            report,
+        )
+
+
+class CatalogBuildService:
+    """Builds of the catalog the settings name (see the module docstring)."""
+
+    def __init__(self, settings: Settings | None = None, *, catalog: Catalog | None = None):
+        self.resources = Resources(settings, catalog=catalog)
+
+    def spark_runner(
+        self, master: str | None = None, conf: Mapping[str, str] | None = None
+    ) -> TaskRunner:
+        """A runner on a Spark session for ``master`` (default: the ``spark_master`` setting,
+        else ``local[*]``), with the catalog's build settings applied."""
+        from kafka_archive.spark.session import SparkRunner, make_spark_session
+
+        master = master or self.resources.settings.spark_master or "local[*]"
+        return SparkRunner(make_spark_session(master, conf=dict(conf or {})))
+
+    def build(
+        self,
+        *,
+        runner: TaskRunner | None = None,
+        cluster: str | None = None,
+        interval_bytes: int | None = None,
+        verify: str | None = None,
+        store_options: Mapping[str, Any] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> BuildReport:
+        """Catalog every archived segment not cataloged yet; ``runner`` defaults to threads in
+        this process, ``verify`` to the ``catalog_verify`` setting."""
+        from kafka_archive.catalog.build import InProcessRunner, build_catalog
+        from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+
+        return build_catalog(
+            self.resources.catalog(create=True),
+            self.resources.require("store"),
+            cluster=cluster,
+            runner=runner or InProcessRunner(threads=4),
+            store_options=store_options,
+            interval_bytes=interval_bytes or DEFAULT_INTERVAL_BYTES,
+            verify=verify or self.resources.settings.catalog_verify,
+            progress=progress,
+        )
+
+    def close(self) -> None:
+        self.resources.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()

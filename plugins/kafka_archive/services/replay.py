@@ -1,0 +1,267 @@
+"""Replays as a service: plan, preview, run (in-process or on Spark), resume, list.
+
+:class:`ReplayService` owns what the CLI, the Airflow DAG and the UI used to set up each in its
+own way: the store and the catalog (from the settings), the plan source, the ledger, the
+choice between running in-process and on Spark, and the order of the steps (plan, register,
+check the target, run under the replay's lease, report). Adapters translate their input into a
+request (:func:`spec_from_request`) and the reports into their output.
+
+Errors: :class:`~kafka_archive.replay.errors.ReplayError` and its subclasses (each with a
+hint), :class:`~kafka_archive.settings.SettingsError`, the catalog's and the store's typed
+errors, :class:`~segment_lib.errors.SegmentError` for bad archived bytes, and confluent-kafka's
+``KafkaException`` for a target failure no replay step translated. A failed run is resumable:
+running the same request (or :meth:`ReplayService.resume`) again continues after the last
+committed transaction, without duplicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from kafka_archive.services.resources import Resources
+from kafka_archive.settings import Settings
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.db import Catalog
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.ledger import ReplayLedger
+    from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
+    from kafka_archive.replay.runner import ReplayReport
+    from kafka_archive.store.base import ObjectStore
+
+__all__ = [
+    "DEFAULT_SPARK_THRESHOLD_BYTES",
+    "Execution",
+    "ReplayService",
+    "choose_execution",
+    "spec_from_request",
+]
+
+#: ``execution="auto"`` runs plans reading more than this many bytes on Spark
+DEFAULT_SPARK_THRESHOLD_BYTES = 1 << 30
+Execution = Literal["auto", "in-process", "spark"]
+
+
+def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplaySpec:
+    """The one translation of a replay request into a :class:`ReplaySpec`.
+
+    ``request`` holds :class:`ReplaySpec`'s own field names; ``from``/``to`` are positions as
+    users write them (a time in any form the CLI takes, ``offset:N``, ``offset:P=N,...``,
+    ``earliest``, ``latest``); missing or empty entries take the spec's defaults.
+
+    Raises:
+        ReplayConfigError: a position that cannot be read, or a value the spec refuses.
+    """
+    from kafka_archive.replay.plan import ReplaySpec, parse_position
+
+    given = {k: v for k, v in request.items() if v is not None and v != "" and v != []}
+    given["from"] = parse_position(str(given["from"]))
+    if "to" in given:
+        given["to"] = parse_position(str(given["to"]))
+    given["target"] = target
+    return ReplaySpec.model_validate(given)
+
+
+def choose_execution(
+    execution: Execution, total_bytes: int, threshold: int = DEFAULT_SPARK_THRESHOLD_BYTES
+) -> Literal["in-process", "spark"]:
+    """Where a plan reading ``total_bytes`` runs: as asked, or for ``auto`` on Spark above
+    ``threshold`` bytes (a few partitions of small segments start faster in-process)."""
+    if execution == "auto":
+        return "spark" if total_bytes > threshold else "in-process"
+    return execution
+
+
+class ReplayService:
+    """Replays over the archive and catalog the settings name (see the module docstring).
+
+    Not thread-safe: one per command or task; close it, or use it as a context manager.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        catalog: Catalog | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self.resources = Resources(settings, catalog=catalog, store=store)
+        self._ledger: ReplayLedger | None = None
+
+    # -- the parts ------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> ReplayLedger:
+        """Where replays and their progress are recorded (the catalog's replay tables)."""
+        if self._ledger is None:
+            from kafka_archive.replay.ledger import ReplayLedger
+
+            self._ledger = ReplayLedger(self.resources.catalog().engine)
+        return self._ledger
+
+    def source(self) -> CatalogPlanSource:
+        """What planning reads: the catalog, and the store for exact positions."""
+        from kafka_archive.replay.catalog_source import CatalogPlanSource
+
+        return CatalogPlanSource(self.resources.catalog(), self.resources.store())
+
+    # -- the steps ------------------------------------------------------------------------
+
+    def plan(self, spec: ReplaySpec, *, register: bool = False) -> ReplayPlan:
+        """Resolve ``spec`` against the catalog; ``register``: record it in the ledger now
+        (the DAG does, so the plan is visible while it waits for execution)."""
+        from kafka_archive.replay.runner import plan_replay
+
+        plan = plan_replay(spec, self.source())
+        if register:
+            self.ledger.register(plan)
+        return plan
+
+    def preview(self, spec: ReplaySpec, *, check_target: bool = True) -> ReplayReport:
+        """A dry run: the plan with every hole, and (``check_target``) what the target would
+        do, without writing to it."""
+        from kafka_archive.replay.runner import check_target as check
+        from kafka_archive.replay.runner import dry_run_report
+
+        plan = self.plan(spec)
+        report = dry_run_report(plan)
+        if check_target:
+            info = check(plan, read_only=True)
+            report.target_check = {
+                "cluster_id": info.cluster_id,
+                "partitions": info.partitions,
+                "topic_would_be_created": info.created_topic,
+            }
+        return report
+
+    def run(
+        self,
+        plan: ReplayPlan,
+        *,
+        execution: Execution = "in-process",
+        spark_master: str | None = None,
+        spark_threshold_bytes: int = DEFAULT_SPARK_THRESHOLD_BYTES,
+        on_records: Callable[[int], None] | None = None,
+    ) -> ReplayReport:
+        """Check the target (creating the topic when asked) and replay ``plan``; returns the
+        report (``report.execution`` says where it ran). A plan with holes is refused unless
+        its request allows gaps; a replay another live run holds is refused
+        (:class:`~kafka_archive.replay.lease.ReplayBusyError`)."""
+        from kafka_archive.replay.runner import check_target, execute
+
+        where = choose_execution(execution, plan.total_bytes, spark_threshold_bytes)
+        target = check_target(plan)
+        if where == "spark":
+            from kafka_archive.spark.replay import run_on_spark
+
+            return run_on_spark(
+                plan,
+                store_uri=self.resources.require("store"),
+                db_url=self.resources.require("db"),
+                master=spark_master or self.resources.settings.spark_master,
+                target=target,
+            )
+        return execute(
+            plan,
+            store=self.resources.store(),
+            target=target,
+            ledger=self.ledger,
+            on_records=on_records,
+        )
+
+    def resumable(
+        self, replay_id: str, *, target_config: Mapping[str, str], allow_gaps: bool = False
+    ) -> ReplayPlan:
+        """The stored plan of ``replay_id``, with the target settings given again (the
+        catalog never stores secrets) and, if asked, gaps allowed.
+
+        Raises:
+            ReplayConfigError: no such replay, or its target needs secrets not given.
+        """
+        from kafka_archive.replay.errors import ReplayConfigError
+
+        plan = self.ledger.plan(replay_id)
+        if plan is None:
+            raise ReplayConfigError(
+                f"no replay {replay_id!r} in the catalog", hint="see `kafka-archive replay status`"
+            )
+        plan = plan.with_target(plan.spec.target.with_config(dict(target_config)))
+        if allow_gaps and not plan.spec.allow_gaps:
+            spec = plan.spec.model_copy(update={"allow_gaps": True})
+            plan = plan.model_copy(update={"spec": spec})
+        if plan.has_redacted_secrets:
+            raise ReplayConfigError(
+                "the target needs secret settings that the catalog does not store",
+                hint="give them again with --target-config NAME=VALUE",
+                missing="target secrets",
+            )
+        return plan
+
+    def status(
+        self,
+        *,
+        replay_id: str | None = None,
+        cluster: str | None = None,
+        topic: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Replays in the catalog with their per-partition progress, newest first (one dict
+        per replay, the form ``replay status --json`` prints).
+
+        Raises:
+            ReplayConfigError: ``replay_id`` is given and unknown.
+        """
+        from kafka_archive.replay.errors import ReplayConfigError
+
+        runs = self.ledger.runs(cluster=cluster, topic=topic)
+        if replay_id:
+            runs = [r for r in runs if r.replay_id == replay_id]
+            if not runs:
+                raise ReplayConfigError(
+                    f"no replay {replay_id!r} in the catalog",
+                    hint="see `kafka-archive replay status`",
+                )
+        return [self._status_of(r) for r in runs]
+
+    def _status_of(self, run: Any) -> dict[str, Any]:
+        from kafka_archive.replay.plan import ReplayPlan
+
+        progress = self.ledger.all_progress(run.replay_id)
+        plan = ReplayPlan.from_json(run.plan_json)
+        return {
+            "replay_id": run.replay_id,
+            "status": run.status,
+            "cluster": run.cluster,
+            "topic": run.topic,
+            "target": run.target,
+            "target_topic": run.target_topic,
+            "partition_mapping": run.partition_mapping,
+            "created_at_ms": run.created_at_ms,
+            "finished_at_ms": run.finished_at_ms,
+            "error": run.error,
+            "allow_gaps": plan.spec.allow_gaps,
+            "holes": len(plan.holes),
+            "records_sent": sum(p.records_sent for p in progress),
+            "offset_ranges": len(self.ledger.ranges(run.replay_id)),
+            "partitions": {
+                str(p.source_partition): {
+                    "next_offset": p.next_offset,
+                    "end_offset": p.end_offset,
+                    "done": p.done,
+                    "records": p.records_sent,
+                    "transactions": p.txn_seq,
+                    "first_offset": p.first_offset,
+                    "last_offset": p.last_offset,
+                }
+                for p in progress
+            },
+        }
+
+    def close(self) -> None:
+        self.resources.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
