@@ -393,8 +393,8 @@ def spark_run(
     topic: str,
     args: argparse.Namespace,
 ) -> float:
-    from kafka_archive.spark.session import make_spark_session
     from kafka_archive.spark.replay import run_on_spark
+    from kafka_archive.spark.session import make_spark_session
 
     session = make_spark_session(
         f"local[{cores}]",

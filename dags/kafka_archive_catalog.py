@@ -34,14 +34,17 @@ Airflow connection named by `KAFKA_ARCHIVE_AWS_CONN_ID` / Variable `kafka_archiv
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Asset, dag, task
 from kafka_archive.airflow import protect_task_logs
-from kafka_archive.archive import ARCHIVE_SEGMENTS_ASSET_URI
+from kafka_archive.airflow.archive_dag import ARCHIVE_SEGMENTS_ASSET_URI
+from kafka_archive.airflow.catalog_tasks import build_in_task, report_task, task_config
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
+log = logging.getLogger("kafka_archive.catalog.spark_submit")
 
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "kafka-archive",
@@ -51,13 +54,6 @@ DEFAULT_ARGS: dict[str, Any] = {
     "max_retry_delay": timedelta(minutes=15),
     "execution_timeout": timedelta(hours=12),
 }
-
-
-def _config() -> Any:
-    from airflow.sdk import Variable
-    from kafka_archive.airflow.catalog_tasks import CONFIG_VARIABLE, load_catalog_config
-
-    return load_catalog_config(Variable.get(CONFIG_VARIABLE, default=None))
 
 
 @dag(
@@ -73,48 +69,22 @@ def _config() -> Any:
 def kafka_archive_catalog() -> None:
     @task.branch
     def choose() -> str:
-        return "build_local" if _config().mode() == "local" else "spark_submit"
+        return "build_local" if task_config().mode() == "local" else "spark_submit"
 
     @task
     def build_local() -> dict[str, Any]:
-        from kafka_archive.airflow.store_connection import use_store_connection
-        from kafka_archive.airflow.catalog_tasks import run_local_build
-
-        use_store_connection()
-        return run_local_build(_config())
+        return build_in_task("local", log.info)
 
     @task
     def spark_submit() -> dict[str, Any]:
-        import logging
-
-        from kafka_archive.airflow.store_connection import use_store_connection
-        from kafka_archive.airflow.catalog_tasks import run_spark_submit
-
-        use_store_connection()  # spark-submit and its local executors inherit the environment
-        log = logging.getLogger("kafka_archive.catalog.spark_submit")
-        return run_spark_submit(_config(), log.info)
+        return build_in_task("submit", log.info)
 
     @task(trigger_rule="none_failed_min_one_success")
     def report() -> dict[str, Any]:
-        import logging
-
         from airflow.sdk import get_current_context
 
-        ti = get_current_context()["ti"]
-        pulled = ti.xcom_pull(task_ids=["build_local", "spark_submit"])
-        results = [r for r in (pulled if isinstance(pulled, list) else [pulled]) if r]
-        result = dict(results[0]) if results else {}
-        logging.getLogger("kafka_archive.catalog").info(
-            "catalog build: %s segment(s) added, %s already cataloged, %s interval(s), "
-            "%s commit(s), %s byte(s) read in %ss",
-            result.get("segments_added"),
-            result.get("already_cataloged"),
-            result.get("intervals_added"),
-            result.get("commits_added"),
-            result.get("bytes_read"),
-            result.get("seconds"),
-        )
-        return result
+        pulled = get_current_context()["ti"].xcom_pull(task_ids=["build_local", "spark_submit"])
+        return report_task(pulled if isinstance(pulled, list) else [pulled])
 
     runs = [build_local(), spark_submit()]
     choose() >> runs

@@ -26,11 +26,13 @@ Airflow Variable `kafka_archive_offsets` (JSON: `db_url`, `clusters` = list of `
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import dag, task
 from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow.offsets_tasks import follow_in_task
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -55,13 +57,7 @@ DEFAULT_ARGS: dict[str, Any] = {
 def kafka_archive_offsets() -> None:
     @task
     def follow() -> list[dict[str, Any]]:
-        import logging
-
-        from airflow.sdk import Variable
-        from kafka_archive.airflow.offsets_tasks import CONFIG_VARIABLE, load_follow_config, run_follow
-
-        config = load_follow_config(Variable.get(CONFIG_VARIABLE, default=None))
-        return run_follow(config, logging.getLogger("kafka_archive.groups").info)
+        return follow_in_task(logging.getLogger("kafka_archive.groups").info)
 
     follow()
 

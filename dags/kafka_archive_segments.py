@@ -65,10 +65,17 @@ from typing import Any
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from kafka_archive.airflow import protect_task_logs
-from kafka_archive.archive import ARCHIVE_SEGMENTS_ASSET_URI
 from kafka_archive.airflow import archive_tasks as t
-from kafka_archive.archive.config import parse_time_config, parse_time_schedule
+from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow.archive_dag import (
+    ARCHIVE_SEGMENTS_ASSET_URI,
+    is_dry_run,
+    outcomes,
+    parse_time_config,
+    parse_time_schedule,
+    raise_if_failed,
+    task_config,
+)
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -86,13 +93,6 @@ DEFAULT_ARGS: dict[str, Any] = {
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=6),
 }
-
-
-def _config() -> Any:
-    from airflow.sdk import Variable
-    from kafka_archive.archive.config import CONFIG_VARIABLE, load_config
-
-    return load_config(Variable.get(CONFIG_VARIABLE, default=None))
 
 
 def _pull(task_ids: list[str], key: str = "return_value") -> list[Any]:
@@ -114,28 +114,6 @@ def _in_group(task_fn: Any, task_id: str, group: t.QueueGroup) -> Any:
     if group.queue is not None:  # no queue: the DAG's default queue
         overrides["queue"] = group.queue
     return task_fn.override(**overrides)
-
-
-def _dry_run(params: dict[str, Any] | None) -> bool:
-    """The run's ``dry_run`` Param (off when the run has no Params)."""
-    return bool((params or {}).get("dry_run"))
-
-
-def _raise_if_failed(result: dict[str, Any]) -> None:
-    """Fail an archive task whose ``archive_work`` result reports a failure; return otherwise.
-
-    Corruption does not heal by retrying: when every failed segment was quarantined (and no
-    other error occurred) the task fails for good (``AirflowFailException``); any other failure
-    raises ``RuntimeError`` so that Airflow retries the task.
-    """
-    if not result["failed"]:
-        return
-    only_corrupt = not result["errors"] and all(
-        o["status"] in ("quarantined", "archived", "skipped", "planned") for o in result["outcomes"]
-    )
-    if only_corrupt:
-        raise AirflowFailException(f"corrupt segment(s) quarantined: {result['summary']}")
-    raise RuntimeError(f"archiving failed (will retry): {result['summary']}")
 
 
 @dag(
@@ -160,7 +138,7 @@ def _raise_if_failed(result: dict[str, Any]) -> None:
 def kafka_archive_segments() -> None:
     @task
     def targets(params: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
-        cfg = _config()
+        cfg = task_config()
         clusters = list((params or {}).get("clusters") or [])
         return t.resolve_targets(cfg, GROUPS, clusters)
 
@@ -172,21 +150,21 @@ def kafka_archive_segments() -> None:
 
     @task(retries=1)
     def discover(target: dict[str, Any]) -> dict[str, Any]:
-        return t.discover_target(target, _config())
+        return t.discover_target(target, task_config())
 
     @task(trigger_rule="all_done")
     def plan(by_group: Any) -> dict[str, list[dict[str, Any]]]:
         discoveries = _pull([g.discover_task_id for g in GROUPS])
-        out = t.plan_targets(discoveries, _all_targets(by_group), _config(), GROUPS)
+        out = t.plan_targets(discoveries, _all_targets(by_group), task_config(), GROUPS)
         get_current_context()["ti"].xcom_push(key=t.PLANS_KEY, value=out.pop(t.PLANS_KEY))
         return out
 
     @task
     def archive(work: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = t.archive_work(work, _config(), dry_run=_dry_run(params))
+        result = t.archive_work(work, task_config(), dry_run=is_dry_run(params))
         # Pushed explicitly so that `report` sees it even when this task then fails.
         get_current_context()["ti"].xcom_push(key=t.ARCHIVE_RESULT_KEY, value=result)
-        _raise_if_failed(result)
+        raise_if_failed(result)
         return result
 
     @task(trigger_rule="all_done", retries=0)
@@ -196,8 +174,8 @@ def kafka_archive_segments() -> None:
             discoveries=_pull([g.discover_task_id for g in GROUPS]),
             plans=[p for ps in _pull(["plan"], t.PLANS_KEY) for p in ps],
             results=_pull([g.archive_task_id for g in GROUPS], t.ARCHIVE_RESULT_KEY),
-            config=_config(),
-            dry_run=_dry_run(params),
+            config=task_config(),
+            dry_run=is_dry_run(params),
         )
         rep.log_summary()
         if not rep.ok:
@@ -210,12 +188,8 @@ def kafka_archive_segments() -> None:
 
     @task(trigger_rule="all_done", retries=0, outlets=[SEGMENTS_ASSET])
     def publish() -> dict[str, Any]:
-        from kafka_archive.archive.report import SegmentOutcome
-
         extra = t.asset_extra(
-            SegmentOutcome.model_validate(o)
-            for r in _pull([g.archive_task_id for g in GROUPS], t.ARCHIVE_RESULT_KEY)
-            for o in r.get("outcomes", [])
+            outcomes(_pull([g.archive_task_id for g in GROUPS], t.ARCHIVE_RESULT_KEY))
         )
         if not extra["segments_archived"]:
             raise AirflowSkipException("nothing new was archived: no Asset event")

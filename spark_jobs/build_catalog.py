@@ -29,8 +29,8 @@ from kafka_archive.catalog.build import VERIFY_ENV, build_catalog
 from kafka_archive.catalog.db import DB_ENV, open_catalog
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
 from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
-from kafka_archive.spark.session import SparkRunner, make_spark_session
 from kafka_archive.spark.master import InvalidSparkMaster, check_spark_master
+from kafka_archive.spark.session import SparkRunner, make_spark_session
 
 STORE_ENV = "KAFKA_ARCHIVE_STORE"
 

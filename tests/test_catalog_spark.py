@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_archive.archive import run_archive
-from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.airflow.catalog_tasks import (
     CatalogJobConfig,
     CatalogJobError,
@@ -25,6 +23,8 @@ from kafka_archive.airflow.catalog_tasks import (
     spark_submit_command,
     spark_submit_env,
 )
+from kafka_archive.archive import run_archive
+from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
 from kafka_archive.spark.session import SparkRunner

@@ -11,7 +11,7 @@ Two checkers:
   list shrinks as the code is fixed).
 * a DAG-file rule checked here with :mod:`ast` (DAG files are not a package, so import-linter
   does not see them): a DAG file imports from ``kafka_archive`` only its Airflow-facing modules
-  (``kafka_archive.airflow`` and the ``dag_tasks`` modules), apart from the listed exceptions.
+  (``kafka_archive.airflow``), apart from the listed exceptions.
 
 Each checker is also run against a broken example, so a rule that silently stopped checking
 would fail here.
@@ -37,16 +37,10 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 #: The Airflow-facing part of the platform: what a DAG file may import.
 DAG_FACING_PACKAGES = ("kafka_archive.airflow",)
-DAG_FACING_SUFFIX = ".dag_tasks"
 
 #: Imports DAG files make today that break the rule, each with the reason it still exists.
 #: A listed exception that no DAG file makes any more fails the test: remove it from here.
-DAG_IMPORT_EXCEPTIONS: dict[str, str] = {
-    # TODO(issue 11): the asset URI and the parse-time config belong to the Airflow package
-    "kafka_archive.archive": "ARCHIVE_SEGMENTS_ASSET_URI (the archive -> catalog Asset)",
-    "kafka_archive.archive.config": "parse_time_config / load_config for the archive DAG",
-    "kafka_archive.archive.report": "SegmentOutcome, to read the archive tasks' XComs",
-}
+DAG_IMPORT_EXCEPTIONS: dict[str, str] = {}
 
 
 def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -199,10 +193,8 @@ def platform_imports(source: str) -> set[str]:
 
 
 def is_dag_facing(module: str) -> bool:
-    """May a DAG file import ``module``? (the Airflow package and the ``dag_tasks`` modules)"""
-    return module.endswith(DAG_FACING_SUFFIX) or any(
-        module == p or module.startswith(p + ".") for p in DAG_FACING_PACKAGES
-    )
+    """May a DAG file import ``module``? (only the Airflow package)"""
+    return any(module == p or module.startswith(p + ".") for p in DAG_FACING_PACKAGES)
 
 
 def test_dag_files_import_only_the_airflow_facing_modules() -> None:
@@ -214,7 +206,7 @@ def test_dag_files_import_only_the_airflow_facing_modules() -> None:
     unlisted = {m: f for m, f in outside.items() if m not in DAG_IMPORT_EXCEPTIONS}
     assert not unlisted, (
         f"DAG files import platform modules that are not Airflow-facing: {unlisted}; "
-        "import them from kafka_archive.airflow or a dag_tasks module"
+        "import them through kafka_archive.airflow"
     )
     stale = set(DAG_IMPORT_EXCEPTIONS) - set(outside)
     assert not stale, f"no DAG file imports {sorted(stale)} any more: drop the exception"

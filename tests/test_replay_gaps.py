@@ -317,8 +317,8 @@ def test_airflow_tasks_show_every_hole(
 ) -> None:
     """The DAG's plan task logs each hole (offsets, object key, reason) and puts them in its XCom
     summary; execute refuses without ``allow_gaps``; with it, the report lists the holes."""
-    from kafka_archive.replay.completeness import ReplayGapsError
     from kafka_archive.airflow.replay_tasks import execute_task, plan_task, report_task
+    from kafka_archive.replay.completeness import ReplayGapsError
 
     monkeypatch.setenv("KAFKA_ARCHIVE_STORE", holed.store.uri)
     monkeypatch.setenv("KAFKA_ARCHIVE_DB", holed.db_url)

@@ -111,7 +111,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     Setting(
         "db",
-        "Catalog database: a SQLite path, sqlite:///path or postgresql://user:pass@host/db.",
+        "Catalog database: a SQLite path, sqlite:///path or postgresql://user@host/db.",
         kind="secret",
         file_key="db_url",
         used_by="catalog, replay, offsets follower, UI",

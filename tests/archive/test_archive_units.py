@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_archive.airflow.archive_tasks import queue_groups, resolve_targets
 from kafka_archive.archive import (
     MANIFEST_FORMAT_VERSION,
     ConfigError,
@@ -29,7 +30,6 @@ from kafka_archive.archive.config import (
     parse_time_config,
     parse_time_schedule,
 )
-from kafka_archive.airflow.archive_tasks import queue_groups, resolve_targets
 from kafka_archive.archive.discovery import (
     LocalFile,
     LogDirDiscovery,

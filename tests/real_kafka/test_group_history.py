@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kafka_archive.airflow.offsets_tasks import FollowedCluster, FollowJobConfig, run_follow
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import FollowedCommitRow
 from kafka_archive.catalog.queries import GroupOffset, group_commit_history, group_offsets
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.airflow.offsets_tasks import FollowedCluster, FollowJobConfig, run_follow
 from kafka_archive.groups.follower import CONSUMER_OFFSETS_TOPIC, load_positions
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import open_store

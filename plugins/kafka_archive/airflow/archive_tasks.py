@@ -130,14 +130,15 @@ def resolve_targets(
 
 
 def state_dir(config: ArchiveConfig) -> str:
-    """Where a worker caches digests and manifests between runs: the config's ``state_dir``,
-    else ``$KAFKA_ARCHIVE_STATE_DIR``, else ``$XDG_CACHE_HOME/kafka-archive`` (default
+    """Where a worker caches digests and manifests between runs: the ``state_dir`` setting
+    (``$KAFKA_ARCHIVE_STATE_DIR`` over the archive configuration's ``state_dir``; see
+    :mod:`kafka_archive.settings`), else ``$XDG_CACHE_HOME/kafka-archive`` (default
     ``~/.cache/kafka-archive``). Losing it only costs re-hashing once."""
-    if config.state_dir:
-        return config.state_dir
-    env = os.environ.get("KAFKA_ARCHIVE_STATE_DIR")
-    if env:
-        return env
+    from kafka_archive.settings import load_settings
+
+    chosen = load_settings(job_variable={"state_dir": config.state_dir}).state_dir
+    if chosen:
+        return chosen
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "kafka-archive")
 

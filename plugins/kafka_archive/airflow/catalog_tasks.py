@@ -142,9 +142,7 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
     failed, so the task retries them)."""
     from kafka_archive.services.catalog_build import CatalogBuildService
 
-    settings = Settings(
-        store=config.store_uri, db=config.db_url, spark_master=config.spark_master
-    )
+    settings = Settings(store=config.store_uri, db=config.db_url, spark_master=config.spark_master)
     with CatalogBuildService(settings) as service:
         report = service.build(
             runner=service.spark_runner(conf=config.spark_conf),
@@ -295,3 +293,45 @@ def _run_spark_submit(
     if code != 0:
         raise CatalogJobError(f"spark-submit exited with {code}", report)
     return report
+
+
+def task_config() -> CatalogJobConfig:
+    """The job configuration as a running task reads it: the Variable
+    ``kafka_archive_catalog`` and the settings with Airflow Variables (see
+    :func:`load_catalog_config`)."""
+    from airflow.sdk import Variable
+
+    from kafka_archive.settings import airflow_variable_reader
+
+    return load_catalog_config(
+        Variable.get(CONFIG_VARIABLE, default=None), variables=airflow_variable_reader()
+    )
+
+
+def build_in_task(mode: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """The build task's body: the store's credentials from the Airflow connection, then the
+    build in-process (``local``) or through ``spark-submit`` (``submit``, its output logged)."""
+    from kafka_archive.airflow.store_connection import use_store_connection
+
+    use_store_connection()  # spark-submit and its local executors inherit the environment
+    config = task_config()
+    return run_local_build(config) if mode == "local" else run_spark_submit(config, log)
+
+
+def report_task(results: list[Any]) -> dict[str, Any]:
+    """Log what the build added (from whichever build task ran) and return it."""
+    import logging
+
+    found = [r for r in results if r]
+    result = dict(found[0]) if found else {}
+    logging.getLogger("kafka_archive.catalog").info(
+        "catalog build: %s segment(s) added, %s already cataloged, %s interval(s), "
+        "%s commit(s), %s byte(s) read in %ss",
+        result.get("segments_added"),
+        result.get("already_cataloged"),
+        result.get("intervals_added"),
+        result.get("commits_added"),
+        result.get("bytes_read"),
+        result.get("seconds"),
+    )
+    return result

@@ -18,13 +18,12 @@ the next resumes from the positions stored with the rows.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kafka_archive.catalog.db import DB_ENV
+from kafka_archive.settings import VariableReader, env_var, load_settings
 
 __all__ = [
     "BOOTSTRAP_ENV",
@@ -37,8 +36,9 @@ __all__ = [
 ]
 
 CONFIG_VARIABLE = "kafka_archive_offsets"
-CLUSTER_ENV = "KAFKA_ARCHIVE_OFFSETS_CLUSTER"
-BOOTSTRAP_ENV = "KAFKA_ARCHIVE_OFFSETS_BOOTSTRAP"
+DB_ENV = env_var("db")
+CLUSTER_ENV = env_var("offsets_cluster")
+BOOTSTRAP_ENV = env_var("offsets_bootstrap")
 
 
 class FollowedCluster(BaseModel):
@@ -61,17 +61,24 @@ class FollowJobConfig(BaseModel):
     max_seconds: float = Field(default=300.0, gt=0)
 
 
-def load_follow_config(raw: str | None) -> FollowJobConfig:
-    """The configuration from the Variable's JSON text, else from the environment.
+def load_follow_config(
+    raw: str | None, *, variables: VariableReader | None = None
+) -> FollowJobConfig:
+    """The configuration from the Variable's JSON text (``raw``) for the job's own fields;
+    the catalog (``db_url``) and the single cluster of ``KAFKA_ARCHIVE_OFFSETS_CLUSTER`` /
+    ``..._BOOTSTRAP`` are settings, with the platform's one precedence
+    (:mod:`kafka_archive.settings`: environment over Airflow Variables, the job Variable's keys
+    included, over the configuration file).
 
     Raises:
         ValueError: nothing configured, or an invalid configuration.
     """
     data: dict[str, Any] = json.loads(raw) if raw else {}
-    data.setdefault("db_url", os.environ.get(DB_ENV, ""))
-    if "clusters" not in data and os.environ.get(CLUSTER_ENV) and os.environ.get(BOOTSTRAP_ENV):
+    settings = load_settings(variables=variables, job_variable=data)
+    data["db_url"] = settings.db or ""
+    if "clusters" not in data and settings.offsets_cluster and settings.offsets_bootstrap:
         data["clusters"] = [
-            {"cluster": os.environ[CLUSTER_ENV], "bootstrap": os.environ[BOOTSTRAP_ENV]}
+            {"cluster": settings.offsets_cluster, "bootstrap": settings.offsets_bootstrap}
         ]
     if not data["db_url"]:
         raise ValueError(f"no catalog: set db_url in Variable {CONFIG_VARIABLE} or {DB_ENV}")
@@ -81,6 +88,17 @@ def load_follow_config(raw: str | None) -> FollowJobConfig:
             f"{CLUSTER_ENV} and {BOOTSTRAP_ENV}"
         )
     return FollowJobConfig.model_validate(data)
+
+
+def follow_in_task(log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The follow task's body: the configuration as a running task reads it, then
+    :func:`run_follow`."""
+    from airflow.sdk import Variable
+
+    from kafka_archive.settings import airflow_variable_reader
+
+    raw = Variable.get(CONFIG_VARIABLE, default=None)
+    return run_follow(load_follow_config(raw, variables=airflow_variable_reader()), log)
 
 
 def run_follow(

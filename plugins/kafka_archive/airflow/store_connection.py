@@ -16,28 +16,26 @@ import logging
 import os
 
 from kafka_archive.redact import install_log_redaction
+from kafka_archive.settings import env_var
 from kafka_archive.store.credentials import aws_env_from_connection
 
 __all__ = ["CONN_ID_ENV", "CONN_ID_VARIABLE", "use_store_connection"]
 
-CONN_ID_ENV = "KAFKA_ARCHIVE_AWS_CONN_ID"
+CONN_ID_ENV = env_var("aws_conn_id")
 CONN_ID_VARIABLE = "kafka_archive_aws_conn_id"
 
 log = logging.getLogger(__name__)
 
 
 def _conn_id() -> str | None:
-    value = os.environ.get(CONN_ID_ENV)
-    if value:
-        return value
-    try:
-        from airflow.sdk import Variable
+    """The ``aws_conn_id`` setting (environment over the Airflow Variable over the file)."""
+    from kafka_archive.settings import airflow_variable_reader, load_settings
 
-        got = Variable.get(CONN_ID_VARIABLE, default=None)
-    except Exception as exc:  # outside a task (CLI, unit tests) there are no Variables to read
-        log.debug("no Airflow Variable %s: %s", CONN_ID_VARIABLE, exc)
-        return None
-    return str(got) if got else None
+    try:
+        reader = airflow_variable_reader()
+    except ImportError:  # no Airflow (unit tests): the environment and the file only
+        reader = None
+    return load_settings(variables=reader).aws_conn_id
 
 
 def use_store_connection() -> str | None:

@@ -49,6 +49,12 @@ def _add_archive(root: typer.Typer) -> None:
     archive.register(root)
 
 
+def _add_settings(root: typer.Typer) -> None:
+    from kafka_archive.cli import settings_cmd
+
+    settings_cmd.register(root)
+
+
 def _add_catalog(root: typer.Typer) -> None:
     from kafka_archive.cli import catalog
 
@@ -93,6 +99,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Replay archived records into a target cluster, exactly once and resumable; translate "
         "consumer-group positions to the replayed topic.",
         _add_replay,
+    ),
+    "settings": (
+        "Show every setting's effective value and where it came from.",
+        _add_settings,
     ),
 }
 

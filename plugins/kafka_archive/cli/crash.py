@@ -27,6 +27,7 @@ from typing import Any
 
 from kafka_archive.cli.output import emit_json, print_error
 from kafka_archive.redact import redact_text
+from kafka_archive.settings import SettingsError, load_settings
 
 __all__ = ["ERROR_LOG_DIR_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "error_log_dir", "report_unexpected"]
 
@@ -47,7 +48,10 @@ _MAX_MESSAGE = 500
 def error_log_dir() -> Path:
     """Where internal-error logs are written: ``$KAFKA_ARCHIVE_ERROR_LOG_DIR``, else
     ``$XDG_STATE_HOME/kafka-archive``, else ``~/.local/state/kafka-archive``."""
-    explicit = os.environ.get(ERROR_LOG_DIR_ENV)
+    try:
+        explicit = load_settings().error_log_dir
+    except SettingsError:  # reporting a crash must not crash on a bad configuration file
+        explicit = os.environ.get(ERROR_LOG_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.catalog.build import ExtractTask, TaskResult, run_extract_task
+from kafka_archive.settings import env_var
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,7 +47,7 @@ __all__ = [
 
 APP_NAME = "kafka-archive-catalog"
 #: set to 1/true/yes to get the Spark web UI of a local session (off by default)
-SPARK_UI_ENV = "KAFKA_ARCHIVE_SPARK_UI"
+SPARK_UI_ENV = env_var("spark_ui")
 _LOOPBACK = "127.0.0.1"
 #: Spark tasks per unit of parallelism in one wave. One: each task costs ~40-60 ms on top of
 #: its work (an empty job of 1 / 2 / 4 / 16 tasks took ~100 / 150 / 270 / 1000 ms on
@@ -71,8 +72,9 @@ def local_session_conf(master: str | None, env: Mapping[str, str] | None = None)
     """
     if master is None or not master.startswith("local"):
         return {}
-    env = os.environ if env is None else env
-    ui = env.get(SPARK_UI_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    from kafka_archive.settings import load_settings
+
+    ui = load_settings(env=env).spark_ui
     conf = {
         "spark.driver.host": _LOOPBACK,
         "spark.driver.bindAddress": _LOOPBACK,
