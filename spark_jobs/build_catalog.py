@@ -21,34 +21,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 
-from kafka_archive.catalog.build import VERIFY_ENV, build_catalog
-from kafka_archive.catalog.db import DB_ENV, open_catalog
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
-from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
+from kafka_archive.catalog.integrity import VERIFY_CHOICES
+from kafka_archive.services.catalog_build import CatalogBuildService
+from kafka_archive.settings import SettingsError, load_settings
 from kafka_archive.spark.master import InvalidSparkMaster, check_spark_master
-from kafka_archive.spark.session import SparkRunner, make_spark_session
-
-STORE_ENV = "KAFKA_ARCHIVE_STORE"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="build_catalog.py",
-        description="Catalog archived Kafka segments with Spark (see the module docstring).",
+        description="Catalog archived Kafka segments with Spark (see the module docstring). "
+        "Options not given come from the settings (KAFKA_ARCHIVE_STORE, KAFKA_ARCHIVE_DB, "
+        "KAFKA_ARCHIVE_CATALOG_VERIFY, the KAFKA_ARCHIVE_CONFIG file; see docs/settings.md).",
     )
-    p.add_argument(
-        "--store",
-        default=os.environ.get(STORE_ENV),
-        help=f"archive store URI (default ${STORE_ENV})",
-    )
+    p.add_argument("--store", default=None, help="archive store URI (setting `store`)")
     p.add_argument(
         "--db",
-        default=os.environ.get(DB_ENV),
-        help=f"catalog database URL or SQLite path (default ${DB_ENV})",
+        default=None,
+        help="catalog database URL or SQLite path (setting `db`; prefer the environment: a "
+        "command line is visible to every local user)",
     )
     p.add_argument("--cluster", default=None, help="only this cluster (default: all)")
     p.add_argument(
@@ -65,36 +60,42 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--verify",
         choices=VERIFY_CHOICES,
-        default=os.environ.get(VERIFY_ENV) or DEFAULT_VERIFY,
-        help=f"integrity check of each object (default ${VERIFY_ENV}, else %(default)s)",
+        default=None,
+        help="integrity check of each object (setting `catalog_verify`, default crc32c)",
     )
-    args = p.parse_args(argv)
-    if not args.store or not args.db:
-        p.error(f"--store and --db are required (or set {STORE_ENV} and {DB_ENV})")
-    return args
+    return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        settings = load_settings(
+            {"store": args.store, "db": args.db, "catalog_verify": args.verify}
+        )
+    except SettingsError as exc:
+        sys.stderr.write(f"build_catalog.py: {exc}; {exc.hint}\n")
+        return 2
+    if not settings.store or not settings.db:
+        sys.stderr.write(
+            "build_catalog.py: --store and --db are required (or set "
+            "KAFKA_ARCHIVE_STORE and KAFKA_ARCHIVE_DB)\n"
+        )
+        return 2
     if args.spark_master is not None:
         try:
             check_spark_master(args.spark_master)
         except InvalidSparkMaster as exc:
             sys.stderr.write(f"build_catalog.py: --spark-master: {exc}; {exc.hint}\n")
             return 2
-    spark = make_spark_session(args.spark_master)
-    try:
-        with open_catalog(args.db, create=True) as catalog:
-            report = build_catalog(
-                catalog,
-                args.store,
-                cluster=args.cluster,
-                runner=SparkRunner(spark),
-                interval_bytes=args.interval_bytes,
-                verify=args.verify,
+    with CatalogBuildService(settings) as service:
+        # spark-submit's own master when none is given (a job does not pick a master itself)
+        runner = service.spark_runner(args.spark_master)
+        try:
+            report = service.build(
+                runner=runner, cluster=args.cluster, interval_bytes=args.interval_bytes
             )
-    finally:
-        spark.stop()
+        finally:
+            runner.spark.stop()
     sys.stdout.write(json.dumps({"kind": "build", **report.to_json()}) + "\n")
     # refused manifests/objects are recorded in the catalog; the run still says so by its exit
     for p in report.problems:

@@ -17,32 +17,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 
-from kafka_archive.catalog.db import DB_ENV
 from kafka_archive.replay.errors import ReplayError
 from kafka_archive.replay.plan import ReplayPlan
-from kafka_archive.spark.replay import run_on_spark
-
-STORE_ENV = "KAFKA_ARCHIVE_STORE"
+from kafka_archive.services.replay import ReplayService
+from kafka_archive.settings import SettingsError, load_settings
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="replay.py", description="Replay archived Kafka data with Spark (see the docstring)."
+        prog="replay.py",
+        description="Replay archived Kafka data with Spark (see the docstring). Options not "
+        "given come from the settings (KAFKA_ARCHIVE_STORE, KAFKA_ARCHIVE_DB, the "
+        "KAFKA_ARCHIVE_CONFIG file; see docs/settings.md).",
     )
     p.add_argument("--plan", required=True, help="the replay plan JSON file")
-    p.add_argument(
-        "--store",
-        default=os.environ.get(STORE_ENV),
-        help=f"archive store URI (default ${STORE_ENV})",
-    )
+    p.add_argument("--store", default=None, help="archive store URI (setting `store`)")
     p.add_argument(
         "--db",
-        default=os.environ.get(DB_ENV),
-        help=f"catalog URL or SQLite path (default ${DB_ENV})",
+        default=None,
+        help="catalog URL or SQLite path (setting `db`; prefer the environment: a command "
+        "line is visible to every local user)",
     )
     p.add_argument(
         "--spark-master",
@@ -54,13 +51,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.store:
-        print(f"error: give --store or set {STORE_ENV}", file=sys.stderr)
+    try:
+        settings = load_settings({"store": args.store, "db": args.db})
+    except SettingsError as exc:
+        print(f"error: {exc}; {exc.hint}", file=sys.stderr)
+        return 2
+    if not settings.store or not settings.db:
+        print(
+            "error: give --store and --db or set KAFKA_ARCHIVE_STORE and KAFKA_ARCHIVE_DB",
+            file=sys.stderr,
+        )
         return 2
     with open(args.plan, encoding="utf-8") as f:
         plan = ReplayPlan.from_json(f.read())
     try:
-        report = run_on_spark(plan, store_uri=args.store, db_url=args.db, master=args.spark_master)
+        with ReplayService(settings) as service:
+            report = service.run(plan, execution="spark", spark_master=args.spark_master)
     except ReplayError as exc:
         print(json.dumps({"kind": "error", **exc.to_dict()}), flush=True)
         return 1

@@ -243,12 +243,13 @@ def test_default_application_missing_says_what_to_set(
         default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path / "nowhere")})
 
 
-def test_job_config_comes_from_variable_over_environment() -> None:
+def test_job_config_takes_the_environment_over_the_variable() -> None:
+    """The one precedence of kafka_archive.settings: environment > Airflow Variable."""
     env = {"KAFKA_ARCHIVE_STORE": "file:///a", "KAFKA_ARCHIVE_DB": "/c.db"}
     cfg = load_catalog_config(None, env)
     assert (cfg.store_uri, cfg.db_url, cfg.spark_master) == ("file:///a", "/c.db", None)
     cfg = load_catalog_config('{"db_url": "postgresql://x/y", "spark_master": "spark://m:1"}', env)
-    assert (cfg.store_uri, cfg.db_url, cfg.mode()) == ("file:///a", "postgresql://x/y", "submit")
+    assert (cfg.store_uri, cfg.db_url, cfg.mode()) == ("file:///a", "/c.db", "submit")
     with pytest.raises(CatalogJobError, match="store_uri"):
         load_catalog_config(None, {})
 

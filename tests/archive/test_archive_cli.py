@@ -142,7 +142,7 @@ def test_local_file_errors_are_clear_errors_not_tracebacks(
 ) -> None:
     """An OSError or SegmentError escaping the run (none is expected: discovery and the upload
     report them per item) still ends in a one-line error naming the file, exit 1."""
-    import kafka_archive.cli.archive as cli_archive
+    from kafka_archive.services.archive import ArchiveService
 
     from segment_lib.errors import CorruptBatchError
 
@@ -154,7 +154,7 @@ def test_local_file_errors_are_clear_errors_not_tracebacks(
         def boom(*_a: object, _exc: Exception = exc, **_k: object) -> None:
             raise _exc
 
-        monkeypatch.setattr(cli_archive, "run_archive", boom)
+        monkeypatch.setattr(ArchiveService, "archive_broker", boom)
         for extra in ((), ("--json",)):
             result = runner.invoke(app, _args(cluster, 1, local_store, *extra))
             assert result.exit_code == 1, result.output

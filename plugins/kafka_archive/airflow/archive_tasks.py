@@ -17,7 +17,6 @@ can expand only over a task's return value, not over one key of it.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -25,11 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kafka_archive.archive.config import ArchiveConfig, ArchiveTarget, ConfigError
-from kafka_archive.archive.digests import DigestCache
-from kafka_archive.archive.discovery import LogDirDiscovery, ProblemInfo, discover_log_dir
+from kafka_archive.archive.discovery import LogDirDiscovery, ProblemInfo
 from kafka_archive.archive.manifest import utc_now
-from kafka_archive.archive.manifest_cache import ManifestCache
-from kafka_archive.archive.planner import ArchivePlan, LogDirPlan, plan_cluster
+from kafka_archive.archive.planner import ArchivePlan, LogDirPlan
 from kafka_archive.archive.report import (
     ArchiveReport,
     LogDirFailure,
@@ -37,8 +34,7 @@ from kafka_archive.archive.report import (
     SegmentStatus,
 )
 from kafka_archive.archive.runner import assemble_report
-from kafka_archive.archive.uploader import archive_log_dir
-from kafka_archive.store import ObjectStore, open_store
+from kafka_archive.services.archive import ArchiveService
 
 __all__ = [
     "ARCHIVE_RESULT_KEY",
@@ -129,32 +125,19 @@ def resolve_targets(
     return out
 
 
-def state_dir(config: ArchiveConfig) -> str:
-    """Where a worker caches digests and manifests between runs: the ``state_dir`` setting
-    (``$KAFKA_ARCHIVE_STATE_DIR`` over the archive configuration's ``state_dir``; see
-    :mod:`kafka_archive.settings`), else ``$XDG_CACHE_HOME/kafka-archive`` (default
-    ``~/.cache/kafka-archive``). Losing it only costs re-hashing once."""
-    from kafka_archive.settings import load_settings
-
-    chosen = load_settings(job_variable={"state_dir": config.state_dir}).state_dir
-    if chosen:
-        return chosen
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "kafka-archive")
-
-
-def _store(config: ArchiveConfig, uri: str) -> ObjectStore:
+def _service(config: ArchiveConfig) -> ArchiveService:
+    """The archive service for ``config``, the store's credentials taken from the configured
+    Airflow connection first."""
     from kafka_archive.airflow.store_connection import use_store_connection
 
     use_store_connection()
-    return open_store(uri, **config.store_options)
+    return ArchiveService(config=config)
 
 
 def discover_target(target: dict[str, Any], config: ArchiveConfig) -> dict[str, Any]:
     """Discover one log dir (runs on the worker that can see it)."""
     t = ArchiveTarget.model_validate(target)
-    with DigestCache(state_dir(config)) as digests:
-        d = discover_log_dir(t.cluster, t.broker_id, t.log_dir, digests=digests)
+    d = ArchiveService(config=config).discover(t)
     log.info(
         "kafka-archive: %s: %d partition(s), %d rolled segment(s), %d candidate(s), "
         "%d skipped, %d error(s); digest cache %d hit(s) / %d miss(es)",
@@ -189,21 +172,10 @@ def plan_targets(
     all_targets = [ArchiveTarget.model_validate(t) for t in targets]
     work: dict[str, list[dict[str, Any]]] = {g.key: [] for g in groups}
     group_of = {g.queue: g.key for g in groups}
-    plans: list[ArchivePlan] = []
     by_cluster: dict[str, list[LogDirDiscovery]] = defaultdict(list)
     for d in found:
         by_cluster[d.cluster].append(d)
-    cache = ManifestCache(state_dir(config))
-    try:
-        for cluster, ds in sorted(by_cluster.items()):
-            uri = config.cluster(cluster).store_uri or config.store_uri
-            store = _store(config, uri)
-            try:
-                plans.append(plan_cluster(cluster, ds, store, cache=cache))
-            finally:
-                store.close()
-    finally:
-        cache.close()
+    plans = _service(config).plan(by_cluster)
     plan_of = {(p.cluster, lp.broker_id, lp.log_dir): lp for p in plans for lp in p.log_dirs}
     for t in all_targets:
         k = (t.cluster, t.broker_id, t.log_dir)
@@ -243,13 +215,7 @@ def archive_work(
     t = ArchiveTarget.model_validate(work["target"])
     plan = LogDirPlan.model_validate(work["plan"])
     errors = [ProblemInfo.model_validate(e) for e in work.get("discovery_errors", [])]
-    outcomes: list[SegmentOutcome] = []
-    if plan.tasks:
-        store = _store(config, t.store_uri)
-        try:
-            outcomes = archive_log_dir(store, plan, dry_run=dry_run, concurrency=config.concurrency)
-        finally:
-            store.close()
+    outcomes = _service(config).upload(t, plan, dry_run=dry_run) if plan.tasks else []
     failed = [o for o in outcomes if o.failed]
     for o in outcomes:
         log.info(
@@ -320,7 +286,7 @@ def build_report(
                 )
             )
     return assemble_report(
-        store_uri=config.store_uri,
+        store_uri=ArchiveService(config=config).store_uri(),
         dry_run=dry_run,
         started_at=started_at or (min((d.discovered_at for d in ds), default=None) or utc_now()),
         discoveries=ds,

@@ -145,7 +145,7 @@ def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
     settings = Settings(store=config.store_uri, db=config.db_url, spark_master=config.spark_master)
     with CatalogBuildService(settings) as service:
         report = service.build(
-            runner=service.spark_runner(conf=config.spark_conf),
+            runner=service.spark_runner(config.spark_master or "local[*]", config.spark_conf),
             cluster=config.cluster,
             store_options=config.store_options,
             interval_bytes=config.interval_bytes,

@@ -20,14 +20,13 @@ and its output passes through the redacting helpers of :mod:`kafka_archive.cli.o
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 import typer
-from typer._click.core import Command, Context  # typer vendors Click: its own types
+from click.core import Command, Context
+from click.exceptions import Abort, ClickException, Exit
 from typer.core import TyperCommand, TyperGroup
-from typer.exceptions import TyperException
 
 __all__ = ["EXIT_INTERNAL", "SUBCOMMANDS", "app", "main"]
 
@@ -206,25 +205,14 @@ class _GuardedGroup(TyperGroup):
         install_log_redaction()
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, TyperException):
+        except (Exit, Abort, ClickException):
             raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
         except Exception as exc:
-            if _is_real_click_exit(exc):
-                raise  # the same from code that uses (real) Click directly
             from kafka_archive.cli.crash import report_unexpected
 
             argv = list(ctx.meta.get(_ARGV_KEY, []))
             code = report_unexpected(exc, argv=["kafka-archive", *argv], as_json="--json" in argv)
             raise typer.Exit(code) from None
-
-
-def _is_real_click_exit(exc: BaseException) -> bool:
-    """Is ``exc`` one of (real, not typer's vendored) Click's exit/usage exceptions? Click is
-    not imported for this: if no code has imported it, none of its exceptions can exist."""
-    click = sys.modules.get("click")
-    if click is None:
-        return False
-    return isinstance(exc, (click.exceptions.Exit, click.ClickException, click.Abort))
 
 
 app = typer.Typer(

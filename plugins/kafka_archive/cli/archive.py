@@ -218,14 +218,6 @@ def _print_planned(planned: list[SegmentOutcome]) -> None:
     )
 
 
-def run_archive(**kwargs: Any) -> ArchiveReport:
-    """:func:`kafka_archive.archive.runner.run_archive`, imported on first use (a module-level
-    name, so that tests can replace it)."""
-    from kafka_archive.archive.runner import run_archive as run
-
-    return run(**kwargs)
-
-
 def _next_steps(report: ArchiveReport) -> str:
     from kafka_archive.archive.report import SegmentStatus
 
@@ -261,13 +253,12 @@ def archive(
         ),
     ],
     store: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--store",
-            envvar="KAFKA_ARCHIVE_STORE",
             help="Store URI: s3://bucket/prefix or file:///dir (env KAFKA_ARCHIVE_STORE).",
         ),
-    ],
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Discover and plan only; upload nothing.")
     ] = False,
@@ -279,7 +270,6 @@ def archive(
         Path | None,
         typer.Option(
             "--state-dir",
-            envvar="KAFKA_ARCHIVE_STATE_DIR",
             help="Cache digests and manifests here between runs (recommended for "
             "large brokers; env KAFKA_ARCHIVE_STATE_DIR).",
         ),
@@ -294,12 +284,24 @@ def archive(
     ] = None,
 ) -> None:
     from kafka_archive.archive.runner import Progress as RunProgress
-    from kafka_archive.store import StoreError, open_store
+    from kafka_archive.cli.context import cli_settings
+    from kafka_archive.services.archive import ArchiveService
+    from kafka_archive.store import StoreError
     from segment_lib.errors import SegmentError
 
     options = dict(_parse_option(o) for o in (store_option or []))
+    service = ArchiveService(
+        cli_settings(as_json, store=store, state_dir=os.fspath(state_dir) if state_dir else None)
+    )
+    if not service.settings.store:
+        fail(
+            "no archive store given",
+            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
+            code=2,
+            as_json=as_json,
+        )
     try:
-        object_store = open_store(store, **options)
+        object_store = service.open_store(**options)
     except StoreError as exc:
         fail(
             str(exc.message),
@@ -313,25 +315,23 @@ def archive(
     try:
         if show_bar:
             with _Bar() as bar:
-                report = run_archive(
+                report = service.archive_broker(
                     cluster=cluster,
                     broker_id=broker_id,
                     log_dirs=dirs,
                     store=object_store,
                     dry_run=dry_run,
                     concurrency=concurrency,
-                    state_dir=os.fspath(state_dir) if state_dir else None,
                     progress=RunProgress(bar.on_discover, bar.on_planned, bar.on_outcome),
                 )
         else:
-            report = run_archive(
+            report = service.archive_broker(
                 cluster=cluster,
                 broker_id=broker_id,
                 log_dirs=dirs,
                 store=object_store,
                 dry_run=dry_run,
                 concurrency=concurrency,
-                state_dir=os.fspath(state_dir) if state_dir else None,
             )
     except ValueError as exc:  # a bad cluster name or similar input
         fail(str(exc), code=2, as_json=as_json)

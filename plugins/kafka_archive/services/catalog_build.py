@@ -23,6 +23,7 @@ from kafka_archive.settings import Settings
 if TYPE_CHECKING:
     from kafka_archive.catalog.build import BuildReport, ProgressFn, TaskRunner
     from kafka_archive.catalog.db import Catalog
+    from kafka_archive.spark.session import SparkRunner
 
 __all__ = ["BuildFailed", "CatalogBuildService", "raise_for_failures"]
 
@@ -59,12 +60,13 @@ class CatalogBuildService:
 
     def spark_runner(
         self, master: str | None = None, conf: Mapping[str, str] | None = None
-    ) -> TaskRunner:
-        """A runner on a Spark session for ``master`` (default: the ``spark_master`` setting,
-        else ``local[*]``), with the catalog's build settings applied."""
+    ) -> SparkRunner:
+        """A runner on a Spark session for ``master`` (default: the ``spark_master`` setting;
+        neither: the master ``spark-submit`` configured, else ``local[*]``). Stop its session
+        with ``runner.spark.stop()`` when done."""
         from kafka_archive.spark.session import SparkRunner, make_spark_session
 
-        master = master or self.resources.settings.spark_master or "local[*]"
+        master = master or self.resources.settings.spark_master
         return SparkRunner(make_spark_session(master, conf=dict(conf or {})))
 
     def build(
