@@ -34,14 +34,11 @@ from segment_lib.consumer_offsets import (
     partition_for_group,
 )
 from segment_lib.writer import _files
+from segment_lib.writer.append import AppendResult
 from segment_lib.writer.compaction import CleanResult, compact
+from segment_lib.writer.deterministic import ManualClock, new_topic_id
 from segment_lib.writer.encode import EncodedBatch, WriteRecord
-from segment_lib.writer.partition_writer import (
-    AppendResult,
-    ManualClock,
-    PartitionWriter,
-    new_topic_id,
-)
+from segment_lib.writer.partition_writer import PartitionWriter
 
 __all__ = ["CONSUMER_OFFSETS", "DEFAULT_FETCH_MAX_BYTES", "BrokerWriter"]
 

@@ -53,7 +53,8 @@ from segment_lib.writer.encode import (
     encode_empty_batch_v2,
     encode_legacy_batches,
 )
-from segment_lib.writer.partition_writer import PartitionWriter, SegmentState
+from segment_lib.writer.partition_writer import PartitionWriter
+from segment_lib.writer.segment_state import SegmentState
 
 __all__ = ["DEFAULT_DELETE_RETENTION_MS", "DEFAULT_IO_BUFFER_SIZE", "CleanResult", "compact"]
 

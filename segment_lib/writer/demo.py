@@ -31,8 +31,9 @@ from typing import Any
 from segment_lib.compression import Codec
 from segment_lib.records import Header, TimestampType
 from segment_lib.writer.broker_writer import CONSUMER_OFFSETS, BrokerWriter
+from segment_lib.writer.deterministic import ManualClock, new_topic_id
 from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import ManualClock, PartitionWriter, new_topic_id
+from segment_lib.writer.partition_writer import PartitionWriter
 
 __all__ = ["DemoCluster", "TopicSpec", "write_demo_cluster"]
 

@@ -1,81 +1,50 @@
 """A broker-faithful writer of one partition directory (``<topic>-<partition>``).
 
-:class:`PartitionWriter` plays the part of Kafka's ``UnifiedLog`` + ``LogSegment`` on the leader
-(``append``: offsets assigned as ``LogValidator`` does) or on a follower (``append_as_follower``:
-the leader's batch bytes appended in fetch-sized chunks). It reproduces, rule for rule, what
-ends up on disk:
+:class:`PartitionWriter` plays the part of Kafka's ``UnifiedLog`` on the leader (``append``:
+offsets assigned as ``LogValidator`` does) or on a follower (``append_as_follower``: the
+leader's batch bytes appended in fetch-sized chunks). It reproduces, rule for rule, what ends
+up on disk; the rules live beside the state they shape:
 
-* **rolling** (``UnifiedLog.maybeRoll`` / ``LogSegment.shouldRoll``), checked before each append
-  with the append's size, max timestamp and last offset::
-
-      size > segment.bytes - messagesSize
-      or (size > 0 and timeWaitedForRoll(now, maxTimestampInMessages) > segment.ms - rollJitterMs)
-      or offset index full or time index full (its last slot is reserved for the roll entry)
-      or the append's last offset not within int32 of the base offset
-
-  where ``timeWaitedForRoll`` is ``maxTimestampInMessages - <largest timestamp of the segment's
-  first append>`` when that timestamp is >= 0, else ``now - <segment creation time>``. The new
-  segment's base offset is the log end offset.
-* **offset index** (``LogSegment.append``): *before* adding an append's bytes, if more than
-  ``index.interval.bytes`` were appended since the last entry, add ``(last offset of this append,
-  position where it starts)``; so a segment's first append is never indexed and an entry's
-  offset may lie in a later batch than the one at its position (follower chunks).
-* **time index**: alongside each offset index entry, ``maybeAppend(maxTimestampSoFar,
-  offsetOfMaxTimestampSoFar)`` (only when the timestamp grew); once more when the segment is
-  rolled (``onBecomeInactiveSegment``) or closed. ``offsetOfMaxTimestampSoFar`` is the last offset
-  of the earliest batch holding the largest timestamp (Kafka's *shallow* offset, since 3.8:
-  KAFKA-16310/16341). Brokers before 3.8 used, for uncompressed CreateTime appends on the
-  leader, the offset of the first *record* holding the batch's largest timestamp; set
-  ``time_index_record_offsets=True`` to write that (real 3.6 time indexes match it).
-* **producer state**: idempotent/transactional producers tracked like ``ProducerStateManager``; a
+* **what an append takes and reports** (records, :class:`AppendResult`, the append's max
+  timestamp): :mod:`segment_lib.writer.append`;
+* **segments, rolling and indexes**: :mod:`segment_lib.writer.segment_state` (the roll check
+  runs before each append; the new segment's base offset is the log end offset);
+* **producer state and transactions**: :mod:`segment_lib.writer.producer_state`; a
   ``<offset>.snapshot`` is written at every roll (offset = new segment's base) and at a clean
-  close (offset = log end offset), each only if beyond the previous snapshot.
-* **transactions**: COMMIT/ABORT control batches; an aborted transaction that had data is
-  appended to the ``.txnindex`` of the segment holding its marker as ``(producerId, firstOffset,
-  lastOffset = marker offset, lastStableOffset)``, where the LSO is the first offset of the
-  earliest still-open transaction of *another* producer, else marker offset + 1.
+  close (offset = log end offset), each only if beyond the previous snapshot;
 * **leader epochs**: ``leader-epoch-checkpoint`` gets ``(epoch, LEO)`` when this replica becomes
-  leader and an entry whenever a follower appends a batch of a newer epoch.
+  leader and an entry whenever a follower appends a batch of a newer epoch;
 * **closing**: ``close()`` is a clean shutdown (indexes trimmed, final time index entry, final
   snapshot, recovery point = LEO). ``close(active=True)`` leaves the files as a running or
   crashed broker has them: the active segment's indexes preallocated to ``segment_index_bytes``
   (zero tails), no final entries, recovery point at the last roll; optionally a torn final batch
   (``torn_tail_bytes``) or a zero-preallocated ``.log`` (``log_preallocate``).
 
-Files are kept in memory and written when a segment rolls and at ``close``; the writer is meant
-for tests and the demo, not for large volumes.
+Files are kept in memory and written (:mod:`segment_lib.writer._files`) when a segment rolls
+and at ``close``; the writer is meant for tests and the demo, not for large volumes.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from segment_lib.compression import Codec
 from segment_lib.control import ControlType
-from segment_lib.metadata_files import encode_kafka_uuid
-from segment_lib.names import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SNAPSHOT_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
-    format_partition_dir_name,
-    segment_file_name,
-)
-from segment_lib.offset_index import ENTRY as OFFSET_ENTRY
-from segment_lib.offset_index import format_offset_index
-from segment_lib.producer_snapshot import ProducerSnapshotEntry, format_producer_snapshot
-from segment_lib.records import NO_PRODUCER_ID, NO_TIMESTAMP, Header, TimestampType
+from segment_lib.names import format_partition_dir_name
+from segment_lib.records import NO_PRODUCER_ID, NO_TIMESTAMP, TimestampType
 from segment_lib.time_index import ENTRY as TIME_ENTRY
-from segment_lib.time_index import format_time_index
-from segment_lib.txn_index import AbortedTxn, format_txn_index
+from segment_lib.txn_index import AbortedTxn
 from segment_lib.writer import _files
+from segment_lib.writer.append import (
+    AppendResult,
+    RecordLike,
+    chunk_max_timestamp,
+    to_write_records,
+)
+from segment_lib.writer.deterministic import ManualClock, new_topic_id
 from segment_lib.writer.encode import (
     NO_SEQUENCE,
     EncodedBatch,
@@ -84,6 +53,8 @@ from segment_lib.writer.encode import (
     encode_control_batch,
     encode_legacy_batches,
 )
+from segment_lib.writer.producer_state import ProducerState
+from segment_lib.writer.segment_state import SegmentState
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -104,361 +75,6 @@ DEFAULT_SEGMENT_MS: Final = 7 * 24 * 3600 * 1000  # segment.ms
 DEFAULT_INDEX_INTERVAL_BYTES: Final = 4096  # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES: Final = 10 * 1024 * 1024  # segment.index.bytes
 _INT32_MAX: Final = (1 << 31) - 1
-_BATCHES_TO_RETAIN: Final = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-
-#: what ``append`` accepts per record: a WriteRecord, ``(key, value)`` or ``(key, value, headers)``
-RecordLike = (
-    WriteRecord
-    | tuple[bytes | None, bytes | None]
-    | tuple[bytes | None, bytes | None, Sequence[Header]]
-)
-
-
-class ManualClock:
-    """A settable millisecond clock (the writer's default, so output is deterministic)."""
-
-    __slots__ = ("now_ms",)
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.now_ms = start_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-    def advance(self, ms: int) -> int:
-        """Move the clock forward by ``ms`` and return the new time."""
-        self.now_ms += ms
-        return self.now_ms
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    """Where an append landed: offsets, the segment and byte position, the broker's time."""
-
-    first_offset: int
-    last_offset: int
-    segment_base_offset: int
-    position: int
-    size: int
-    append_time: int
-    rolled: bool
-
-
-def chunk_max_timestamp(batches: Sequence[EncodedBatch]) -> tuple[int, int]:
-    """``(maxTimestamp, shallowOffsetOfMaxTimestamp)`` of an append, as ``UnifiedLog`` computes it:
-    the largest batch max timestamp and the last offset of the *earliest* batch holding it
-    (``(-1, -1)`` when no batch has a timestamp, e.g. magic 0).
-
-    For the leader this equals what ``LogValidator`` reports in every case the writer produces
-    (one magic 2 batch: its last offset; magic 1 single messages: the first message with the
-    largest timestamp, the base offset under LogAppendTime; magic 0: -1).
-    """
-    max_ts = NO_TIMESTAMP
-    shallow = -1
-    for b in batches:
-        if b.max_timestamp > max_ts:
-            max_ts = b.max_timestamp
-            shallow = b.last_offset
-    return max_ts, shallow
-
-
-# ---------------------------------------------------------------------------------------------
-# producer state (ProducerStateManager / ProducerStateEntry / ProducerAppendInfo)
-
-
-@dataclass(slots=True)
-class _BatchMetadata:
-    last_seq: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-
-
-@dataclass(slots=True)
-class _ProducerEntry:
-    producer_id: int
-    epoch: int = -1
-    coordinator_epoch: int = -1
-    last_timestamp: int = NO_TIMESTAMP
-    current_txn_first_offset: int | None = None
-    batches: deque[_BatchMetadata] = field(default_factory=lambda: deque(maxlen=_BATCHES_TO_RETAIN))
-
-    def maybe_update_epoch(self, epoch: int) -> None:
-        if self.epoch != epoch:
-            self.batches.clear()
-            self.epoch = epoch
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
-
-    @property
-    def last_data_offset(self) -> int:
-        return self.batches[-1].last_offset if self.batches else -1
-
-    def snapshot_entry(self) -> ProducerSnapshotEntry:
-        last = self.batches[-1] if self.batches else None
-        return ProducerSnapshotEntry(
-            producer_id=self.producer_id,
-            epoch=self.epoch,
-            last_sequence=last.last_seq if last else NO_SEQUENCE,
-            last_offset=last.last_offset if last else -1,
-            offset_delta=last.offset_delta if last else 0,
-            timestamp=self.last_timestamp,
-            coordinator_epoch=self.coordinator_epoch,
-            current_txn_first_offset=(
-                -1 if self.current_txn_first_offset is None else self.current_txn_first_offset
-            ),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _CompletedTxn:
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    is_aborted: bool
-
-
-class _ProducerState:
-    """The parts of ``ProducerStateManager`` that shape files: entries, open transactions,
-    snapshot offsets."""
-
-    def __init__(self) -> None:
-        self.producers: dict[int, _ProducerEntry] = {}
-        #: ongoingTxns: first offset -> producer id (a TreeMap in Kafka: iterate sorted)
-        self.ongoing: dict[int, int] = {}
-        self.last_map_offset = 0
-        self.last_snap_offset = 0
-
-    def append_chunk(self, batches: Sequence[EncodedBatch]) -> list[_CompletedTxn]:
-        """Apply a chunk; return the completed transactions (LSO computed by the caller after
-        :meth:`start_pending`)."""
-        started: list[tuple[int, int]] = []
-        completed: list[_CompletedTxn] = []
-        for b in batches:
-            if not b.has_producer_id:
-                continue
-            entry = self.producers.setdefault(b.producer_id, _ProducerEntry(b.producer_id))
-            if b.is_control:
-                assert b.control_type is not None
-                if entry.current_txn_first_offset is not None:
-                    completed.append(
-                        _CompletedTxn(
-                            b.producer_id,
-                            entry.current_txn_first_offset,
-                            b.base_offset,
-                            b.control_type is ControlType.ABORT,
-                        )
-                    )
-                # ProducerStateEntry.update(epoch, coordinatorEpoch, timestamp): the marker
-                # record's timestamp is the batch max timestamp (single record, delta 0)
-                entry.maybe_update_epoch(b.producer_epoch)
-                entry.coordinator_epoch = b.coordinator_epoch
-                entry.current_txn_first_offset = None
-                entry.last_timestamp = b.max_timestamp
-            else:
-                entry.maybe_update_epoch(b.producer_epoch)
-                entry.batches.append(
-                    _BatchMetadata(
-                        b.last_sequence,
-                        b.last_offset,
-                        b.last_offset - b.base_offset,
-                        b.max_timestamp,
-                    )
-                )
-                entry.last_timestamp = b.max_timestamp
-                if entry.current_txn_first_offset is None and b.is_transactional:
-                    entry.current_txn_first_offset = b.base_offset
-                    started.append((b.base_offset, b.producer_id))
-                elif entry.current_txn_first_offset is not None and not b.is_transactional:
-                    raise ValueError(
-                        f"non-transactional batch at {b.base_offset} from producer "
-                        f"{b.producer_id} inside its open transaction"
-                    )
-        # ProducerStateManager.update adds the transactions started in this append
-        for first, pid in started:
-            self.ongoing[first] = pid
-        return completed
-
-    def last_stable_offset(self, txn: _CompletedTxn) -> int:
-        for first in sorted(self.ongoing):
-            if self.ongoing[first] != txn.producer_id:
-                return first
-        return txn.last_offset + 1
-
-    def complete(self, txn: _CompletedTxn) -> None:
-        self.ongoing.pop(txn.first_offset, None)
-
-    def first_unstable_offset(self) -> int | None:
-        return min(self.ongoing) if self.ongoing else None
-
-    def take_snapshot(self) -> tuple[int, bytes] | None:
-        if self.last_map_offset <= self.last_snap_offset:
-            return None
-        self.last_snap_offset = self.last_map_offset
-        entries = [self.producers[pid].snapshot_entry() for pid in sorted(self.producers)]
-        return self.last_map_offset, format_producer_snapshot(entries)
-
-
-# ---------------------------------------------------------------------------------------------
-# segments (LogSegment + OffsetIndex + TimeIndex + TransactionIndex)
-
-
-class SegmentState:
-    """One segment in memory: its log bytes, batches and the three indexes as Kafka keeps them."""
-
-    def __init__(
-        self,
-        base_offset: int,
-        *,
-        created_ms: int,
-        index_interval_bytes: int,
-        max_index_bytes: int,
-        roll_jitter_ms: int = 0,
-    ) -> None:
-        self.base_offset = base_offset
-        self.created_ms = created_ms
-        self.index_interval_bytes = index_interval_bytes
-        self.max_index_bytes = max_index_bytes
-        self.roll_jitter_ms = roll_jitter_ms
-        self.log = bytearray()
-        self.batches: list[EncodedBatch] = []
-        self.offset_index: list[tuple[int, int]] = []
-        self.time_index: list[tuple[int, int]] = []
-        self.txn_index: list[AbortedTxn] = []
-        self.bytes_since_last_index_entry = 0
-        # maxTimestampAndOffsetSoFar; None = UNKNOWN (then read from the time index)
-        self._max_ts_and_offset: tuple[int, int] | None = None
-        self.rolling_based_timestamp: int | None = None
-        # AbstractIndex: maxEntries = roundDown(maxIndexSize, entrySize) / entrySize
-        self.offset_index_max_entries = max_index_bytes // OFFSET_ENTRY.size
-        self.time_index_max_entries = max_index_bytes // TIME_ENTRY.size
-
-    @property
-    def size(self) -> int:
-        return len(self.log)
-
-    @property
-    def next_offset(self) -> int:
-        return self.batches[-1].next_offset if self.batches else self.base_offset
-
-    def max_timestamp_and_offset(self) -> tuple[int, int]:
-        if self._max_ts_and_offset is None:
-            # TimeIndex.lastEntry(): (NO_TIMESTAMP, baseOffset) when empty
-            self._max_ts_and_offset = (
-                self.time_index[-1] if self.time_index else (NO_TIMESTAMP, self.base_offset)
-            )
-        return self._max_ts_and_offset
-
-    def offset_index_full(self) -> bool:
-        return len(self.offset_index) >= self.offset_index_max_entries
-
-    def time_index_full(self) -> bool:
-        # TimeIndex.isFull reserves the last slot for the entry written on roll
-        return len(self.time_index) >= self.time_index_max_entries - 1
-
-    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        if self.rolling_based_timestamp is None and self.batches:
-            self.rolling_based_timestamp = self.batches[0].max_timestamp
-        ts = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
-        if ts >= 0:
-            return message_timestamp - ts
-        return now - self.created_ms
-
-    def should_roll(
-        self,
-        *,
-        segment_bytes: int,
-        segment_ms: int,
-        messages_size: int,
-        max_timestamp: int,
-        max_offset: int,
-        now: int,
-    ) -> bool:
-        reached_roll_ms = (
-            self.time_waited_for_roll(now, max_timestamp) > segment_ms - self.roll_jitter_ms
-        )
-        return (
-            self.size > segment_bytes - messages_size
-            or (self.size > 0 and reached_roll_ms)
-            or self.offset_index_full()
-            or self.time_index_full()
-            or not 0 <= max_offset - self.base_offset <= _INT32_MAX
-        )
-
-    def _time_index_maybe_append(self, timestamp: int, offset: int, skip_full_check: bool) -> None:
-        if not skip_full_check and self.time_index_full():
-            raise ValueError("append to a full time index")
-        last_ts, last_off = (
-            self.time_index[-1] if self.time_index else (NO_TIMESTAMP, self.base_offset)
-        )
-        if self.time_index and offset < last_off:
-            raise ValueError(f"time index offset {offset} below the last entry's {last_off}")
-        if timestamp > last_ts:
-            self.time_index.append((timestamp, offset))
-
-    def append(
-        self,
-        largest_offset: int,
-        largest_timestamp: int,
-        shallow_offset_of_max_timestamp: int,
-        batches: Sequence[EncodedBatch],
-    ) -> int:
-        """``LogSegment.append``; returns the position the chunk starts at."""
-        data = b"".join(b.data for b in batches)
-        if not data:
-            return self.size
-        physical_position = self.size
-        if physical_position == 0:
-            self.rolling_based_timestamp = largest_timestamp
-        if not 0 <= largest_offset - self.base_offset <= _INT32_MAX:
-            raise ValueError(f"offset {largest_offset} overflows segment {self.base_offset}")
-        self.log += data
-        self.batches.extend(batches)
-        if largest_timestamp > self.max_timestamp_and_offset()[0]:
-            self._max_ts_and_offset = (largest_timestamp, shallow_offset_of_max_timestamp)
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            if self.offset_index_full():
-                raise ValueError("append to a full offset index")
-            if not self.offset_index or largest_offset > self.offset_index[-1][0]:
-                self.offset_index.append((largest_offset, physical_position))
-            ts, off = self.max_timestamp_and_offset()
-            self._time_index_maybe_append(ts, off, False)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
-        return physical_position
-
-    def on_become_inactive(self) -> None:
-        """``onBecomeInactiveSegment`` / ``close``: the final time index entry."""
-        if self._max_ts_and_offset is None and not self.batches:
-            return  # maxTimestampAndOffsetSoFar is UNKNOWN: close() appends nothing
-        ts, off = self.max_timestamp_and_offset()
-        self._time_index_maybe_append(ts, off, True)
-
-    def rebuild_indexes(self) -> None:
-        """Recompute the indexes from the batches as ``LogSegment.recover`` does (one batch at a
-        time) - used after the writer rewrites a segment outside ``append``."""
-        self.offset_index.clear()
-        self.time_index.clear()
-        self._max_ts_and_offset = None
-        valid = 0
-        last_entry = 0
-        for b in self.batches:
-            max_ts, _ = self.max_timestamp_and_offset()
-            if b.max_timestamp > max_ts:
-                self._max_ts_and_offset = (b.max_timestamp, b.last_offset)
-            if valid - last_entry > self.index_interval_bytes:
-                self.offset_index.append((b.last_offset, valid))
-                ts, off = self.max_timestamp_and_offset()
-                self._time_index_maybe_append(ts, off, False)
-                last_entry = valid
-            valid += b.size
-        ts, off = self.max_timestamp_and_offset()
-        self._time_index_maybe_append(ts, off, True)
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class Transaction:
@@ -503,12 +119,6 @@ class Transaction:
             coordinator_epoch=coordinator_epoch,
             timestamp=timestamp,
         )
-
-
-def new_topic_id(seed: str | None = None) -> str:
-    """A Kafka ``Uuid`` string (topic or directory id); deterministic from ``seed``."""
-    value = uuid.uuid5(uuid.NAMESPACE_URL, seed) if seed is not None else uuid.uuid4()
-    return encode_kafka_uuid(value)
 
 
 class PartitionWriter:
@@ -574,7 +184,7 @@ class PartitionWriter:
         self.xerial_snappy = xerial_snappy
         self.time_index_record_offsets = time_index_record_offsets
         self.segments: list[SegmentState] = []
-        self.producer_state = _ProducerState()
+        self.producer_state = ProducerState()
         self.snapshots: dict[int, bytes] = {}
         self.leader_epochs: list[tuple[int, int]] = []
         self.leader_epoch: int | None = None
@@ -654,22 +264,6 @@ class PartitionWriter:
 
     # -- appends --------------------------------------------------------------------------------
 
-    def _records(self, records: Iterable[RecordLike], default_ts: int) -> list[WriteRecord]:
-        out = []
-        for r in records:
-            if isinstance(r, WriteRecord):
-                wr = r
-            elif len(r) == 2:
-                wr = WriteRecord(r[0], r[1])
-            else:
-                wr = WriteRecord(r[0], r[1], tuple(r[2]))  # type: ignore[misc]
-            if wr.timestamp is None:
-                wr = wr._replace(timestamp=default_ts)
-            out.append(wr)
-        if not out:
-            raise ValueError("append needs at least one record")
-        return out
-
     def _next_sequence(self, producer_id: int, producer_epoch: int) -> int:
         entry = self.producer_state.producers.get(producer_id)
         if entry is None or entry.epoch != producer_epoch or not entry.batches:
@@ -698,7 +292,7 @@ class PartitionWriter:
         if self.leader_epoch is None:
             raise ValueError("this replica is a follower: use append_as_follower")
         now = self.clock()
-        recs = self._records(records, now if timestamp is None else timestamp)
+        recs = to_write_records(records, now if timestamp is None else timestamp)
         lat = now if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         if self.message_format == 2:
             pid = producer_id
@@ -884,7 +478,7 @@ class PartitionWriter:
             raise ValueError("partition writer is closed")
 
     def _write_snapshot(self, offset: int, data: bytes) -> None:
-        (self.dir / segment_file_name(offset, SNAPSHOT_SUFFIX)).write_bytes(data)
+        _files.write_producer_snapshot(self.dir, offset, data)
 
     def _write_segment(
         self,
@@ -894,34 +488,21 @@ class PartitionWriter:
         preallocate_indexes: bool = False,
         torn_tail: bytes = b"",
     ) -> None:
-        base = seg.base_offset
-        log = bytes(seg.log) + torn_tail
-        if active and self.log_preallocate and len(log) < self.segment_bytes:
-            log += bytes(self.segment_bytes - len(log))
-        (self.dir / segment_file_name(base, LOG_SUFFIX)).write_bytes(log)
-        prealloc = self.segment_index_bytes if (active and preallocate_indexes) else 0
-        (self.dir / segment_file_name(base, INDEX_SUFFIX)).write_bytes(
-            format_offset_index(base, seg.offset_index, preallocate=prealloc)
+        _files.write_segment_files(
+            self.dir,
+            seg,
+            log_size=self.segment_bytes if (active and self.log_preallocate) else 0,
+            index_size=self.segment_index_bytes if (active and preallocate_indexes) else 0,
+            torn_tail=torn_tail,
         )
-        (self.dir / segment_file_name(base, TIME_INDEX_SUFFIX)).write_bytes(
-            format_time_index(base, seg.time_index, preallocate=prealloc)
-        )
-        txn_path = self.dir / segment_file_name(base, TXN_INDEX_SUFFIX)
-        if seg.txn_index:
-            txn_path.write_bytes(format_txn_index(seg.txn_index))
-        elif txn_path.exists():
-            txn_path.unlink()
-        self._written_segments.add(base)
+        self._written_segments.add(seg.base_offset)
 
     def rewrite_segment_files(self, seg: SegmentState) -> None:
         """Write a (rolled) segment's files again after the writer changed it (compaction)."""
         self._write_segment(seg, active=False)
 
     def remove_segment_files(self, base_offset: int) -> None:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            p = self.dir / segment_file_name(base_offset, suffix)
-            if p.exists():
-                p.unlink()
+        _files.remove_segment_files(self.dir, base_offset)
         self._written_segments.discard(base_offset)
 
     def close(

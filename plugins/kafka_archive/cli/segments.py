@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,76 +50,122 @@ def _horizon(ms: int | None) -> str:
     return "OptionalLong.empty" if ms is None else f"OptionalLong[{ms}]"
 
 
-def _text(event: dict[str, Any]) -> str | None:
-    kind = event["kind"]
-    if kind == "file":
-        return f"Dumping {event['path']}"
-    if kind == "batch":
-        return (
-            f"baseOffset: {event['base_offset']} lastOffset: {event['last_offset']} "
-            f"count: {event['record_count']} baseSequence: {event['base_sequence']} "
-            f"lastSequence: {event['last_sequence']} "
-            f"producerId: {event['producer_id']} producerEpoch: {event['producer_epoch']} "
-            f"partitionLeaderEpoch: {event['partition_leader_epoch']} "
-            f"isTransactional: {str(event['transactional']).lower()} "
-            f"isControl: {str(event['control']).lower()} "
-            f"deleteHorizonMs: {_horizon(event['delete_horizon_ms'])} "
-            f"position: {event['position']} "
-            f"{event['timestamp_type']}: {event['max_timestamp']} size: {event['size']} "
-            f"magic: {event['magic']} compresscodec: {event['codec']} crc: {event['crc']} "
-            f"isvalid: {str(event['crc_valid']).lower()}"
-        )
-    if kind == "record":
-        headers = ", ".join(f"{k}={_show_bytes(v)}" for k, v in event["headers"])
-        line = (
-            f"| offset: {event['offset']} timestamp: {event['timestamp']} "
-            f"sequence: {event['sequence']} headers: [{headers}] key: {_show_bytes(event['key'])} "
-            f"payload: {_show_bytes(event['value'])}"
-        )
-        if "control" in event:
-            line += f" controlType: {event['control']['type']}"
-            if event["control"]["coordinator_epoch"] is not None:
-                line += f" coordinatorEpoch: {event['control']['coordinator_epoch']}"
-        if "offsets" in event:
-            line = f"| offset: {event['offset']} timestamp: {event['timestamp']} {event['offsets']}"
-        return line
-    if kind == "index_entry":
-        return f"offset: {event['offset']} position: {event['position']}"
-    if kind == "time_index_entry":
-        return f"timestamp: {event['timestamp']} offset: {event['offset']}"
-    if kind == "txn_entry":
-        return (
-            f"producerId: {event['producer_id']} firstOffset: {event['first_offset']} "
-            f"lastOffset: {event['last_offset']} "
-            f"lastStableOffset: {event['last_stable_offset']}"
-        )
-    if kind == "index_problem":
-        return f"MISMATCH offset {event['offset']}: {event['problem']}"
-    if kind == "torn_tail":
-        return (
-            f"Torn tail at position {event['position']}: the last {event['bytes_after']} "
-            "bytes are an incomplete batch (normal only for an active segment being written)"
-        )
-    if kind == "corrupt_batch":
-        return f"CORRUPT {event['path']} at byte {event['position']}: {event['detail']}"
-    if kind == "resync":
-        return (
-            f"Resuming at position {event['position']}: the next valid batch after the "
-            f"corruption at byte {event['from']}"
-        )
-    if kind == "file_error":
-        where = "" if event["position"] is None else f" at byte {event['position']}"
-        return f"ERROR {event['file']}{where}: {event['detail']}"
-    if kind == "summary" and event.get("type") == ".log":
+def _file_text(event: dict[str, Any]) -> str:
+    return f"Dumping {event['path']}"
+
+
+def _batch_text(event: dict[str, Any]) -> str:
+    """One batch header, field for field as DumpLogSegments prints it."""
+    return (
+        f"baseOffset: {event['base_offset']} lastOffset: {event['last_offset']} "
+        f"count: {event['record_count']} baseSequence: {event['base_sequence']} "
+        f"lastSequence: {event['last_sequence']} "
+        f"producerId: {event['producer_id']} producerEpoch: {event['producer_epoch']} "
+        f"partitionLeaderEpoch: {event['partition_leader_epoch']} "
+        f"isTransactional: {str(event['transactional']).lower()} "
+        f"isControl: {str(event['control']).lower()} "
+        f"deleteHorizonMs: {_horizon(event['delete_horizon_ms'])} "
+        f"position: {event['position']} "
+        f"{event['timestamp_type']}: {event['max_timestamp']} size: {event['size']} "
+        f"magic: {event['magic']} compresscodec: {event['codec']} crc: {event['crc']} "
+        f"isvalid: {str(event['crc_valid']).lower()}"
+    )
+
+
+def _record_text(event: dict[str, Any]) -> str:
+    """One record (``--print-data-log``): a control record's type, or a decoded
+    ``__consumer_offsets`` record (``--offsets-decoder``) instead of key and payload."""
+    headers = ", ".join(f"{k}={_show_bytes(v)}" for k, v in event["headers"])
+    line = (
+        f"| offset: {event['offset']} timestamp: {event['timestamp']} "
+        f"sequence: {event['sequence']} headers: [{headers}] key: {_show_bytes(event['key'])} "
+        f"payload: {_show_bytes(event['value'])}"
+    )
+    if "control" in event:
+        line += f" controlType: {event['control']['type']}"
+        if event["control"]["coordinator_epoch"] is not None:
+            line += f" coordinatorEpoch: {event['control']['coordinator_epoch']}"
+    if "offsets" in event:
+        line = f"| offset: {event['offset']} timestamp: {event['timestamp']} {event['offsets']}"
+    return line
+
+
+def _index_entry_text(event: dict[str, Any]) -> str:
+    return f"offset: {event['offset']} position: {event['position']}"
+
+
+def _time_index_entry_text(event: dict[str, Any]) -> str:
+    return f"timestamp: {event['timestamp']} offset: {event['offset']}"
+
+
+def _txn_entry_text(event: dict[str, Any]) -> str:
+    return (
+        f"producerId: {event['producer_id']} firstOffset: {event['first_offset']} "
+        f"lastOffset: {event['last_offset']} "
+        f"lastStableOffset: {event['last_stable_offset']}"
+    )
+
+
+def _index_problem_text(event: dict[str, Any]) -> str:
+    return f"MISMATCH offset {event['offset']}: {event['problem']}"
+
+
+def _torn_tail_text(event: dict[str, Any]) -> str:
+    return (
+        f"Torn tail at position {event['position']}: the last {event['bytes_after']} "
+        "bytes are an incomplete batch (normal only for an active segment being written)"
+    )
+
+
+def _corrupt_batch_text(event: dict[str, Any]) -> str:
+    return f"CORRUPT {event['path']} at byte {event['position']}: {event['detail']}"
+
+
+def _resync_text(event: dict[str, Any]) -> str:
+    return (
+        f"Resuming at position {event['position']}: the next valid batch after the "
+        f"corruption at byte {event['from']}"
+    )
+
+
+def _file_error_text(event: dict[str, Any]) -> str:
+    where = "" if event["position"] is None else f" at byte {event['position']}"
+    return f"ERROR {event['file']}{where}: {event['detail']}"
+
+
+def _summary_text(event: dict[str, Any]) -> str:
+    """The last line of a file: a ``.log`` summary, or an index file's check."""
+    if event.get("type") == ".log":
         return _log_summary(event)
-    if kind == "summary":
-        if "sane" in event:
-            return f"{event['file']}: {event['entries']} entries, index is sane"
-        against = event.get("checked_against")
-        if against is None:
-            return f"{event['entries']} entries (no .log beside it to check against)"
-        return f"{event['entries']} entries checked against {against}: {event['problems']} problems"
-    return None
+    if "sane" in event:
+        return f"{event['file']}: {event['entries']} entries, index is sane"
+    against = event.get("checked_against")
+    if against is None:
+        return f"{event['entries']} entries (no .log beside it to check against)"
+    return f"{event['entries']} entries checked against {against}: {event['problems']} problems"
+
+
+#: the text line of each event kind of :func:`segment_lib.dump.dump_file`
+_TEXT_BY_KIND: dict[str, Callable[[dict[str, Any]], str]] = {
+    "file": _file_text,
+    "batch": _batch_text,
+    "record": _record_text,
+    "index_entry": _index_entry_text,
+    "time_index_entry": _time_index_entry_text,
+    "txn_entry": _txn_entry_text,
+    "index_problem": _index_problem_text,
+    "torn_tail": _torn_tail_text,
+    "corrupt_batch": _corrupt_batch_text,
+    "resync": _resync_text,
+    "file_error": _file_error_text,
+    "summary": _summary_text,
+}
+
+
+def _text(event: dict[str, Any]) -> str | None:
+    """The text line of a dump event (``None``: a kind with no text form)."""
+    render = _TEXT_BY_KIND.get(event["kind"])
+    return None if render is None else render(event)
 
 
 def _log_summary(event: dict[str, Any]) -> str:
