@@ -22,7 +22,10 @@ An empty value counts as unset at every level (``KAFKA_ARCHIVE_DB=`` does not hi
 Why not pydantic-settings: its import alone costs ~140 ms, which every CLI command would pay
 (the query commands must answer within 0.5 s, see docs/performance.md), and it has no Airflow
 Variable source, which would have to be written anyway; the chain here is a loop over five
-mappings. Values are plain strings, booleans and choices, validated in :func:`_coerce`.
+mappings. Values are plain strings, booleans, choices and structured values (``json``: a JSON
+text from the environment or a Variable, a YAML/JSON value in the configuration file), checked
+in :func:`_coerce`; a structured value's own schema is validated by the package that uses it
+(e.g. ``retention``: :mod:`kafka_archive.catalog.retention`).
 
 ``kafka-archive settings`` prints each setting's value and the source it came from (secrets
 masked); ``docs/settings.md`` is the reference (a test keeps it in step with :data:`SETTINGS`).
@@ -55,7 +58,7 @@ CONFIG_FILE_ENV: Final = "KAFKA_ARCHIVE_CONFIG"
 _ENV_PREFIX: Final = "KAFKA_ARCHIVE_"
 _VARIABLE_PREFIX: Final = "kafka_archive_"
 
-Kind = Literal["str", "secret", "bool", "choice"]
+Kind = Literal["str", "secret", "bool", "choice", "json"]
 Source = Literal["explicit", "environment", "airflow", "file", "default"]
 #: reads one Airflow Variable by name (``None`` when it is not set)
 VariableReader = Callable[[str], str | None]
@@ -168,6 +171,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         used_by="offsets DAG",
     ),
     Setting(
+        "retention",
+        "Retention policies of the archive: a list of {name, cluster, topic, max_age, "
+        "max_bytes, keep_all} (YAML in the configuration file, JSON in the environment); "
+        "unset or no matching policy: keep everything.",
+        kind="json",
+        used_by="archive prune, prune DAG",
+    ),
+    Setting(
         "error_log_dir",
         "Where the CLI writes the full report of an internal error (default: "
         "$XDG_STATE_HOME/kafka-archive).",
@@ -199,6 +210,7 @@ class Settings:
     offsets_cluster: str | None = None
     offsets_bootstrap: str | None = None
     error_log_dir: str | None = None
+    retention: Any = None
     config_file: str | None = None
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
 
@@ -238,6 +250,8 @@ def _coerce(setting: Setting, raw: object, source: str) -> object:
             f"{setting.name} from {source}: {raw!r} is not a boolean",
             hint="use 1/true/yes/on or 0/false/no/off",
         )
+    if setting.kind == "json":
+        return _coerce_json(setting, raw, source)
     text = str(raw).strip()
     if setting.kind == "choice" and text not in setting.choices:
         raise SettingsError(
@@ -245,6 +259,21 @@ def _coerce(setting: Setting, raw: object, source: str) -> object:
             hint=f"set {setting.env} to one of {', '.join(setting.choices)}",
         )
     return text
+
+
+def _coerce_json(setting: Setting, raw: object, source: str) -> object:
+    """A structured value: parsed from JSON text (environment, Variable), or taken as the
+    configuration file gave it (already a list or mapping)."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{setting.name} from {source}: not valid JSON ({exc.msg} at character {exc.pos})",
+            hint=f"{setting.env} takes JSON, e.g. "
+            '[{"name": "30-days", "topic": "*", "max_age": "30d"}]',
+        ) from None
 
 
 def _read_config_file(path: str) -> Mapping[str, object]:

@@ -329,6 +329,8 @@ class _Existing:
     pieces: dict[int, Pieces]
     refs: dict[int, SegmentRef]
     manifests: set[str]
+    #: segments a retention prune removed (their rows stay, status ``pruned``)
+    pruned: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -357,6 +359,7 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
     refs: dict[int, SegmentRef] = {}
     pieces: dict[int, list[tuple[int, int]]] = defaultdict(list)
     manifests: set[str] = set()
+    pruned: set[int] = set()
     if pid is None:
         return _Existing(None, {}, {}, {}, set())
     for s in session.execute(select(Segment).where(Segment.partition_id == pid)).scalars():
@@ -375,6 +378,9 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
             s.log_dir,
             s.end_offset,
         )
+        if s.status == "pruned":
+            pruned.add(s.id)  # kept so its manifest is never cataloged again; not a version
+            continue
         if s.status == "corrupt":
             continue
         versions[s.id] = version_of_segment(s)
@@ -382,7 +388,9 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
         select(ChainPiece).where(ChainPiece.partition_id == pid).order_by(ChainPiece.lo)
     ).scalars():
         pieces[p.segment_id].append((p.lo, p.hi))
-    return _Existing(pid, versions, {k: tuple(v) for k, v in pieces.items()}, refs, manifests)
+    return _Existing(
+        pid, versions, {k: tuple(v) for k, v in pieces.items()}, refs, manifests, pruned
+    )
 
 
 def _runs(text: str) -> tuple[tuple[int, int, int], ...]:
@@ -693,9 +701,12 @@ def _write_partition(catalog: Catalog, plan: _Plan, report: BuildReport) -> str:
 
             s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_340_000_000 + pid})
         current = {
-            row[0] for row in s.execute(select(Segment.id).where(Segment.partition_id == pid))
+            row[0]
+            for row in s.execute(
+                select(Segment.id).where(Segment.partition_id == pid, Segment.status != "pruned")
+            )
         }
-        if current != set(plan.existing.refs):
+        if current != set(plan.existing.refs) - plan.existing.pruned:
             return "deferred"  # another build changed this partition; the next run redoes it
         now = _now_ms()
         ids: dict[int, int] = {k: k for k in plan.existing.refs}

@@ -28,7 +28,9 @@ __all__ = ["SEVERITIES", "GapEntry", "gaps", "severity_of"]
 #: two versions disagree (a divergence: replay serves one of them); ``error``: offsets are not
 #: served (missing, corrupt, refused or unreadable). ``catalog topics`` counts the same
 #: severities per partition, so its totals and the rows of ``catalog gaps`` always agree.
-_SEVERITY: dict[str, str] = {"overlap": "info", "divergent": "warning"}
+#: ``pruned`` is ``info`` too: a retention policy deleted the offsets on purpose (recorded in
+#: ``pruned_ranges``); nothing was lost by accident.
+_SEVERITY: dict[str, str] = {"overlap": "info", "divergent": "warning", "pruned": "info"}
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
 
@@ -59,6 +61,9 @@ class GapEntry:
     unreadable manifest, whose range is unknown). Their offsets also show as ``missing``
     unless another version holds them. ``detail["served"]`` says whether other, sound
     versions hold all the claimed offsets (a refused duplicate: nothing is lost).
+    ``pruned``: offsets a retention policy deleted (``detail``: ``policy``, ``pruned_at``
+    (ISO-8601, ``None`` while the prune is unfinished), ``status``, ``reason`` "pruned by
+    policy X at T", the records' ``first_timestamp``/``max_timestamp``).
     ``severity`` (:func:`severity_of`) ranks the kind: ``info``, ``warning`` or ``error``.
     """
 
@@ -98,6 +103,7 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
         problem_gaps = _problem_gaps(s, cluster, topic)
         out.extend(problem_gaps)
+        out.extend(_pruned_gaps(s, cluster, topic))
         spans: dict[tuple[str, int], list[Version]] = {}
         if not parts and not out:
             raise CatalogQueryError(
@@ -108,7 +114,9 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         for p in parts:
             segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
             by_id = {x.id: x for x in segs}
-            versions = [version_of_segment(x) for x in segs if x.status != "corrupt"]
+            versions = [
+                version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")
+            ]
             spans[(p.topic, p.partition)] = versions
             found: list[GapEntry] = []
             for hole in find_holes(versions):
@@ -220,4 +228,37 @@ def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]
         }
         end = p.end_offset if p.end_offset is not None else base
         out.append(GapEntry(p.kind, p.topic or "", _i(p.partition), base, end, detail))
+    return out
+
+
+def _pruned_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:
+    from kafka_archive.catalog.models import PrunedRange
+    from kafka_archive.timeparse import format_ms
+
+    q = select(PrunedRange).where(PrunedRange.cluster == cluster)
+    if topic is not None:
+        q = q.where(PrunedRange.topic == topic)
+    out = []
+    for r in s.execute(q).scalars():
+        when = format_ms(r.pruned_at_ms) if r.pruned_at_ms is not None else None
+        reason = (
+            f"pruned by policy {r.policy} at {when}"
+            if when
+            else (
+                f"being pruned by policy {r.policy} (recorded {format_ms(r.planned_at_ms)}; "
+                "the next prune finishes it)"
+            )
+        )
+        detail = {
+            "policy": r.policy,
+            "pruned_at": when,
+            "status": r.status,
+            "reason": reason,
+            "rule": r.reason,
+            "first_timestamp": r.first_timestamp,
+            "max_timestamp": r.max_timestamp,
+            "segments": r.segments,
+            "bytes": r.bytes,
+        }
+        out.append(GapEntry("pruned", r.topic, r.partition, r.first_offset, r.last_offset, detail))
     return out

@@ -18,6 +18,10 @@ Vocabulary:
 * ``histogram``: records and bytes per partition per time bucket (for ``stats``).
 * ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``, from
   archived segments.
+* ``pruned_ranges``: offsets a retention policy deleted from the archive, recorded before their
+  objects are deleted (``planned``), then ``done``; ``object_leases``: offset ranges a running
+  or queued replay or export needs, which prune never deletes (:mod:`kafka_archive.catalog.prune`,
+  :mod:`kafka_archive.catalog.leases`).
 * ``followed_commits`` / ``offsets_follower_positions``: the same history as the continuous
   reader of ``__consumer_offsets`` (:mod:`kafka_archive.groups.follower`) saw it, and how far it
   read each partition (written in the same transaction as its rows).
@@ -38,8 +42,10 @@ __all__ = [
     "FollowerPosition",
     "HistogramBucket",
     "IntegrityProblem",
+    "ObjectLease",
     "OffsetCommitRow",
     "Partition",
+    "PrunedRange",
     "Segment",
     "TimeIndexEntry",
     "TxnMarker",
@@ -67,7 +73,9 @@ class Segment(Base):
 
     ``status``: ``canonical`` (all its offsets are in the chain), ``partial`` (some are served
     by a version that takes precedence), ``shadowed`` (none are), ``empty`` (no batch) or
-    ``corrupt`` (extraction failed: ``error`` says where; nothing of it is indexed).
+    ``corrupt`` (extraction failed: ``error`` says where; nothing of it is indexed) or ``pruned``
+    (a retention policy deleted its objects: the row stays so that what the archive held
+    remains known, see ``pruned_ranges``; nothing of it is in the chain or the indexes).
     ``end_offset`` is the manifest's exclusive end of the segment's offset range when it was
     archived (the next segment's base offset; -1 when unknown): offsets in
     ``[base_offset, end_offset)`` missing from the batches were removed by compaction, not lost.
@@ -328,3 +336,66 @@ class FollowerPosition(Base):
     records_read: Mapped[int] = mapped_column(BigInteger)
     commits_recorded: Mapped[int] = mapped_column(BigInteger)
     updated_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class PrunedRange(Base):
+    """Offsets ``first_offset..last_offset`` (inclusive) of one partition that retention
+    policy ``policy`` removed from the archive, with the time span of their records.
+
+    Written *before* any object is deleted (``status`` ``planned``, ``objects`` the JSON list
+    of every key to delete, manifests first), then ``done`` with ``pruned_at_ms`` once every
+    object is gone; a prune that dies in between leaves a ``planned`` row that the next prune
+    completes. ``segments``/``bytes``: the segment versions and stored bytes it removed.
+    """
+
+    __tablename__ = "pruned_ranges"
+    __table_args__ = (
+        Index("ix_pruned_ranges_where", "cluster", "topic", "partition", "first_offset"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(255))
+    topic: Mapped[str] = mapped_column(String(255))
+    partition: Mapped[int] = mapped_column(Integer)
+    first_offset: Mapped[int] = mapped_column(BigInteger)
+    last_offset: Mapped[int] = mapped_column(BigInteger)
+    first_timestamp: Mapped[int] = mapped_column(BigInteger)
+    max_timestamp: Mapped[int] = mapped_column(BigInteger)
+    policy: Mapped[str] = mapped_column(String(255))
+    reason: Mapped[str] = mapped_column(Text)
+    segments: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    objects: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    planned_at_ms: Mapped[int] = mapped_column(BigInteger)
+    pruned_at_ms: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class ObjectLease(Base):
+    """Offsets ``first_offset..last_offset`` (inclusive) of one partition that ``holder`` (a
+    replay or export, e.g. ``replay:r-0123...``) needs: prune deletes no object of them while
+    the lease is live.
+
+    A lease is live until ``expires_at_ms``; a holder renews it (``heartbeat_ms``) while it
+    works. ``pid`` > 0 ties it to a process on ``host``: when that process is gone the lease
+    is stale at once; ``pid`` 0 is a queued job's lease, live until it expires.
+    """
+
+    __tablename__ = "object_leases"
+    __table_args__ = (
+        Index("ix_object_leases_where", "cluster", "topic", "partition"),
+        Index("ix_object_leases_holder", "holder"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    holder: Mapped[str] = mapped_column(String(255))
+    cluster: Mapped[str] = mapped_column(String(255))
+    topic: Mapped[str] = mapped_column(String(255))
+    partition: Mapped[int] = mapped_column(Integer)
+    first_offset: Mapped[int] = mapped_column(BigInteger)
+    last_offset: Mapped[int] = mapped_column(BigInteger)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
+    heartbeat_ms: Mapped[int] = mapped_column(BigInteger)
+    expires_at_ms: Mapped[int] = mapped_column(BigInteger)

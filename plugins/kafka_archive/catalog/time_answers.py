@@ -22,12 +22,12 @@ from typing import Any
 from sqlalchemy import func, select
 
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import ChainPiece, Partition, Segment
+from kafka_archive.catalog.models import ChainPiece, Partition, PrunedRange, Segment
 from kafka_archive.catalog.queries import offset_intervals, offsets_for_time
 from kafka_archive.store import ObjectStore
 from kafka_archive.timeparse import format_ms
 
-__all__ = ["ArchiveSpan", "TimeAnswer", "archive_spans", "offsets_at"]
+__all__ = ["ArchiveSpan", "PrunedBefore", "TimeAnswer", "archive_spans", "offsets_at"]
 
 BEFORE_START = "before_start"
 AFTER_END = "after_end"
@@ -40,6 +40,19 @@ class ArchiveSpan:
 
     first_offset: int
     first_timestamp: int
+    max_timestamp: int
+    #: the newest pruned range before the retained span (``None``: nothing was pruned)
+    pruned: PrunedBefore | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedBefore:
+    """What a retention prune removed before a partition's retained span."""
+
+    policy: str
+    pruned_at_ms: int | None
+    first_offset: int
+    last_offset: int
     max_timestamp: int
 
 
@@ -75,6 +88,16 @@ class TimeAnswer:
     @property
     def note(self) -> str | None:
         """One sentence for people when the moment is outside the archive, else ``None``."""
+        if self.clamped == BEFORE_START and self.span.pruned is not None:
+            pr = self.span.pruned
+            when = format_ms(pr.pruned_at_ms) if pr.pruned_at_ms is not None else "(unfinished)"
+            return (
+                f"{format_ms(self.at)} is before the archive's first retained record of "
+                f"partition {self.partition} ({format_ms(self.span.first_timestamp)}, offset "
+                f"{self.span.first_offset}): the data was pruned by policy {pr.policy} at "
+                f"{when} (offsets up to {pr.last_offset}); the answer is the first retained "
+                "offset"
+            )
         if self.clamped == BEFORE_START:
             return (
                 f"{format_ms(self.at)} is before the archive's first record of partition "
@@ -100,6 +123,13 @@ class TimeAnswer:
             "offset_max": self.offset_max,
             "clamped": self.clamped,
             "note": self.note,
+            "pruned": None
+            if self.span.pruned is None or self.clamped != BEFORE_START
+            else {
+                "policy": self.span.pruned.policy,
+                "pruned_at_ms": self.span.pruned.pruned_at_ms,
+                "last_offset": self.span.pruned.last_offset,
+            },
         }
 
 
@@ -130,8 +160,18 @@ def archive_spans(
             .order_by(Partition.partition, ChainPiece.lo.desc())
         ):
             firsts[int(part)] = (int(lo), int(fts))  # the last one per partition: lowest lo
+        pruned: dict[int, PrunedBefore] = {}
+        pr = PrunedRange
+        for r in s.execute(
+            select(pr).where(pr.cluster == cluster, pr.topic == topic).order_by(pr.last_offset)
+        ).scalars():
+            pruned[int(r.partition)] = PrunedBefore(
+                r.policy, r.pruned_at_ms, r.first_offset, r.last_offset, r.max_timestamp
+            )
     return {
-        int(p): ArchiveSpan(*firsts.get(int(p), (-1, -1)), -1 if mx is None else int(mx))
+        int(p): ArchiveSpan(
+            *firsts.get(int(p), (-1, -1)), -1 if mx is None else int(mx), pruned.get(int(p))
+        )
         for p, mx in tops.items()
     }
 

@@ -136,7 +136,7 @@ def verify_catalog(
         rows = s.execute(
             select(Segment, Partition)
             .join(Partition, Partition.id == Segment.partition_id)
-            .where(Partition.cluster == cluster, Segment.status != "corrupt")
+            .where(Partition.cluster == cluster, Segment.status.not_in(("corrupt", "pruned")))
             .order_by(Partition.topic, Partition.partition, Segment.base_offset, Segment.id)
         ).all()
         refs = [_ref(seg, part) for seg, part in rows]

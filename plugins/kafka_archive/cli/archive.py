@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from click.core import Context
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 
@@ -49,6 +51,8 @@ HELP = "\n\n".join(
         "      --log-dir /d1 --log-dir /d2 --store file:///srv/archive --dry-run\n"
         "  kafka-archive archive --cluster prod --broker-id 2 \\\n"
         "      --log-dir /data --store s3://my-bucket/kafka --json",
+        "Retention: `kafka-archive archive prune --help` deletes what the retention policies "
+        "no longer keep (safely: recorded in the catalog first, never what a replay needs).",
         "S3 credentials and endpoint come from the standard AWS environment "
         "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, instance roles); never pass them on "
         "the command line. Exit status: 0 all archived or skipped, 1 a segment or log dir "
@@ -378,6 +382,28 @@ def archive(
 archive.__doc__ = HELP
 
 
+class _ArchiveCommand(TyperCommand):
+    """``archive``, plus one sub-command: ``archive prune ...`` is the retention command
+    (:mod:`kafka_archive.cli.prune`). ``archive`` itself stays a plain command (its options
+    are required), so the sub-command is dispatched on the first argument."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: Context | None = None,
+        **extra: Any,
+    ) -> Context:
+        if args and args[0] == "prune":
+            from kafka_archive.cli.prune import prune_command
+
+            cmd = prune_command()
+            name = f"{info_name or 'archive'} prune"
+            ctx: Context = cmd.make_context(name, list(args[1:]), parent=parent, **extra)
+            return ctx
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``archive`` to the ``kafka-archive`` command line."""
-    app.command(name="archive", help=HELP)(archive)
+    """Add ``archive`` (and ``archive prune``) to the ``kafka-archive`` command line."""
+    app.command(name="archive", help=HELP, cls=_ArchiveCommand)(archive)

@@ -8,7 +8,13 @@ replay cannot deliver:
 * ``corrupt``, ``misfiled``, ``unreadable``, ... : the catalog refused the object that held them
   (it is quarantined: the catalog never serves it), with its object key, byte position and
   reason when known;
-* ``not-archived``: an explicit ``offset:N`` bound outside the archived span.
+* ``not-archived``: an explicit ``offset:N`` bound outside the archived span;
+* ``pruned``: a retention policy deleted them (``kafka-archive archive prune``); the reason
+  names the policy and when ("pruned by policy X at T"). A prune deletes the oldest data, so
+  these lie before the retained span: they are holes of a request that starts inside them (an
+  ``offset:`` or ``time:`` before the first retained record), not of one from ``earliest``
+  (which means the retained start, as the broker's log start offset does). ``--allow-gaps``
+  replays the rest and names them in the plan, like any hole (:func:`pruned_holes`).
 
 Holes come from the catalog's coverage problems (:func:`kafka_archive.catalog.queries.gaps`,
 read generically: any kind but ``overlap``/``divergent``, and no problem whose ``detail.served``
@@ -43,6 +49,7 @@ __all__ = [
     "describe_hole",
     "final_status",
     "holes_from_gaps",
+    "pruned_holes",
 ]
 
 #: every requested offset was delivered or is provably absent in the source
@@ -62,6 +69,7 @@ _REASONS = {
     "misfiled": "the archived object does not belong where its manifest says (quarantined)",
     "unreadable": "the archived object cannot be read from the store",
     "not-archived": "outside the archived span of the partition",
+    "pruned": "deleted from the archive by a retention policy (kafka-archive archive prune)",
 }
 
 
@@ -202,3 +210,25 @@ def describe_hole(partition: int, hole: PlanHole) -> str:
 def final_status(has_holes: bool) -> str:
     """The status of a replay that delivered everything its plan could."""
     return COMPLETE_WITH_GAPS if has_holes else COMPLETE
+
+
+def pruned_holes(
+    holes: Iterable[PlanHole],
+    start: int,
+    end: int | None,
+    *,
+    asked_before_start: bool,
+) -> list[PlanHole]:
+    """The ``pruned`` holes among ``holes`` that a request ``[start, end)`` hits: those inside
+    it, and those before it when the request asked for a moment or offset before the retained
+    span (``asked_before_start``: its start was moved up to the first retained offset)."""
+    out = []
+    for h in holes:
+        if h.kind != "pruned":
+            continue
+        if end is not None and h.first_offset >= end:
+            continue
+        if h.last_offset < start and not asked_before_start:
+            continue
+        out.append(h)
+    return out

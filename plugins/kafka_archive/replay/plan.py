@@ -37,6 +37,7 @@ from kafka_archive.replay.completeness import (
     PlanHole,
     bound_holes,
     clip_holes,
+    pruned_holes,
 )
 from kafka_archive.replay.errors import (
     EmptyRangeError,
@@ -488,6 +489,18 @@ def _requested(pos: Position | None, partition: int) -> int | None:
     return pos.value
 
 
+def _asked_before(pos: Position, partition: int, log_start: int, first: SegmentRef) -> bool:
+    """Whether ``pos`` names an offset or a moment before the partition's retained span (the
+    plan starts at the first retained offset instead)."""
+    if pos.kind == "offset":
+        off = _requested(pos, partition)
+        return off is not None and off < log_start
+    if pos.kind == "time" and pos.value is not None:
+        ts = first.first_timestamp
+        return ts is not None and ts >= 0 and pos.value < ts
+    return False
+
+
 def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
     """Resolve ``spec`` against the catalog into a :class:`ReplayPlan`.
 
@@ -550,12 +563,28 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         objects, tail, nbytes = _ranges(segments, start, end)
         holes = bound_holes(_requested(spec.from_, p), _requested(spec.to, p), log_start, log_end)
         if isinstance(source, HoleSource):
+            found = source.holes(spec.cluster, spec.topic, p)
+            open_end = None if spec.to is None or spec.to.kind == "latest" else end
             holes += clip_holes(
-                source.holes(spec.cluster, spec.topic, p),
+                [h for h in found if h.kind != "pruned"],
                 start,
-                None if spec.to is None or spec.to.kind == "latest" else end,
+                open_end,
                 open_start=spec.from_.kind == "earliest",
             )
+            pruned = pruned_holes(
+                found,
+                start,
+                open_end,
+                asked_before_start=_asked_before(spec.from_, p, log_start, segments[0]),
+            )
+            if pruned:  # offsets before the retained span were pruned, not "not archived"
+                lowest = min(h.first_offset for h in pruned)
+                holes = [
+                    h
+                    for h in holes
+                    if not (h.kind == "not-archived" and lowest <= h.first_offset < log_start)
+                ]
+                holes += pruned
         plans.append(
             PartitionPlan(
                 partition=p,

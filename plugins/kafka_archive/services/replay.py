@@ -24,6 +24,7 @@ from kafka_archive.settings import Settings
 
 if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
+    from kafka_archive.catalog.leases import LeaseRange
     from kafka_archive.replay.catalog_source import CatalogPlanSource
     from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
@@ -73,6 +74,62 @@ def choose_execution(
     return execution
 
 
+def lease_holder(plan: ReplayPlan) -> str:
+    """The holder name of a replay's object lease."""
+    return f"replay:{plan.replay_id}"
+
+
+def lease_ranges(plan: ReplayPlan) -> list[LeaseRange]:
+    """The source offsets a replay reads, per partition (what its lease covers)."""
+    from kafka_archive.catalog.leases import LeaseRange
+
+    return [
+        LeaseRange(
+            plan.spec.cluster,
+            plan.spec.topic,
+            p.partition,
+            p.start_offset,
+            # inclusive; the segments read after the range for transaction markers too
+            max([p.end_offset, *(t.last_offset for t in p.tail_objects)]),
+        )
+        for p in plan.partitions
+        if not p.empty
+    ]
+
+
+def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) -> None:
+    """Refuse a plan that reads offsets a prune removed after it was planned (the plan's own
+    ``pruned`` holes were known and are not read).
+
+    Raises:
+        ReplayGapsError: naming the policy and when.
+    """
+    from kafka_archive.catalog.leases import pruned_in
+    from kafka_archive.replay.completeness import ReplayGapsError
+    from kafka_archive.timeparse import format_ms
+
+    known = {(part, h.first_offset, h.last_offset) for part, h in plan.holes if h.kind == "pruned"}
+    with catalog.session() as s:
+        found = [
+            r
+            for r in pruned_in(s, ranges)
+            if (r.partition, r.first_offset, r.last_offset) not in known
+        ]
+    if found:
+        lines = [
+            f"partition {r.partition} offsets {r.first_offset}..{r.last_offset} were pruned "
+            f"by policy {r.policy}"
+            + (f" at {format_ms(r.pruned_at_ms)}" if r.pruned_at_ms is not None else "")
+            for r in found
+        ]
+        raise ReplayGapsError(
+            f"replay {plan.replay_id} reads archived data that was pruned after it was "
+            "planned: " + "; ".join(lines),
+            hint="Plan the replay again (`kafka-archive replay run ...`): the new plan starts "
+            "at the retained data, or names the pruned range as a hole (--allow-gaps).",
+        )
+
+
 class ReplayService:
     """Replays over the archive and catalog the settings name (see the module docstring).
 
@@ -116,7 +173,14 @@ class ReplayService:
         plan = plan_replay(spec, self.source())
         if register:
             self.ledger.register(plan)
+            # queued: prune must leave its objects until the run takes the lease over
+            self._leases().take(lease_holder(plan), lease_ranges(plan), queued=True)
         return plan
+
+    def _leases(self) -> Any:
+        from kafka_archive.catalog.leases import ObjectLeases
+
+        return ObjectLeases(self.resources.catalog().engine)
 
     def preview(self, spec: ReplaySpec, *, check_target: bool = True) -> ReplayReport:
         """A dry run: the plan with every hole, and (``check_target``) what the target would
@@ -147,7 +211,30 @@ class ReplayService:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). A plan with holes is refused unless
         its request allows gaps; a replay another live run holds is refused
-        (:class:`~kafka_archive.replay.lease.ReplayBusyError`)."""
+        (:class:`~kafka_archive.replay.lease.ReplayBusyError`). The run leases the plan's
+        offset ranges (prune leaves them) and is refused
+        (:class:`~kafka_archive.replay.completeness.ReplayGapsError`) when part of them was
+        pruned after it was planned."""
+        ranges = lease_ranges(plan)
+        with self._leases().hold(lease_holder(plan), ranges):
+            refuse_pruned(self.resources.catalog(), plan, ranges)
+            return self._run(
+                plan,
+                execution=execution,
+                spark_master=spark_master,
+                spark_threshold_bytes=spark_threshold_bytes,
+                on_records=on_records,
+            )
+
+    def _run(
+        self,
+        plan: ReplayPlan,
+        *,
+        execution: Execution,
+        spark_master: str | None,
+        spark_threshold_bytes: int,
+        on_records: Callable[[int], None] | None,
+    ) -> ReplayReport:
         from kafka_archive.replay.runner import check_target, execute
 
         where = choose_execution(execution, plan.total_bytes, spark_threshold_bytes)

@@ -1,0 +1,193 @@
+"""Object leases: offset ranges a replay or export needs, which prune never deletes.
+
+A job that will read archived objects takes a lease (rows of ``object_leases``, one per
+partition range) under a **holder** name (``replay:<replay id>``, ``export:<id>``) before it
+trusts its plan, and releases it when it ends. Prune (:mod:`kafka_archive.catalog.prune`)
+leaves every unit a live lease touches.
+
+* A **running** job's lease is tied to its process (``pid`` > 0) and renewed every
+  :data:`HEARTBEAT_S` while it works (:meth:`ObjectLeases.hold`); it is stale once not renewed
+  for :data:`RUNNING_TTL_S`, or at once when its process on this host is gone (kill -9).
+* A **queued** job's lease (a replay planned by the DAG and waiting for its run task) is not
+  tied to a process (``pid`` 0) and lives :data:`QUEUED_TTL_S` unless the run takes it over
+  (taking a lease replaces the holder's earlier rows).
+
+Why prune cannot delete what a job is about to read: both sides write before they read. A
+job commits its lease, then checks that nothing of its plan is pruned
+(:func:`pruned_in`); prune records its pruned ranges (in the transaction that marks the
+segments), then checks for leases before committing (and on PostgreSQL locks
+``object_leases`` for that transaction, so a lease insert waits for it). Whichever commits
+second sees the other: the job refuses its stale plan, or prune leaves the leased unit.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy.orm import Session
+
+from kafka_archive.catalog.models import ObjectLease, PrunedRange
+
+__all__ = [
+    "HEARTBEAT_S",
+    "QUEUED_TTL_S",
+    "RUNNING_TTL_S",
+    "LeaseRange",
+    "ObjectLeases",
+    "live_leases",
+    "pruned_in",
+]
+
+#: a running job's lease not renewed for this long is stale
+RUNNING_TTL_S = 120.0
+#: how often a running job renews its lease
+HEARTBEAT_S = 15.0
+#: how long a queued job's lease lives without its run taking it over
+QUEUED_TTL_S = 6 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRange:
+    """Inclusive offsets ``first_offset..last_offset`` of one partition."""
+
+    cluster: str
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's process: alive
+        return True
+    return True
+
+
+def live_leases(
+    session: Session, cluster: str, topic: str, *, now_ms: int | None = None
+) -> dict[int, list[tuple[int, int]]]:
+    """Per partition of ``cluster/topic``: the inclusive offset ranges of live leases."""
+    now = _now_ms() if now_ms is None else now_ms
+    host = socket.gethostname()
+    out: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    rows = session.execute(
+        select(
+            ObjectLease.partition,
+            ObjectLease.first_offset,
+            ObjectLease.last_offset,
+            ObjectLease.host,
+            ObjectLease.pid,
+        ).where(
+            ObjectLease.cluster == cluster,
+            ObjectLease.topic == topic,
+            ObjectLease.expires_at_ms > now,
+        )
+    )
+    for part, lo, hi, on_host, pid in rows:
+        if pid > 0 and on_host == host and not _pid_alive(pid):
+            continue  # its process is gone (kill -9): stale at once
+        out[int(part)].append((int(lo), int(hi)))
+    return dict(out)
+
+
+def pruned_in(session: Session, ranges: Sequence[LeaseRange]) -> list[PrunedRange]:
+    """The pruned ranges (planned or done) that overlap any of ``ranges``."""
+    found: list[PrunedRange] = []
+    for r in ranges:
+        found.extend(
+            session.execute(
+                select(PrunedRange).where(
+                    PrunedRange.cluster == r.cluster,
+                    PrunedRange.topic == r.topic,
+                    PrunedRange.partition == r.partition,
+                    PrunedRange.first_offset <= r.last_offset,
+                    PrunedRange.last_offset >= r.first_offset,
+                )
+            ).scalars()
+        )
+    return found
+
+
+class ObjectLeases:
+    """Taking, renewing and releasing the leases of the catalog behind ``engine``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.host = socket.gethostname()
+
+    def take(self, holder: str, ranges: Sequence[LeaseRange], *, queued: bool = False) -> None:
+        """Lease ``ranges`` for ``holder`` (replacing its earlier rows, e.g. the queued lease
+        of the plan this run executes); ``queued``: not tied to this process."""
+        now = _now_ms()
+        ttl = QUEUED_TTL_S if queued else RUNNING_TTL_S
+        rows = [
+            {
+                "holder": holder,
+                "cluster": r.cluster,
+                "topic": r.topic,
+                "partition": r.partition,
+                "first_offset": r.first_offset,
+                "last_offset": r.last_offset,
+                "host": self.host,
+                "pid": 0 if queued else os.getpid(),
+                "acquired_at_ms": now,
+                "heartbeat_ms": now,
+                "expires_at_ms": now + int(ttl * 1000),
+            }
+            for r in ranges
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(delete(ObjectLease).where(ObjectLease.holder == holder))
+            if rows:
+                conn.execute(insert(ObjectLease), rows)
+
+    def renew(self, holder: str) -> None:
+        now = _now_ms()
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(ObjectLease)
+                .where(ObjectLease.holder == holder, ObjectLease.pid == os.getpid())
+                .values(heartbeat_ms=now, expires_at_ms=now + int(RUNNING_TTL_S * 1000))
+            )
+
+    def release(self, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(ObjectLease).where(ObjectLease.holder == holder))
+
+    @contextmanager
+    def hold(self, holder: str, ranges: Sequence[LeaseRange]) -> Iterator[None]:
+        """Lease ``ranges`` while the block runs (renewed by a daemon thread), then release."""
+        self.take(holder, ranges)
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(HEARTBEAT_S):
+                try:
+                    self.renew(holder)
+                except Exception:  # a catalog hiccup: the next beat tries again (TTL >> period)
+                    continue
+
+        thread = threading.Thread(target=beat, name=f"lease-{holder}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+            self.release(holder)

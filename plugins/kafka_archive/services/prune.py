@@ -1,0 +1,84 @@
+"""Retention as a service: the policies from the settings, applied to the archive by prune.
+
+:class:`PruneService` reads the ``retention`` setting (validated by
+:func:`kafka_archive.catalog.retention.load_policies`), opens the catalog and the store the
+settings name, and runs :func:`kafka_archive.catalog.prune.prune`. ``kafka-archive archive
+prune`` and the ``kafka_archive_prune`` DAG's task both go through it.
+
+A prune is safe to re-run and to run after a crash (the next run finishes what a dead one
+recorded); it never deletes objects a live lease needs (:mod:`kafka_archive.catalog.leases`).
+Errors: :class:`~kafka_archive.catalog.retention.RetentionConfigError` (bad policies),
+:class:`~kafka_archive.settings.SettingsError` (no catalog or store given), the catalog's and
+the store's typed errors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Self
+
+from kafka_archive.services.resources import Resources
+from kafka_archive.settings import Settings
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.db import Catalog
+    from kafka_archive.catalog.prune import EventFn, PruneReport
+    from kafka_archive.catalog.retention import RetentionPolicy
+    from kafka_archive.store.base import ObjectStore
+
+__all__ = ["PruneService"]
+
+
+class PruneService:
+    """Prunes of the archive the settings name (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        catalog: Catalog | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self.resources = Resources(settings, catalog=catalog, store=store)
+
+    def policies(self) -> list[RetentionPolicy]:
+        """The ``retention`` setting's policies (empty: keep everything)."""
+        from kafka_archive.catalog.retention import load_policies
+
+        return load_policies(self.resources.settings.retention)
+
+    def prune(
+        self,
+        *,
+        cluster: str | None = None,
+        topic: str | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+        on_event: EventFn | None = None,
+    ) -> PruneReport:
+        """Apply the policies (``cluster``/``topic``: only those); ``dry_run`` changes
+        nothing and reports what would go and how many bytes."""
+        from kafka_archive.catalog.prune import prune
+
+        policies = self.policies()
+        return prune(
+            self.resources.catalog(),
+            self.resources.store(),
+            policies,
+            cluster=cluster,
+            topic=topic,
+            dry_run=dry_run,
+            now_ms=now_ms,
+            on_event=on_event,
+        )
+
+    def describe_policies(self) -> list[dict[str, Any]]:
+        return [p.model_dump(exclude_none=True) for p in self.policies()]
+
+    def close(self) -> None:
+        self.resources.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
