@@ -1,0 +1,78 @@
+"""What the ``kafka_archive_prune`` DAG's task does, without Airflow (tests call it directly).
+
+The task applies the retention policies (the ``retention`` setting: Airflow Variable
+``kafka_archive_retention`` as JSON, ``KAFKA_ARCHIVE_RETENTION``, or ``retention`` in the
+configuration file) to the archive and the catalog the settings name, through
+:class:`kafka_archive.services.prune.PruneService`. Retries are always safe: a prune killed
+at any point is finished by the next run (see :mod:`kafka_archive.catalog.prune`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_archive.settings import VariableReader, load_settings
+
+__all__ = ["prune_in_task", "run_prune_task"]
+
+
+def prune_in_task(
+    variables: VariableReader | None = None,
+    *,
+    dry_run: bool = False,
+    cluster: str | None = None,
+    topic: str | None = None,
+    env: Mapping[str, str] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """The prune task's body: the settings as a task reads them (``variables``: Airflow's
+    Variables, default the running task's), then one prune; returns its summary (JSON-able).
+
+    Raises:
+        RetentionConfigError: invalid policies; SettingsError: no catalog or store;
+        the store's and the catalog's typed errors (the next run finishes the prune).
+    """
+    from kafka_archive.services.prune import PruneService
+
+    if variables is None:
+        from kafka_archive.airflow.store_connection import use_store_connection
+        from kafka_archive.settings import airflow_variable_reader
+
+        use_store_connection()
+        variables = airflow_variable_reader()
+    settings = load_settings(env=env, variables=variables)
+    return run_prune_task(
+        PruneService(settings), dry_run=dry_run, cluster=cluster, topic=topic, log=log
+    )
+
+
+def run_prune_task(
+    service: Any,
+    *,
+    dry_run: bool,
+    cluster: str | None,
+    topic: str | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """One prune with ``service`` (closed afterwards), logged one line per range."""
+    with service:
+        report = service.prune(cluster=cluster, topic=topic, dry_run=dry_run)
+    for c in report.completed:
+        log(f"finished an earlier prune of {c['cluster']}/{c['topic']}/{c['partition']}")
+    verb = "would prune" if dry_run else "pruned"
+    for r in report.ranges:
+        log(
+            f"{verb} {r.cluster}/{r.topic}/{r.partition} offsets {r.first_offset}.."
+            f"{r.last_offset}: {len(r.segment_ids)} segment(s), {r.bytes} bytes "
+            f"(policy {r.policy})"
+        )
+    for h in report.held:
+        log(
+            f"kept {h['cluster']}/{h['topic']}/{h['partition']} from {h['first_offset']}: "
+            f"{h['reason']}"
+        )
+    out: dict[str, Any] = report.to_json()
+    return {k: v for k, v in out.items() if k != "ranges"} | {
+        "ranges": [r.to_json() for r in report.ranges]
+    }
