@@ -3,6 +3,7 @@ and the Airflow task configurations following it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -64,13 +65,19 @@ def test_the_docs_list_every_setting() -> None:
     assert rows == [(s.name, s.env, s.variable, s.key) for s in SETTINGS]
 
 
-def test_no_module_reads_kafka_archive_variables_but_the_settings(tmp_path: Path) -> None:
-    """One place reads the environment for settings: the rest of the platform asks it."""
+def test_only_the_settings_module_names_a_settings_variable() -> None:
+    """One place spells each setting's environment variable: the rest of the platform asks
+    kafka_archive.settings (a literal "KAFKA_ARCHIVE_DB" elsewhere is a second definition,
+    e.g. an option's envvar= or an os.environ.get that skips the precedence)."""
+    names = {s.env for s in SETTINGS} | {"KAFKA_ARCHIVE_CONFIG"}
     offenders = []
-    for path in sorted((REPO / "plugins" / "kafka_archive").rglob("*.py")):
-        text = path.read_text()
-        if re.search(r"environ(?:\.get\(|\[)\s*\"KAFKA_ARCHIVE_", text):
-            offenders.append(str(path.relative_to(REPO)))
+    roots = [REPO / "plugins" / "kafka_archive", REPO / "dags", REPO / "spark_jobs"]
+    for path in sorted(p for root in roots for p in root.rglob("*.py")):
+        if path.name == "settings.py" and path.parent.name == "kafka_archive":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value}")
     assert offenders == []
 
 
@@ -115,3 +122,30 @@ def test_the_catalog_task_configuration_puts_the_environment_over_its_variable()
     variable = json.dumps({"store_uri": "file:///variable", "db_url": "variable.db"})
     got = load_catalog_config(variable, env={"KAFKA_ARCHIVE_DB": "env.db"})
     assert (got.db_url, got.store_uri) == ("env.db", "file:///variable")
+
+
+def test_the_archive_configuration_file_may_hold_settings(tmp_path: Path) -> None:
+    """docs/settings.md: the settings live next to the archive configuration in one file."""
+    from kafka_archive.archive.config import ConfigError, load_config
+
+    path = tmp_path / "archive.yaml"
+    path.write_text(
+        "store_uri: file:///srv/archive\n"
+        "db_url: catalog.db\n"
+        "spark_master: local[2]\n"
+        "clusters:\n"
+        "  - name: prod\n"
+        "    brokers: [{id: 1, log_dirs: [/var/lib/kafka]}]\n"
+    )
+    config = load_config(environ={"KAFKA_ARCHIVE_CONFIG": str(path)})
+    assert config.store_uri == "file:///srv/archive" and config.clusters[0].name == "prod"
+    got = load_settings(env={"KAFKA_ARCHIVE_CONFIG": str(path)})
+    assert (got.db, got.spark_master, got.store) == (
+        "catalog.db",
+        "local[2]",
+        "file:///srv/archive",
+    )
+    # a key that is neither an archive field nor a setting is still refused
+    path.write_text(path.read_text() + "stor_uri: typo\n")
+    with pytest.raises(ConfigError, match="stor_uri"):
+        load_config(environ={"KAFKA_ARCHIVE_CONFIG": str(path)})

@@ -42,6 +42,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_archive.settings import CONFIG_FILE_ENV, SETTINGS, env_var
+
 __all__ = [
     "CONFIG_ENV",
     "CONFIG_VARIABLE",
@@ -62,13 +64,15 @@ __all__ = [
 #: Airflow Variable holding the JSON config.
 CONFIG_VARIABLE: Final = "kafka_archive_config"
 #: Environment variable naming a YAML/JSON config file.
-CONFIG_ENV: Final = "KAFKA_ARCHIVE_CONFIG"
+CONFIG_ENV: Final = CONFIG_FILE_ENV
 #: Environment variable overriding the DAG schedule (else the config's, else the default).
-SCHEDULE_ENV: Final = "KAFKA_ARCHIVE_SCHEDULE"
+SCHEDULE_ENV: Final = env_var("schedule")
 #: Airflow Variable for the schedule (read from its environment form only, at parse time).
 SCHEDULE_VARIABLE: Final = "kafka_archive_schedule"
 DEFAULT_SCHEDULE: Final = "*/10 * * * *"
 
+#: keys of the configuration file that are platform settings (see kafka_archive.settings)
+SETTING_FILE_KEYS: Final = frozenset(s.key for s in SETTINGS)
 _CLUSTER_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _QUEUE_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 _ISO_DURATION: Final = re.compile(
@@ -256,8 +260,12 @@ def parse_config_text(text: str, *, source: str) -> ArchiveConfig:
 def config_from_mapping(raw: object, *, source: str) -> ArchiveConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: the configuration must be a mapping (JSON object)")
+    # the file also holds platform settings (db_url, spark_master, ...; see
+    # kafka_archive.settings): those that are not archive fields are the settings' business
+    fields = set(ArchiveConfig.model_fields)
+    data = {k: v for k, v in raw.items() if k in fields or k not in SETTING_FILE_KEYS}
     try:
-        return ArchiveConfig.model_validate(dict(raw))
+        return ArchiveConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid archive configuration:\n{exc}") from None
 

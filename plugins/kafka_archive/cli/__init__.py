@@ -100,7 +100,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         _add_replay,
     ),
     "settings": (
-        "Show every setting's effective value and where it came from.",
+        "Show every setting's effective value and where it came from (option, environment, "
+        "configuration file or default); passwords are masked.",
         _add_settings,
     ),
 }

@@ -27,7 +27,7 @@ from typing import Any
 
 from kafka_archive.cli.output import emit_json, print_error
 from kafka_archive.redact import redact_text
-from kafka_archive.settings import SettingsError, load_settings
+from kafka_archive.settings import SettingsError, env_var, load_settings
 
 __all__ = ["ERROR_LOG_DIR_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "error_log_dir", "report_unexpected"]
 
@@ -36,7 +36,7 @@ EXIT_ERROR = 1
 #: exit code of an internal error (a bug): EX_SOFTWARE
 EXIT_INTERNAL = 70
 #: overrides where internal-error logs go
-ERROR_LOG_DIR_ENV = "KAFKA_ARCHIVE_ERROR_LOG_DIR"
+ERROR_LOG_DIR_ENV = env_var("error_log_dir")
 
 _REPORT_HINT = (
     "this is a bug in kafka-archive: please report it with the command you ran and that file "

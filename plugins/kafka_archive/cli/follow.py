@@ -56,8 +56,8 @@ def follow_offsets_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
-    from kafka_archive.catalog.db import open_catalog
     from kafka_archive.cli.catalog import parse_duration_ms
+    from kafka_archive.cli.context import cli_settings, open_catalog_or_fail
     from kafka_archive.groups.follower import follow_offsets, probe_cluster
 
     duration_s = None
@@ -67,6 +67,7 @@ def follow_offsets_command(
         except ValueError as exc:
             fail(f"--duration: {exc}", as_json=as_json)
     extra = parse_settings(config, "-X", as_json)
+    db = cli_settings(as_json, db=db).db or ""
     if not db:
         fail(
             "no catalog given",
@@ -83,10 +84,8 @@ def follow_offsets_command(
             "settings, then run again",
             as_json=as_json,
         )
-    try:
-        cat = open_catalog(db, create=True)  # the follower may be the catalog's first writer
-    except Exception as exc:  # any connection/driver error is reported alike
-        fail(f"cannot open the catalog {db}: {exc}", as_json=as_json)
+    # the follower may be the catalog's first writer; errors name it with the password hidden
+    cat = open_catalog_or_fail(db, as_json, create=True)
     try:
         report = follow_offsets(
             cat,
