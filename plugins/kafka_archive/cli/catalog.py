@@ -470,8 +470,10 @@ def gaps(
     missing: no archived segment holds those offsets (e.g. retention deleted them first);
     overlap: two archived copies of the same offsets with the same leader epochs (replicas
     rolled differently, compaction rewrites; harmless); divergent: the same offsets under
-    different leader epochs (an unclean leader election); corrupt: bytes failed verification.
-    Each row has a severity: overlap is info, divergent a warning, every other kind an error;
+    different leader epochs (an unclean leader election); corrupt: bytes failed verification;
+    pruned: a retention policy deleted them (`archive prune`: "pruned by policy X at T").
+    Each row has a severity: overlap and pruned are info, divergent a warning, every other
+    kind an error;
     `catalog topics` counts the same rows per partition.
 
     Example: kafka-archive catalog gaps --cluster prod --topic orders
@@ -517,6 +519,8 @@ def _detail(d: dict[str, Any]) -> str:
         )
     if "brokers" in d:
         return f"brokers {d['brokers']}"
+    if "policy" in d:  # pruned by a retention policy
+        return f"{d['reason']} ({d['segments']} segment(s), {d['bytes']} bytes)"
     if "reason" in d:
         at = f" at byte {d['position']}" if d.get("position") is not None else ""
         return f"{d.get('object') or d.get('manifest')}{at}: {d['reason']}"

@@ -58,18 +58,15 @@ def _print(report: Any) -> None:
         )
     if report.ranges:
         table = Table(title=f"{verb}: {report.segments} segment(s), {_size(report.bytes)}")
-        for col in ("cluster", "topic", "partition", "offsets", "records from", "to", "policy"):
+        for col in ("partition", "offsets", "newest record", "policy"):
             table.add_column(col)
         table.add_column("segments", justify="right")
         table.add_column("bytes", justify="right")
         for r in report.ranges:
             table.add_row(
-                r.cluster,
-                r.topic,
-                str(r.partition),
+                f"{r.cluster}/{r.topic}/{r.partition}",
                 f"{r.first_offset}..{r.last_offset}",
-                format_ms(r.first_timestamp) if r.first_timestamp >= 0 else "-",
-                format_ms(r.max_timestamp) if r.max_timestamp >= 0 else "-",
+                format_ms(r.max_timestamp)[:19] if r.max_timestamp >= 0 else "-",
                 r.policy,
                 str(len(r.segment_ids)),
                 _size(r.bytes),
