@@ -34,7 +34,7 @@ from sqlalchemy import func, select
 from support.catalog_data import archived_catalog
 from typer.testing import CliRunner
 
-pytest_plugins = ["support.s3server"]
+pytest_plugins = ["support.s3server", "support.postgres"]
 
 CLUSTER = "c1"
 
@@ -633,3 +633,50 @@ def test_prune_on_an_s3_store(
         assert not [k for k in _all_keys(store) if "/orders/" in k]
         with cat.session() as s:
             assert {r.status for r in s.execute(select(PrunedRange)).scalars()} == {"done"}
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+def test_prune_on_a_postgresql_catalog(
+    archive: tuple[Catalog, ObjectStore, Path], pg_url: str
+) -> None:
+    """The same prune on PostgreSQL (the record transaction takes the build's advisory lock and
+    locks ``object_leases`` there): ranges recorded and done, leases honoured, gaps say so."""
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.gaps import gaps
+
+    sqlite_cat, store, _root = archive
+    cutoff = _age_cutoff(sqlite_cat, "events", 0, 3)
+    expected = prune(
+        sqlite_cat,
+        store,
+        [RetentionPolicy(name="p", topic="events", max_age="1s")],
+        now_ms=cutoff + 1000,
+        dry_run=True,
+    )
+    with open_catalog(pg_url, create=True) as cat:
+        build_catalog(cat, store.uri, runner=InProcessRunner())
+        segs = _segments(cat, "events", 1)
+        ObjectLeases(cat.engine).take(
+            "export:e-1",
+            [LeaseRange(CLUSTER, "events", 1, segs[0].first_offset, segs[0].first_offset)],
+        )
+        report = prune(
+            cat,
+            store,
+            [RetentionPolicy(name="p", topic="events", max_age="1s")],
+            now_ms=cutoff + 1000,
+        )
+        assert [(r.partition, r.first_offset, r.last_offset) for r in report.ranges] == [
+            (r.partition, r.first_offset, r.last_offset)
+            for r in expected.ranges
+            if r.partition == 0
+        ]
+        assert [h["partition"] for h in report.held] == [1]
+        assert [
+            (g.partition, g.detail["status"])
+            for g in gaps(cat, CLUSTER, "events")
+            if g.kind == "pruned"
+        ] == [(0, "done")]
