@@ -387,6 +387,65 @@ def test_size_policy_prunes_the_oldest_until_the_topic_fits(
     assert report.segments == len(pruned)
 
 
+def test_the_archiver_does_not_archive_pruned_offsets_again(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """The broker still has the segments a prune removed: the next archive run skips them
+    (``pruned``, thanks to the partition's watermark) instead of uploading them again."""
+    from kafka_archive.archive import run_archive
+    from kafka_archive.archive.pruned import read_watermark
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+
+    cat, store, root = archive
+    log_dir = root / "logs" / "broker-1" / "kafka-logs"
+    assert (log_dir / "events-0").is_dir()
+    cutoff = _age_cutoff(cat, "events", 0, 3)
+    report = prune(
+        cat, store, [RetentionPolicy(name="ev", topic="events", max_age="1s")], now_ms=cutoff + 1000
+    )
+    p0 = next(r for r in report.ranges if r.partition == 0)
+    mark = read_watermark(store, CLUSTER, "events", 0)
+    assert mark is not None and (mark.pruned_before, mark.policy) == (p0.last_offset + 1, "ev")
+    again = run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(log_dir)], store=store)
+    assert again.segments_archived == 0
+    skipped = [i for i in again.skipped_items if i.reason == "pruned"]
+    assert len(skipped) == report.segments
+    assert build_catalog(cat, store.uri, runner=InProcessRunner()).segments_added == 0
+
+
+def test_versions_the_catalog_does_not_know_go_with_the_range_and_never_come_back(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """A version archived but not cataloged yet, inside the pruned range, is deleted with it;
+    if it is archived again later, the build leaves it out (its offsets were pruned)."""
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.models import HistogramBucket, TimeIndexEntry
+    from sqlalchemy import delete
+
+    cat, store, _root = archive
+    cutoff = _age_cutoff(cat, "events", 0, 3)
+    segs = _segments(cat, "events", 0)
+    late = segs[1]
+    saved = {
+        k: store.get_bytes(k)
+        for k in [late.manifest_key, *_manifest_files(store, late.manifest_key)]
+    }
+    with cat.session() as s, s.begin():  # as if it had been archived after the last build
+        for tbl in (TimeIndexEntry, HistogramBucket, ChainPiece):
+            s.execute(delete(tbl).where(tbl.segment_id == late.id))
+        s.execute(delete(Segment).where(Segment.id == late.id))
+    report = prune(
+        cat, store, [RetentionPolicy(name="ev", topic="events", max_age="1s")], now_ms=cutoff + 1000
+    )
+    p0 = next(r for r in report.ranges if r.partition == 0)
+    assert p0.first_offset == segs[0].base_offset and p0.last_offset >= late.end_offset - 1
+    assert not set(saved) & _all_keys(store)
+    for key, data in saved.items():  # archived once more (another replica, a late upload)
+        store.put_bytes(key, data)
+    built = build_catalog(cat, store.uri, runner=InProcessRunner())
+    assert (built.segments_added, built.pruned_skipped) == (0, 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # what the catalog says afterwards
 
@@ -630,7 +689,10 @@ def test_prune_on_an_s3_store(
         gone = keys_before - _all_keys(store)
         assert gone == {k for r in report.ranges for k in r.objects}
         assert {r.partition for r in report.ranges} == {0, 1, 2}
-        assert not [k for k in _all_keys(store) if "/orders/" in k]
+        # nothing of the topic is left but each partition's retention watermark
+        assert sorted(k for k in _all_keys(store) if "/orders/" in k) == [
+            f"{CLUSTER}/orders/{p}/manifests/pruned.json" for p in range(3)
+        ]
         with cat.session() as s:
             assert {r.status for r in s.execute(select(PrunedRange)).scalars()} == {"done"}
 

@@ -130,6 +130,9 @@ class SkipReason(StrEnum):
     STRAY_SEGMENT = "stray_segment"
     #: a symbolic link in the log dir (to a directory, dangling, or a loop): not followed
     SYMLINK = "symlink"
+    #: every offset of the segment was pruned from the archive by a retention policy
+    #: (:mod:`kafka_archive.archive.pruned`): archiving it again would undo the prune
+    PRUNED = "pruned"
 
 
 #: Skip reasons of rolled segments that still have to be archived later (they count for lag).

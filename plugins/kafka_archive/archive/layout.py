@@ -9,6 +9,7 @@ file's own SHA-256, offsets are zero-padded to 20 digits like Kafka's file names
     <cluster>/<topic>/<partition>/<baseOffset>-<sha16>.txnindex     aborted-transaction index
     <cluster>/<topic>/<partition>/<snapshotOffset>-<sha16>.snapshot producer-state snapshot
     <cluster>/<topic>/<partition>/manifests/<baseOffset>-<sha16 of the .log>.json
+    <cluster>/<topic>/<partition>/manifests/pruned.json               retention watermark
     <cluster>/_quarantine/<topic>/<partition>/<baseOffset>-<sha16 of the .log>/<file name>
     <cluster>/_quarantine/<topic>/<partition>/<baseOffset>-<sha16 of the .log>/error.json
 
@@ -44,6 +45,7 @@ __all__ = [
     "object_key",
     "parse_manifest_key",
     "partition_prefix",
+    "pruned_marker_key",
     "quarantine_partition_prefix",
     "quarantine_prefix",
     "sha16",
@@ -168,6 +170,12 @@ def object_key(
 def manifest_prefix(cluster: str, topic: str, partition: int) -> str:
     """``<cluster>/<topic>/<partition>/manifests/``: list this to find a partition's segments."""
     return f"{partition_prefix(cluster, topic, partition)}{MANIFEST_DIR}/"
+
+
+def pruned_marker_key(cluster: str, topic: str, partition: int) -> str:
+    """Key of the partition's retention watermark (:mod:`kafka_archive.archive.pruned`): beside
+    the manifests, so the listing the archiver does anyway finds it. Not a manifest key."""
+    return f"{manifest_prefix(cluster, topic, partition)}pruned.json"
 
 
 def manifest_key(

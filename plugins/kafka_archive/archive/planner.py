@@ -59,11 +59,13 @@ from kafka_archive.archive.layout import (
     manifest_key,
     manifest_prefix,
     parse_manifest_key,
+    pruned_marker_key,
     quarantine_partition_prefix,
     sha16,
 )
 from kafka_archive.archive.manifest import InvalidManifest, ManifestOverlap, utc_now
 from kafka_archive.archive.manifest_cache import ManifestCache
+from kafka_archive.archive.pruned import Watermark, parse_watermark
 from kafka_archive.store import ObjectStore
 
 __all__ = [
@@ -153,10 +155,15 @@ class _PartitionIndex:
         self.store = store
         self.cache = cache
         self.keys: list[ManifestKey] = []
+        marker = pruned_marker_key(cluster, topic, partition)
+        #: offsets below this were pruned by retention (:mod:`kafka_archive.archive.pruned`)
+        self.watermark: Watermark | None = None
         for obj in store.list(manifest_prefix(cluster, topic, partition)):
             mk = parse_manifest_key(obj.key)
             if mk is not None:
                 self.keys.append(mk)
+            elif obj.key == marker:  # listed anyway: read only where something was pruned
+                self.watermark = parse_watermark(store.get_bytes(marker))
         self.key_set = {k.key for k in self.keys}
         self.loaded: dict[str, _Entry | None] = {}
         self.warnings: list[str] = []
@@ -255,8 +262,16 @@ def _plan_partition(
     quarantined = _quarantined(store, cluster, topic, partition)
     entries: dict[str, _Entry] = {}
     rest: list[SegmentCandidate] = []
+    mark = index.watermark
     for c in candidates:
         key = manifest_key(cluster, topic, partition, c.base_offset, c.log_sha256)
+        if mark is not None and c.end_offset <= mark.pruned_before:
+            detail = (
+                f"offsets [{c.base_offset}, {c.end_offset}) were pruned from the archive by "
+                f"retention policy {mark.policy}"
+            )
+            skipped.append(_skip(c, SkipReason.PRUNED, detail, None))
+            continue
         if key in index.key_set:
             skipped.append(_skip(c, SkipReason.ALREADY_ARCHIVED, "manifest exists", key))
             # Same bytes as the archived segment: its range is covered (source unknown until

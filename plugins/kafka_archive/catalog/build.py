@@ -262,6 +262,8 @@ class BuildReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     #: ids of earlier builds this one found dead and marked ``stale``
     stale_runs: list[int] = field(default_factory=list)
+    #: new manifests not cataloged because a retention prune removed all their offsets
+    pruned_skipped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -283,6 +285,7 @@ class BuildReport:
             "problems": len(self.problems),
             "problem_list": self.problems,
             "stale_runs": self.stale_runs,
+            "pruned_skipped": self.pruned_skipped,
         }
 
 
@@ -391,6 +394,33 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
     return _Existing(
         pid, versions, {k: tuple(v) for k, v in pieces.items()}, refs, manifests, pruned
     )
+
+
+def _pruned_watermarks(s: Session) -> dict[tuple[str, str, int], int]:
+    """Per partition: every offset up to this one (inclusive) was pruned by retention."""
+    from sqlalchemy import func
+
+    from kafka_archive.catalog.models import PrunedRange
+
+    pr = PrunedRange
+    rows = s.execute(
+        select(pr.cluster, pr.topic, pr.partition, func.max(pr.last_offset)).group_by(
+            pr.cluster, pr.topic, pr.partition
+        )
+    )
+    return {
+        (
+            str(c),
+            str(t),
+            int(p),
+        ): int(hi)
+        for c, t, p, hi in rows
+    }
+
+
+def _below_watermark(ref: SegmentRef, pruned_to: Mapping[tuple[str, str, int], int]) -> bool:
+    hi = pruned_to.get(ref.partition_key)
+    return hi is not None and 0 <= ref.end_offset - 1 <= hi
 
 
 def _runs(text: str) -> tuple[tuple[int, int, int], ...]:
@@ -505,6 +535,7 @@ def build_catalog(
                 ).join(Segment, Segment.partition_id == Partition.id)
             )
         }
+        pruned_to = _pruned_watermarks(s)
     if refs is None:
         # list every manifest key, fetch only the ones not cataloged yet
         from kafka_archive.catalog._manifests import list_manifests, read_refs_checked
@@ -528,6 +559,11 @@ def build_catalog(
         key=lambda r: (r.partition_key, r.base_offset, r.archived_at_ms, r.manifest_key),
     )
     report.already_cataloged = extra_known + len(all_refs) - len(todo)
+    # a segment archived late (or again) whose offsets a prune already removed stays out: the
+    # catalog says they were pruned, so serving them again would contradict it
+    kept = [r for r in todo if not _below_watermark(r, pruned_to)]
+    report.pruned_skipped = len(todo) - len(kept)
+    todo = kept
     # big waves amortize a Spark job's fixed cost (~0.3-0.5 s); results of a wave are small
     # (a few rows per MiB). Waves of equal size: 68 segments in waves of 64 would be a second
     # job for 4 segments, on fewer executors than there are.

@@ -13,7 +13,11 @@ goes; :mod:`kafka_archive.catalog.leases` what must stay):
    index intervals, histogram buckets and decoded commits removed, the time index's running
    maxima recomputed; then a last look for leases (a lease taken meanwhile rolls it back).
    From here on no query serves these offsets and ``catalog gaps`` says they were pruned.
-4. **Delete** the objects (manifests first: a half-deleted segment is never discoverable),
+4. **Delete**: first raise the partition's retention watermark in the store
+   (:mod:`kafka_archive.archive.pruned`: the archiver never archives those offsets again, even
+   while the broker still has them), then the objects (manifests first: a half-deleted segment
+   is never discoverable). Versions the catalog does not know yet whose offsets all lie in the
+   range go too (:func:`_uncataloged`), and a build never catalogs such a version later;
 5. **Mark** the row ``done`` with ``pruned_at_ms``.
 
 A crash anywhere leaves either nothing (before 3 commits) or a ``planned`` row whose objects
@@ -162,6 +166,33 @@ def _topics(s: Session, cluster: str | None, topic: str | None) -> list[tuple[st
     return [(str(c), str(t)) for c, t in s.execute(q.order_by(Partition.cluster, Partition.topic))]
 
 
+def _uncataloged(
+    store: ObjectStore, key: tuple[str, str, int], last: int, known: set[str]
+) -> tuple[list[str], list[str], int]:
+    """(manifest keys, data keys, bytes) of archived versions the catalog does not know (not
+    built yet, or archived again after an earlier prune) whose offsets all lie at or below
+    ``last``: they go with the range, or a build would serve pruned offsets again."""
+    from kafka_archive.archive.layout import manifest_prefix, parse_manifest_key
+    from kafka_archive.archive.manifest import read_manifest
+
+    manifests: list[str] = []
+    data: list[str] = []
+    nbytes = 0
+    for obj in store.list(manifest_prefix(*key)):
+        mk = parse_manifest_key(obj.key)
+        if mk is None or obj.key in known or mk.base_offset > last:
+            continue
+        try:
+            m = read_manifest(store, obj.key)
+        except Exception:  # unreadable: the catalog build records it as a problem
+            continue
+        if max(m.last_offset, m.end_offset - 1, m.base_offset) <= last:
+            manifests.append(obj.key)
+            data += [f.key for f in m.files]
+            nbytes += m.total_bytes
+    return manifests, data, nbytes
+
+
 def _partition_plan(
     store: ObjectStore,
     policy: RetentionPolicy,
@@ -169,6 +200,7 @@ def _partition_plan(
     chosen: Sequence[Unit],
     by_id: dict[int, Segment],
     retained: Sequence[Segment],
+    known: set[str],
 ) -> PartitionPrune:
     cluster, topic, part = key
     ids = [v.segment_id for u in chosen for v in u.versions]
@@ -181,6 +213,10 @@ def _partition_plan(
         data += dk
         nbytes += n
     last = max(u.last_offset for u in chosen)
+    mk, dk, n = _uncataloged(store, key, last, known)
+    manifests += mk
+    data += dk
+    nbytes += n
     shared: set[str] = set()
     for seg in retained:  # content-addressed keys may be shared with a neighbour
         if seg.base_offset <= last + 1:
@@ -230,6 +266,13 @@ def plan_prune(
                 .join(Partition, Partition.id == Segment.partition_id)
                 .where(Partition.cluster == c, Partition.topic == t, Segment.status != "pruned")
             ).all()
+            known: dict[int, set[str]] = defaultdict(set)
+            for mkey, part in s.execute(
+                select(Segment.manifest_key, Partition.partition)
+                .join(Partition, Partition.id == Segment.partition_id)
+                .where(Partition.cluster == c, Partition.topic == t)
+            ):
+                known[int(part)].add(str(mkey))
             by_id: dict[int, Segment] = {}
             spans: dict[int, list[VersionSpan]] = defaultdict(list)
             for seg, part in rows:
@@ -254,7 +297,9 @@ def plan_prune(
             for p, us in sorted(chosen.items()):
                 gone = {v.segment_id for u in us for v in u.versions}
                 retained = [by_id[v.segment_id] for v in spans[p] if v.segment_id not in gone]
-                plans.append(_partition_plan(store, policy, (c, t, p), us, by_id, retained))
+                plans.append(
+                    _partition_plan(store, policy, (c, t, p), us, by_id, retained, known[p])
+                )
     return plans, held_out, kept
 
 
@@ -341,6 +386,13 @@ def _record(catalog: Catalog, pp: PartitionPrune, now: int) -> int | None:
         return None
 
 
+def _raise_watermark(store: ObjectStore, key: tuple[str, str, int], last: int, policy: str) -> None:
+    """Tell the archiver not to archive offsets up to ``last`` again (before any deletion)."""
+    from kafka_archive.archive.pruned import Watermark, advance_watermark
+
+    advance_watermark(store, *key, Watermark(last + 1, policy, _now_ms()))
+
+
 def _delete_objects(store: ObjectStore, keys: Sequence[str]) -> None:
     for key in keys:
         store.delete(key)
@@ -416,6 +468,8 @@ def prune(
     for row in pruned_ranges(catalog, cluster, topic, status="planned"):
         summary = _summary(row)
         if not dry_run:
+            key = (row.cluster, row.topic, row.partition)
+            _raise_watermark(store, key, row.last_offset, row.policy)
             _delete_objects(store, json.loads(row.objects))
             _mark_done(catalog, row.id, _now_ms())
         report.completed.append(summary)
@@ -446,6 +500,7 @@ def prune(
                 }
             )
             continue
+        _raise_watermark(store, (pp.cluster, pp.topic, pp.partition), pp.last_offset, pp.policy)
         _delete_objects(store, pp.objects)
         done = _now_ms()
         _mark_done(catalog, row_id, done)
