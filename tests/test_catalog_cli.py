@@ -157,7 +157,16 @@ def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli:
     assert "partition" in text and "orders" in text
 
 
-ANSWER_KEYS = {"partition", "offset", "timestamp", "exact", "offset_max", "clamped", "note"}
+ANSWER_KEYS = {
+    "partition",
+    "offset",
+    "timestamp",
+    "exact",
+    "offset_max",
+    "clamped",
+    "note",
+    "pruned",
+}
 
 
 def _outside(recs: list[Any], ts: int) -> str | None:
