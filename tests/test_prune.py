@@ -575,6 +575,29 @@ def test_a_replay_run_leases_its_ranges_and_refuses_data_pruned_after_planning(
     assert lease_ranges(plan)[0].last_offset >= plan.partitions[0].end_offset - 1
 
 
+def test_the_replay_dag_plan_task_leases_a_queued_replay_but_not_a_dry_run(
+    archive: tuple[Catalog, ObjectStore, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_archive.airflow.replay_tasks import plan_task
+    from kafka_archive.catalog.models import ObjectLease
+
+    cat, store, root = archive
+    for name in ("KAFKA_ARCHIVE_DB", "KAFKA_ARCHIVE_STORE", "KAFKA_ARCHIVE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    variables = {"kafka_archive_db": str(root / "catalog.db"), "kafka_archive_store": store.uri}
+    params = {"cluster": CLUSTER, "topic": "events", "from": "earliest", "target": "localhost:1"}
+
+    def holders() -> list[str]:
+        with cat.session() as s:
+            return sorted({x.holder for x in s.execute(select(ObjectLease)).scalars()})
+
+    dry = plan_task({**params, "dry_run": True}, variable_getter=variables.get)
+    assert holders() == []
+    queued = plan_task({**params, "partitions": [1]}, variable_getter=variables.get)
+    assert holders() == [f"replay:{queued['replay_id']}"]
+    assert dry["replay_id"] != queued["replay_id"]
+
+
 def test_a_catalog_build_after_a_prune_brings_nothing_back(
     archive: tuple[Catalog, ObjectStore, Path],
 ) -> None:

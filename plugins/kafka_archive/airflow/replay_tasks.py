@@ -206,7 +206,8 @@ def plan_task(
     # the plan needs the target's identity only (secrets are resolved by execute)
     spec = spec_from_params(params)
     with _service(variable_getter) as service:
-        plan = service.plan(spec, register=True)
+        # a dry run is never executed: no queued lease holding its data from prune
+        plan = service.plan(spec, register=True, lease=not params.get("dry_run"))
     report = dry_run_report(plan)
     log.info(
         "replay %s: %d partition(s), <= %d records, %d bytes to read",

@@ -165,14 +165,20 @@ class ReplayService:
 
     # -- the steps ------------------------------------------------------------------------
 
-    def plan(self, spec: ReplaySpec, *, register: bool = False) -> ReplayPlan:
+    def plan(
+        self, spec: ReplaySpec, *, register: bool = False, lease: bool | None = None
+    ) -> ReplayPlan:
         """Resolve ``spec`` against the catalog; ``register``: record it in the ledger now
-        (the DAG does, so the plan is visible while it waits for execution)."""
+        (the DAG does, so the plan is visible while it waits for execution); ``lease``
+        (default: ``register``): lease its offsets as a queued replay, so that prune leaves
+        them until the run takes the lease over (or it expires,
+        :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
         from kafka_archive.replay.runner import plan_replay
 
         plan = plan_replay(spec, self.source())
         if register:
             self.ledger.register(plan)
+        if register if lease is None else lease:
             # queued: prune must leave its objects until the run takes the lease over
             self._leases().take(lease_holder(plan), lease_ranges(plan), queued=True)
         return plan
