@@ -237,6 +237,18 @@ def test_prune_by_age_deletes_whole_segments_oldest_first_and_records_them(
     assert report.segments == sum(len(v) for v in expected.values())
     # other topics had no policy: untouched
     assert all(s.status != "pruned" for p in range(3) for s in _segments(cat, "orders", p))
+    # `catalog verify` does not look for the pruned objects (they are gone on purpose)
+    from kafka_archive.catalog.verify import verify_catalog
+
+    checked = verify_catalog(cat, store, CLUSTER)
+    assert checked.problems == []
+    assert checked.checked == sum(
+        1 for p in range(2) for x in _segments(cat, "events", p) if x.status != "pruned"
+    ) + sum(
+        len(_segments(cat, t, p))
+        for t, n in (("orders", 3), ("__consumer_offsets", 3))
+        for p in range(n)
+    )
     # a second prune finds nothing more
     again = prune(cat, store, [policy], now_ms=cutoff + 1000)
     assert again.ranges == [] and again.completed == []
@@ -304,6 +316,92 @@ def test_a_crash_mid_prune_is_completed_by_the_next_run(
         (r.partition, r.first_offset, r.last_offset) for r in planned.ranges
     )
     assert all(r.status == "done" for r in rows)
+
+
+_FREEZING_CLI = """
+import os, sys, time
+from pathlib import Path
+import kafka_archive.store as store_package
+
+real_open_store = store_package.open_store
+
+
+def open_store(uri, **options):
+    store = real_open_store(uri, **options)
+    inner, count = store.delete, [0]
+
+    def delete(key):
+        inner(key)
+        count[0] += 1
+        if count[0] == int(os.environ["KA_FREEZE_AFTER_DELETES"]):
+            Path(os.environ["KA_FREEZE_MARKER"]).write_text(str(os.getpid()))
+            while True:  # until SIGKILL
+                time.sleep(60)
+
+    store.delete = delete
+    return store
+
+
+store_package.open_store = open_store
+from kafka_archive.cli import main
+
+sys.argv = ["kafka-archive", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_prune_killed_mid_deletion_is_completed_by_the_next_run(
+    archive: tuple[Catalog, ObjectStore, Path], tmp_path: Path
+) -> None:
+    """`archive prune` killed with SIGKILL after its 5th deletion; run again: every object of
+    the range gone, one row per range, all done."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cat, store, root = archive
+    policy = [{"name": "events-size", "topic": "events", "max_bytes": 1}]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "KAFKA_ARCHIVE_DB": str(root / "catalog.db"),
+        "KAFKA_ARCHIVE_STORE": store.uri,
+        "KAFKA_ARCHIVE_RETENTION": json.dumps(policy),
+        "KA_FREEZE_AFTER_DELETES": "5",
+        "KA_FREEZE_MARKER": str(tmp_path / "frozen"),
+    }
+    planned = prune(cat, store, load_policies(policy), dry_run=True)
+    doomed = {k for r in planned.ranges for k in r.objects}
+    script = tmp_path / "freezing_cli.py"
+    script.write_text(_FREEZING_CLI)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "archive", "prune", "--json"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(1200):  # the marker says it froze right after a deletion
+            if (tmp_path / "frozen").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert (tmp_path / "frozen").exists(), "the prune never reached its 5th deletion"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert len(doomed & _all_keys(store)) == len(doomed) - 5
+    with cat.session() as s:
+        assert [r.status for r in s.execute(select(PrunedRange)).scalars()] == ["planned"]
+    rerun = _cli(["archive", "prune", "--json"], {k: env[k] for k in env if k.startswith("KAFKA_")})
+    assert rerun.exit_code == 0, rerun.output
+    assert not doomed & _all_keys(store)
+    with cat.session() as s:
+        rows = s.execute(select(PrunedRange)).scalars().all()
+    assert sorted((r.partition, r.first_offset, r.last_offset, r.status) for r in rows) == sorted(
+        (r.partition, r.first_offset, r.last_offset, "done") for r in planned.ranges
+    )
 
 
 def test_a_leased_range_is_never_pruned_and_a_stale_lease_does_not_hold(
