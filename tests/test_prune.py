@@ -696,6 +696,23 @@ def test_the_replay_dag_plan_task_leases_a_queued_replay_but_not_a_dry_run(
     assert dry["replay_id"] != queued["replay_id"]
 
 
+def test_group_offsets_keep_answering_after_consumer_offsets_segments_are_pruned(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.catalog.queries import group_offsets
+    from support.catalog_data import GROUPS
+
+    cat, store, _root = archive
+    before = {g: [x.to_json() for x in group_offsets(cat, CLUSTER, g)] for g in GROUPS}
+    assert any(before.values())
+    report = prune(
+        cat, store, [RetentionPolicy(name="co", topic="__consumer_offsets", max_bytes=1)]
+    )
+    assert report.segments > 0
+    after = {g: [x.to_json() for x in group_offsets(cat, CLUSTER, g)] for g in GROUPS}
+    assert after == before
+
+
 def test_a_catalog_build_after_a_prune_brings_nothing_back(
     archive: tuple[Catalog, ObjectStore, Path],
 ) -> None:

@@ -10,8 +10,10 @@ goes; :mod:`kafka_archive.catalog.leases` what must stay):
    first, then ``.log``, indexes, snapshot); keys a retained manifest also lists are kept.
 3. **Record**, in one catalog transaction per partition: a ``pruned_ranges`` row (``planned``,
    with its object list), the segments marked ``pruned`` (rows kept), their chain pieces, time
-   index intervals, histogram buckets and decoded commits removed, the time index's running
-   maxima recomputed; then a last look for leases (a lease taken meanwhile rolls it back).
+   index intervals and histogram buckets removed, the time index's running maxima recomputed
+   (the consumer-group commits decoded from a pruned ``__consumer_offsets`` segment stay: they
+   are the groups' history, not records, so ``group-offsets`` keeps answering); then a last
+   look for leases (a lease taken meanwhile rolls it back).
    From here on no query serves these offsets and ``catalog gaps`` says they were pruned.
 4. **Delete**: first raise the partition's retention watermark in the store
    (:mod:`kafka_archive.archive.pruned`: the archiver never archives those offsets again, even
@@ -42,12 +44,10 @@ from kafka_archive.catalog.leases import live_leases
 from kafka_archive.catalog.models import (
     ChainPiece,
     HistogramBucket,
-    OffsetCommitRow,
     Partition,
     PrunedRange,
     Segment,
     TimeIndexEntry,
-    TxnMarker,
 )
 from kafka_archive.catalog.retention import (
     RetentionPolicy,
@@ -375,8 +375,6 @@ def _record(catalog: Catalog, pp: PartitionPrune, now: int) -> int | None:
             s.execute(update(Segment).where(Segment.id.in_(ids)).values(status="pruned"))
             for tbl in (TimeIndexEntry, HistogramBucket, ChainPiece):
                 s.execute(delete(tbl).where(tbl.partition_id == pid, tbl.segment_id.in_(ids)))
-            s.execute(delete(OffsetCommitRow).where(OffsetCommitRow.segment_id.in_(ids)))
-            s.execute(delete(TxnMarker).where(TxnMarker.segment_id.in_(ids)))
             _fix_running_max(s, pid)
             for lo, hi in live_leases(s, pp.cluster, pp.topic).get(pp.partition, []):
                 if lo <= pp.last_offset and pp.first_offset <= hi:
