@@ -622,8 +622,9 @@ def test_replay_plans_refuse_pruned_ranges_with_the_reason(
     p = plan(str(segs[1].first_timestamp))
     kinds = [(h.kind, h.first_offset) for _part, h in p.holes]
     assert kinds == [("pruned", segs[0].base_offset)]
-    with pytest.raises(ReplayGapsError, match="pruned by policy events-age"):
+    with pytest.raises(ReplayGapsError, match="pruned by policy events-age") as refused:
         require_complete(p)
+    assert "retention policy deleted" in (refused.value.hint or "")
     # an explicit offset inside it: pruned, not "not archived"
     p = plan(f"offset:{segs[1].first_offset}")
     assert [h.kind for _part, h in p.holes] == ["pruned"]

@@ -116,8 +116,15 @@ def prune(
     with PruneService(settings, catalog=catalog, store=st) as svc:
         try:
             if show:
-                with err_console.status("pruning" if not dry_run else "planning"):
-                    report = svc.prune(cluster=cluster, topic=topic, dry_run=dry_run)
+                with err_console.status("planning" if dry_run else "pruning") as status:
+
+                    def on_event(e: dict[str, Any]) -> None:
+                        where = f"{e['cluster']}/{e['topic']}/{e['partition']}"
+                        status.update(f"{e['kind'].replace('_', ' ')} {where}")
+
+                    report = svc.prune(
+                        cluster=cluster, topic=topic, dry_run=dry_run, on_event=on_event
+                    )
             else:
                 report = svc.prune(cluster=cluster, topic=topic, dry_run=dry_run)
         except RetentionConfigError as exc:

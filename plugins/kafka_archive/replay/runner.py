@@ -120,9 +120,17 @@ def require_complete(plan: ReplayPlan) -> None:
     lines = "; ".join(describe_hole(p, h) for p, h in holes[:10])
     more = f"; and {len(holes) - 10} more" if len(holes) > 10 else ""
     missing = sum(h.offsets for _p, h in holes)
+    hint = None
+    if all(h.kind == "pruned" for _p, h in holes):
+        hint = (
+            "A retention policy deleted these offsets from the archive; they cannot be "
+            "replayed. Start from the retained data (--from earliest, or a later time), or pass "
+            "--allow-gaps to replay the rest (the run then ends `complete-with-gaps`)."
+        )
     raise ReplayGapsError(
         f"the archive cannot deliver {missing} offset(s) of the requested range of "
         f"{plan.spec.cluster}/{plan.spec.topic} ({len(holes)} hole(s)): {lines}{more}",
+        hint=hint,
         holes=_hole_rows(plan),
     )
 
