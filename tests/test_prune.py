@@ -162,7 +162,7 @@ def test_units_keep_overlapping_versions_together_and_selection_is_oldest_first(
     other = units_of(1, [_v(6, 0, 10, 500), _v(7, 10, 20, 2_800)])
     size = RetentionPolicy(name="size", max_bytes=450)
     chosen, _ = select_units(size, {0: units, 1: other}, now_ms=0)
-    # 700 bytes: 6 (newest 500, partition 1) then [1,2,3] (2_500) goes; 250 left... 400 <= 450
+    # 700 bytes: 6 goes first (newest 500), then [1,2,3] (newest 2_500): 300 left <= 450
     assert {
         p: [sorted(v.segment_id for v in u.versions) for u in us] for p, us in chosen.items()
     } == {
@@ -431,6 +431,38 @@ def test_a_leased_range_is_never_pruned_and_a_stale_lease_does_not_hold(
     more = prune(cat, store, [policy], now_ms=cutoff + 1000)
     assert [(r.partition, r.first_offset) for r in more.ranges] == [(0, second.base_offset)]
     assert not store.exists(second.object_key)
+
+
+def test_a_lease_taken_while_the_prune_plans_rolls_its_record_back(
+    archive: tuple[Catalog, ObjectStore, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: a replay leases its range after the prune planned without seeing it. The
+    prune's record transaction looks for leases after writing, so it rolls back: no row, no
+    segment marked, no object deleted."""
+    import kafka_archive.catalog.prune as prune_module
+    from kafka_archive.catalog.leases import live_leases
+
+    cat, store, _root = archive
+    cutoff = _age_cutoff(cat, "events", 0, 3)
+    segs = _segments(cat, "events", 0)
+
+    def blind_planning(s: Any, cluster: str, topic: str, **kw: Any) -> Any:
+        return {} if "now_ms" in kw else live_leases(s, cluster, topic, **kw)
+
+    monkeypatch.setattr(prune_module, "live_leases", blind_planning)
+    ObjectLeases(cat.engine).take(
+        "replay:r-late",
+        [LeaseRange(CLUSTER, "events", 0, segs[0].first_offset, segs[0].first_offset)],
+    )
+    report = prune(
+        cat, store, [RetentionPolicy(name="p", topic="events", max_age="1s")], now_ms=cutoff + 1000
+    )
+    assert [h["partition"] for h in report.held] == [0]
+    assert 0 not in {r.partition for r in report.ranges}
+    with cat.session() as s:
+        assert [r.partition for r in s.execute(select(PrunedRange)).scalars()] == [1]
+    assert all(x.status != "pruned" for x in _segments(cat, "events", 0))
+    assert all(store.exists(x.object_key) and store.exists(x.manifest_key) for x in segs)
 
 
 def test_a_running_lease_of_a_dead_process_does_not_hold(
