@@ -576,6 +576,37 @@ def test_versions_the_catalog_does_not_know_go_with_the_range_and_never_come_bac
     assert (built.segments_added, built.pruned_skipped) == (0, 1)
 
 
+def test_a_version_cataloged_between_plan_and_record_defers_the_partition(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """A build that catalogs a version inside the planned range after the prune planned it:
+    recording that partition is left to the next run (which plans it with the newcomer),
+    rather than leave the newcomer serving offsets recorded as pruned."""
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.models import HistogramBucket, TimeIndexEntry
+    from kafka_archive.catalog.prune import _record, plan_prune
+    from sqlalchemy import delete
+
+    cat, store, _root = archive
+    cutoff = _age_cutoff(cat, "events", 0, 3)
+    late = _segments(cat, "events", 0)[1]
+    with cat.session() as s, s.begin():  # not cataloged yet when the prune plans
+        for tbl in (TimeIndexEntry, HistogramBucket, ChainPiece):
+            s.execute(delete(tbl).where(tbl.segment_id == late.id))
+        s.execute(delete(Segment).where(Segment.id == late.id))
+    policy = [RetentionPolicy(name="ev", topic="events", max_age="1s")]
+    plans, _held, _kept = plan_prune(cat, store, policy, now_ms=cutoff + 1000)
+    p0 = next(p for p in plans if p.partition == 0)
+    assert build_catalog(cat, store.uri, runner=InProcessRunner()).segments_added == 1
+    assert _record(cat, p0, cutoff) is None
+    with cat.session() as s:
+        assert s.execute(select(PrunedRange)).first() is None
+    report = prune(cat, store, policy, now_ms=cutoff + 1000)
+    again = next(r for r in report.ranges if r.partition == 0)
+    assert (again.first_offset, again.last_offset) == (p0.first_offset, p0.last_offset)
+    assert all(x.status == "pruned" for x in _segments(cat, "events", 0)[:3])
+
+
 # ---------------------------------------------------------------------------------------------
 # what the catalog says afterwards
 

@@ -351,6 +351,22 @@ def _record(catalog: Catalog, pp: PartitionPrune, now: int) -> int | None:
             ).all()
             if len(still) != len(ids):
                 return None
+            # a version cataloged since the plan that holds offsets of the range would be left
+            # serving pruned offsets: leave the partition to the next run (which plans it anew)
+            sg = Segment
+            newcomer = s.execute(
+                select(sg.id)
+                .where(
+                    sg.partition_id == pid,
+                    sg.status != "pruned",
+                    sg.id.not_in(ids),
+                    sg.base_offset <= pp.last_offset,
+                    (sg.last_offset >= pp.first_offset) | (sg.end_offset > pp.first_offset),
+                )
+                .limit(1)
+            ).first()
+            if newcomer is not None:
+                return None
             row_id = s.execute(
                 insert(PrunedRange)
                 .values(
