@@ -71,9 +71,6 @@ class PruneService:
             on_event=on_event,
         )
 
-    def describe_policies(self) -> list[dict[str, Any]]:
-        return [p.model_dump(exclude_none=True) for p in self.policies()]
-
     def close(self) -> None:
         self.resources.close()
 
