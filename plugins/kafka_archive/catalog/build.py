@@ -396,33 +396,6 @@ def _load_existing(session: Session, key: tuple[str, str, int]) -> _Existing:
     )
 
 
-def _pruned_watermarks(s: Session) -> dict[tuple[str, str, int], int]:
-    """Per partition: every offset up to this one (inclusive) was pruned by retention."""
-    from sqlalchemy import func
-
-    from kafka_archive.catalog.models import PrunedRange
-
-    pr = PrunedRange
-    rows = s.execute(
-        select(pr.cluster, pr.topic, pr.partition, func.max(pr.last_offset)).group_by(
-            pr.cluster, pr.topic, pr.partition
-        )
-    )
-    return {
-        (
-            str(c),
-            str(t),
-            int(p),
-        ): int(hi)
-        for c, t, p, hi in rows
-    }
-
-
-def _below_watermark(ref: SegmentRef, pruned_to: Mapping[tuple[str, str, int], int]) -> bool:
-    hi = pruned_to.get(ref.partition_key)
-    return hi is not None and 0 <= ref.end_offset - 1 <= hi
-
-
 def _runs(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple((int(a), int(b), int(c)) for a, b, c in json.loads(text or "[]"))
 
@@ -535,7 +508,9 @@ def build_catalog(
                 ).join(Segment, Segment.partition_id == Partition.id)
             )
         }
-        pruned_to = _pruned_watermarks(s)
+        from kafka_archive.catalog.prune import below_watermark, pruned_watermarks
+
+        pruned_to = pruned_watermarks(s)
     if refs is None:
         # list every manifest key, fetch only the ones not cataloged yet
         from kafka_archive.catalog._manifests import list_manifests, read_refs_checked
@@ -561,7 +536,7 @@ def build_catalog(
     report.already_cataloged = extra_known + len(all_refs) - len(todo)
     # a segment archived late (or again) whose offsets a prune already removed stays out: the
     # catalog says they were pruned, so serving them again would contradict it
-    kept = [r for r in todo if not _below_watermark(r, pruned_to)]
+    kept = [r for r in todo if not below_watermark(r, pruned_to)]
     report.pruned_skipped = len(todo) - len(kept)
     todo = kept
     # big waves amortize a Spark job's fixed cost (~0.3-0.5 s); results of a wave are small

@@ -60,7 +60,15 @@ from kafka_archive.catalog.retention import (
 from kafka_archive.store import ObjectStore
 from kafka_archive.timeparse import format_ms
 
-__all__ = ["PartitionPrune", "PruneReport", "plan_prune", "prune", "pruned_ranges"]
+__all__ = [
+    "PartitionPrune",
+    "PruneReport",
+    "below_watermark",
+    "plan_prune",
+    "prune",
+    "pruned_ranges",
+    "pruned_watermarks",
+]
 
 #: called with one event dict per step (``kind``: ``completed``, ``pruned``, ``held``)
 EventFn = Callable[[dict[str, Any]], None]
@@ -522,3 +530,23 @@ def prune(
         report.ranges.append(pp)
         emit({"kind": "pruned", **pp.to_json()})
     return report
+
+
+def pruned_watermarks(s: Session) -> dict[tuple[str, str, int], int]:
+    """Per partition: every offset up to this one (inclusive) was pruned (for the build)."""
+    from sqlalchemy import func
+
+    pr = PrunedRange
+    rows = s.execute(
+        select(pr.cluster, pr.topic, pr.partition, func.max(pr.last_offset)).group_by(
+            pr.cluster, pr.topic, pr.partition
+        )
+    )
+    return {(str(c), str(t), int(p)): int(hi) for c, t, p, hi in rows}
+
+
+def below_watermark(ref: Any, pruned_to: dict[tuple[str, str, int], int]) -> bool:
+    """Whether every offset of archived segment ``ref`` (a build's ``SegmentRef``) was pruned:
+    the build leaves such a version out (serving it would contradict ``pruned_ranges``)."""
+    hi = pruned_to.get(ref.partition_key)
+    return hi is not None and 0 <= ref.end_offset - 1 <= hi
