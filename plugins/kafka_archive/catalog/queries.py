@@ -32,8 +32,8 @@ from typing import Any
 from sqlalchemy import and_, func, select, true
 from sqlalchemy.orm import Session
 
+from kafka_archive.catalog.constants import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.extract import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.gaps import GapEntry, gaps
 from kafka_archive.catalog.holdings import ClusterHoldings, PartitionHoldings, clusters, topics
 from kafka_archive.catalog.models import (
