@@ -112,16 +112,27 @@ def _miniature(root: Path) -> None:
     for rule in floors.get("ignore_imports", []):
         importer, imported = (m.strip() for m in rule.split("->"))
         for module in (importer, imported):
-            parts = module.split(".")
-            for i in range(2, len(parts)):
-                init = root.joinpath(*parts[:i], "__init__.py")
-                if not init.exists():
-                    _write(init)
-            path = root.joinpath(*parts).with_suffix(".py")
-            if not path.exists():
-                _write(path)
+            _module(root, module)
         path = root.joinpath(*importer.split(".")).with_suffix(".py")
         path.write_text(path.read_text() + f"import {imported}\n")
+    # the platform modules other contracts name (e.g. the catalog's read side and write side)
+    for contract in _contracts().values():
+        for key in ("source_modules", "forbidden_modules"):
+            for module in contract.get(key, []):
+                if module.startswith("kafka_archive."):
+                    _module(root, module)
+
+
+def _module(root: Path, module: str) -> None:
+    """An empty ``module`` in the miniature (with its packages), unless it exists."""
+    parts = module.split(".")
+    for i in range(2, len(parts)):
+        init = root.joinpath(*parts[:i], "__init__.py")
+        if not init.exists():
+            _write(init)
+    path = root.joinpath(*parts).with_suffix(".py")
+    if not path.exists() and not root.joinpath(*parts, "__init__.py").exists():
+        _write(path)
 
 
 def test_a_miniature_of_the_layout_keeps_the_rules(tmp_path: Path) -> None:
@@ -147,6 +158,12 @@ def test_a_miniature_of_the_layout_keeps_the_rules(tmp_path: Path) -> None:
         ("kafka_archive/groups/f.py", "import kafka_archive.replay\n", "kafka_archive floors"),
         # a new module directly under kafka_archive that no floor names
         ("kafka_archive/newcomer.py", "", "kafka_archive floors"),
+        # the catalog's read side reaching into its write side
+        (
+            "kafka_archive/catalog/gaps.py",
+            "import kafka_archive.catalog.build\n",
+            "the catalog's queries (reads) never import",
+        ),
     ],
 )
 def test_the_contracts_catch_a_broken_rule(
