@@ -22,8 +22,11 @@ Each package owns its tables and their migrations: the catalog's Alembic revisio
 ``catalog/migrations/versions`` (branch ``catalog``), and a package that keeps tables in the
 catalog database keeps its revisions in ``kafka_archive/<package>/migrations/versions`` on a
 branch labelled with its name (``replay``). They share one Alembic environment (the catalog's)
-and one ``alembic_version`` table, which holds one row per branch head; :func:`version_locations`
-finds them by path, so the catalog imports nothing of those packages.
+and one ``alembic_version`` table (a row per branch head, except a head another row implies:
+:func:`head_versions`); :func:`version_locations` finds them by path, so the catalog imports
+nothing of those packages. The old single history (``0001_initial`` -> ``r0001_replay`` ->
+``g0001_followed_commits`` -> ``0002_integrity`` -> ``r0002_replay_lease``) survives as
+``depends_on`` links, so the one version row of a catalog made before still names what it holds.
 """
 
 from __future__ import annotations
