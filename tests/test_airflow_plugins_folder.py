@@ -6,7 +6,8 @@ excludes it. The folder holds the ``kafka_archive`` package, whose modules are n
 break when imported that way (the catalog's Alembic ``env.py``, the replay's ORM models a second
 time). The demo, the tests and the chart point Airflow at this folder, so this test loads it
 with Airflow's own plugin manager, in a subprocess with a fresh ``AIRFLOW_HOME``, and asserts
-no import errors, whatever the package layout becomes.
+no import errors, whatever the package layout becomes, under both syntaxes Airflow reads
+``.airflowignore`` with (``[core] dag_ignore_file_syntax``: glob, the default, or regexp).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.airflow import airflow_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -35,9 +37,13 @@ print("RESULT " + json.dumps({
 """
 
 
-def test_airflow_loads_the_plugins_folder_without_import_errors(tmp_path: Path) -> None:
+@pytest.mark.parametrize("syntax", ["glob", "regexp"])
+def test_airflow_loads_the_plugins_folder_without_import_errors(
+    syntax: str, tmp_path: Path
+) -> None:
     env = airflow_env(tmp_path)
     env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(PLUGINS)
+    env["AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX"] = syntax
     proc = subprocess.run(
         [sys.executable, "-c", _LOAD],
         env=env,
