@@ -52,10 +52,10 @@ __all__ = [
     "PartitionMapping",
     "PartitionPlan",
     "PlanSource",
+    "PlannedSegment",
     "Position",
     "ReplayPlan",
     "ReplaySpec",
-    "SegmentRef",
     "TargetSpec",
     "build_plan",
     "parse_position",
@@ -324,8 +324,9 @@ class ReplayPlan(_Frozen):
         return cls.model_validate_json(text)
 
 
-class SegmentRef(_Frozen):
-    """What the catalog knows about one archived segment object (for planning).
+class PlannedSegment(_Frozen):
+    """What the catalog knows about one archived segment object, as the replay plans with it
+    (not the catalog builder's ``SegmentRef``, its reference to a manifest to extract).
 
     ``index`` holds sparse ``(offset, position)`` pairs: a batch containing or following
     ``offset`` starts at or after byte ``position`` - the catalog's sparse time index gives
@@ -366,7 +367,7 @@ class PlanSource(Protocol):
         """The source topic's partition count (for --create-topic and mapping checks)."""
         ...
 
-    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[SegmentRef]:
+    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[PlannedSegment]:
         """The partition's archived segments in offset order, without overlaps."""
         ...
 
@@ -412,7 +413,7 @@ def _resolve(
 
 
 def _ranges(
-    segments: Sequence[SegmentRef], start: int, end: int
+    segments: Sequence[PlannedSegment], start: int, end: int
 ) -> tuple[list[ObjectRange], list[ObjectRange], int]:
     objects: list[ObjectRange] = []
     tail: list[ObjectRange] = []
@@ -450,7 +451,7 @@ def _ranges(
     return objects, tail, nbytes
 
 
-def _spans(segments: Sequence[SegmentRef], start: int, end: int) -> int:
+def _spans(segments: Sequence[PlannedSegment], start: int, end: int) -> int:
     total = 0
     for seg in segments:
         lo = max(seg.base_offset, start)
