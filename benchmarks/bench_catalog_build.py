@@ -233,12 +233,12 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
     """Where the time goes (see the module docstring); medians in ms."""
     import hashlib
 
-    from kafka_archive.catalog import build as build_mod
-    from kafka_archive.catalog import extract as extract_mod
     from kafka_archive.catalog._manifests import list_manifests, read_refs
     from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.build import driver as driver_mod
+    from kafka_archive.catalog.build import tasks as tasks_mod
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.catalog.extract import SegmentExtractor, extract_object
+    from kafka_archive.catalog.extract import SegmentExtractor, extract_object, speedups
     from kafka_archive.catalog.integrity import crc32c_update
     from kafka_archive.store.base import read_view
 
@@ -277,12 +277,12 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
             fn(read_view(store, r.object_key, pos, min(r.size, pos + CHUNK)))
 
     def header_path(verify: str) -> None:
-        saved = extract_mod._summarize
-        extract_mod._summarize = None
+        saved = speedups.summarize
+        speedups.summarize = None
         try:
             extract(verify)
         finally:
-            extract_mod._summarize = saved
+            speedups.summarize = saved
 
     items: dict[str, Callable[[], object]] = {
         "read": reads,
@@ -312,9 +312,9 @@ def breakdown(store: Any, store_uri: str, tmp: Path, reps: int, spark: Any) -> d
 
     targets = {
         "read_refs": manifests_mod,
-        "run_extract_task": build_mod,
-        "_plan": build_mod,
-        "_write_partition": build_mod,
+        "run_extract_task": tasks_mod,
+        "plan_partitions": driver_mod,
+        "write_partition": driver_mod,
     }
     phases: dict[str, dict[str, float]] = {}
     for verify in ("crc32c", "crc32c-only"):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from kafka_archive.archive import run_archive
-from kafka_archive.catalog.build import SegmentRef, build_catalog
+from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.queries import (
     CatalogQueryError,
@@ -33,6 +33,7 @@ from kafka_archive.catalog.queries import (
     stats,
     topics,
 )
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore, open_store
 from sqlalchemy import text
 from support.catalog_data import (

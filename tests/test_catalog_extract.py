@@ -15,7 +15,6 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka_archive.catalog import extract as extract_mod
 from kafka_archive.catalog.chain import (
     Version,
     compute_pieces,
@@ -23,7 +22,13 @@ from kafka_archive.catalog.chain import (
     find_overlaps,
     running_max,
 )
-from kafka_archive.catalog.extract import SegmentExtract, SegmentExtractor, extract_segment
+from kafka_archive.catalog.extract import (
+    SegmentExtract,
+    SegmentExtractor,
+    extract_segment,
+    speedups,
+)
+from kafka_archive.catalog.extract import fast_path as fast_path_mod
 from kafka_archive.catalog.integrity import ObjectChecksum
 from support.catalog_data import START_MS, History, write_history
 
@@ -198,8 +203,8 @@ _EVERYTHING = [(0, 1 << 62)]
 def fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test with the compiled summary (the default) and without it (header scan)."""
     if request.param == "headers":
-        monkeypatch.setattr(extract_mod, "_summarize", None)
-    elif extract_mod._summarize is None:  # pragma: no cover - depends on the build
+        monkeypatch.setattr(speedups, "summarize", None)
+    elif speedups.summarize is None:  # pragma: no cover - depends on the build
         pytest.skip("segment_lib._summary is not built (or no hardware CRC-32C)")
     return str(request.param)
 
@@ -236,7 +241,7 @@ def test_fast_path_equals_general_path(
     history: History, monkeypatch: pytest.MonkeyPatch, window: int | None, fast_path: str
 ) -> None:
     if window is not None:  # windows smaller than a batch, and cutting batches everywhere
-        monkeypatch.setattr(extract_mod, "_WINDOW", window)
+        monkeypatch.setattr(fast_path_mod, "_WINDOW", window)
     rng = random.Random(window or 0)
     checked = 0
     for (topic, _part), d in sorted(history.dirs.items()):
@@ -310,7 +315,7 @@ def test_extractor_checksum_sees_every_byte_once(
 ) -> None:
     """Also when the compiled summary continues the CRC-32C itself (in the same pass as the
     batch CRCs, or alone with ``batch_crc=False``) and hands parts back to Python."""
-    monkeypatch.setattr(extract_mod, "_WINDOW", 1000)
+    monkeypatch.setattr(fast_path_mod, "_WINDOW", 1000)
     data = b"".join(s.read_bytes() for s in _segments(history, "orders", 2)[:1])
     for topic in ("orders", "__consumer_offsets"):  # the fast and the general path
         for chunk in (1, 333, 4096, len(data)):

@@ -22,7 +22,7 @@ from typing import Any
 
 import crc32c
 import pytest
-from kafka_archive.catalog.build import SegmentRef, build_catalog, refs_from_manifests
+from kafka_archive.catalog.build import build_catalog, refs_from_manifests
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.extract import extract_object
 from kafka_archive.catalog.integrity import (
@@ -31,6 +31,7 @@ from kafka_archive.catalog.integrity import (
     crc32c_update,
     locate_single_byte_error,
 )
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore, open_store
 from sqlalchemy import text
 from support.catalog_data import archived_history, dump_catalog

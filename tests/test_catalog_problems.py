@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from kafka_archive.archive import run_archive
 from kafka_archive.archive.layout import manifest_key
-from kafka_archive.catalog.build import SegmentRef, build_catalog, refs_from_manifests
+from kafka_archive.catalog.build import build_catalog, refs_from_manifests
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import BuildRun
 from kafka_archive.catalog.queries import gaps, topics
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.catalog.verify import verify_catalog
 from kafka_archive.store import open_store
 from sqlalchemy import text

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka_archive.catalog.build import SegmentRef, build_catalog
+from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.queries import gaps, offsets_for_time
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore, open_store
 from support.catalog_data import (
     START_MS,

@@ -55,6 +55,7 @@ READ_ONLY = {
     ("catalog", "group-offsets"),
     ("catalog", "clusters"),
     ("replay", "status"),
+    ("settings",),
 }
 
 

@@ -141,13 +141,12 @@ def test_root_help_lines_match_the_commands() -> None:
 
 def test_packaged_heads_match_alembic() -> None:
     """The cheap head check (version files read as text) agrees with Alembic itself."""
-    from alembic.config import Config
     from alembic.script import ScriptDirectory
-    from kafka_archive.catalog.db import _MIGRATIONS
+    from kafka_archive.catalog.db import alembic_config
 
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_MIGRATIONS))
-    assert packaged_heads() == frozenset(ScriptDirectory.from_config(cfg).get_heads())
+    heads = frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+    assert packaged_heads() == heads
+    assert len(heads) == 2  # one per branch: the catalog's and the replay's
 
 
 def test_store_package_imports_no_s3_sdk() -> None:

@@ -49,7 +49,7 @@ def test_write_that_reads_back_differently_is_not_published(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The temp file is re-read before the rename; a mismatch must not reach the key."""
-    import kafka_archive.store.local as local_module
+    import kafka_archive.store.local.store as local_module
     from kafka_archive.store._digest import SourceDigest
 
     store = LocalStore(tmp_path)

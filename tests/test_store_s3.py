@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kafka_archive.store.s3 as s3_module
+import kafka_archive.store.s3.store as s3_store_module
 import pytest
 from kafka_archive.store import (
     IntegrityError,
@@ -147,7 +147,7 @@ def test_source_changing_during_upload_is_detected(
     store = make_s3_store()
     path, data = big
     path.write_bytes(data[:size])
-    real_digest_file = s3_module.digest_file  # type: ignore[attr-defined]
+    real_digest_file = s3_store_module.digest_file
 
     def digest_then_modify(p: str, part_size: int | None = None) -> SourceDigest:
         digest = real_digest_file(p, part_size)
@@ -160,7 +160,7 @@ def test_source_changing_during_upload_is_detected(
                 f.write(b"appended")
         return digest
 
-    monkeypatch.setattr(s3_module, "digest_file", digest_then_modify)
+    monkeypatch.setattr(s3_store_module, "digest_file", digest_then_modify)
     with pytest.raises(IntegrityError, match="does not match the source"):
         store.put_file("seg", path)
     assert store.head("seg") is None

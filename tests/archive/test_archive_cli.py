@@ -176,3 +176,16 @@ def test_symlink_loop_in_a_log_dir_is_a_skipped_item(
     loops = [s for s in report["skipped_items"] if s["reason"] == "symlink"]
     assert {Path(s["path"]).name for s in loops} == {"loop-a", "loop-b"}
     assert all("loop" in s["detail"] for s in loops)
+
+
+def test_a_bad_cluster_name_leaves_nothing_behind(
+    cluster: Cluster, local_store: LocalStore, tmp_path: Path
+) -> None:
+    """Found by the CLI fuzz: input is checked before the state dir's caches are opened."""
+    state = tmp_path / "state"
+    state.mkdir()
+    args = ["archive", "--cluster", ":", "--broker-id", "1", "--log-dir", cluster.dirs(1)[0]]
+    result = runner.invoke(app, [*args, "--store", local_store.uri, "--state-dir", str(state)])
+    assert result.exit_code == 2, result.output
+    assert "cluster name" in result.output
+    assert list(state.iterdir()) == []

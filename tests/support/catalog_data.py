@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_archive.catalog.build import SegmentRef
 from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore
 from sqlalchemy import text
 

@@ -39,6 +39,7 @@ __all__ = [
     "SEGMENT_EXTENSIONS",
     "ManifestKey",
     "ObjectExtension",
+    "check_cluster",
     "cluster_prefix",
     "manifest_key",
     "manifest_prefix",
@@ -92,7 +93,8 @@ class ManifestKey(NamedTuple):
     sha16: str
 
 
-def _check_cluster(cluster: str) -> str:
+def check_cluster(cluster: str) -> str:
+    """``cluster`` if it can name a cluster in the store's keys, else ValueError."""
     if not isinstance(cluster, str) or _CLUSTER_RE.fullmatch(cluster) is None:
         raise ValueError(
             f"cluster name {cluster!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (max 200 chars)"
@@ -141,7 +143,7 @@ def topic_from_key_segment(segment: str) -> str:
 
 def cluster_prefix(cluster: str) -> str:
     """``<cluster>/``: everything archived for one cluster."""
-    return f"{_check_cluster(cluster)}/"
+    return f"{check_cluster(cluster)}/"
 
 
 def topic_prefix(cluster: str, topic: str) -> str:

@@ -86,9 +86,14 @@ def run_archive(
 
     Manifests already in the store are consulted, so ranges archived from another broker are
     skipped (``other_replica``) and segments archived before are not touched.
+
+    Raises:
+        ValueError: ``cluster`` cannot name a cluster (checked before anything is written).
     """
+    from kafka_archive.archive.layout import check_cluster
     from kafka_archive.archive.manifest import utc_now
 
+    check_cluster(cluster)  # before any cache is opened: bad input leaves nothing behind
     started = utc_now()
     progress = progress or Progress()
     with DigestCache(state_dir) as digests:

@@ -1,4 +1,4 @@
-"""The archive's manifests as :class:`~kafka_archive.catalog.build.SegmentRef` s.
+"""The archive's manifests as :class:`~kafka_archive.catalog.refs.SegmentRef` s.
 
 Listing is one pass over the store (manifest keys carry cluster, topic and partition), so the
 build can skip manifests it has cataloged before without fetching them; only new manifests are
@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kafka_archive.archive.layout import cluster_prefix, parse_manifest_key
 from kafka_archive.archive.manifest import InvalidManifest, SegmentManifest, read_manifest
 from kafka_archive.catalog.problems import Problem
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import IntegrityError, LocalStore, ObjectStore, StoreError
-
-if TYPE_CHECKING:
-    from kafka_archive.catalog.build import SegmentRef
 
 __all__ = [
     "ListedManifest",
@@ -26,6 +24,7 @@ __all__ = [
     "read_refs",
     "read_refs_checked",
     "ref_from_manifest",
+    "refs_from_manifests",
 ]
 
 
@@ -49,8 +48,6 @@ def list_manifests(store: ObjectStore, cluster: str | None) -> Iterator[ListedMa
 
 
 def ref_from_manifest(m: SegmentManifest, key: str) -> SegmentRef:
-    from kafka_archive.catalog.build import SegmentRef
-
     log = m.log_file
     return SegmentRef(
         cluster=m.cluster,
@@ -84,6 +81,12 @@ def read_refs(
             raise item
         out.append(item)
     return out
+
+
+def refs_from_manifests(store: ObjectStore, cluster: str | None = None) -> list[SegmentRef]:
+    """Every archived segment of ``cluster`` (all clusters when ``None``), from the archive's
+    manifests."""
+    return read_refs(store, list_manifests(store, cluster))
 
 
 class ManifestReading(NamedTuple):

@@ -7,7 +7,7 @@
 * ``postgresql://user:pass@host:port/db`` (driven by psycopg 3; ``postgresql+psycopg://`` is
   accepted as is).
 
-and brings the schema to the newest Alembic revision before returning, so every caller sees the
+and brings the schema to the newest Alembic revisions before returning, so every caller sees the
 same tables. SQLite connections use WAL journaling (readers never block the builder), a busy
 timeout, and foreign keys on.
 
@@ -17,6 +17,16 @@ offsets follower, the demo). Without it, a location that holds no catalog is a t
 :class:`CatalogError` naming the location (password hidden) with a hint, so a mistyped
 ``--db`` of a query command is reported instead of silently answering from an empty catalog.
 A catalog of an older schema is upgraded (that is a migration, not a creation).
+
+Each package owns its tables and their migrations: the catalog's Alembic revisions are in
+``catalog/migrations/versions`` (branch ``catalog``), and a package that keeps tables in the
+catalog database keeps its revisions in ``kafka_archive/<package>/migrations/versions`` on a
+branch labelled with its name (``replay``). They share one Alembic environment (the catalog's)
+and one ``alembic_version`` table (a row per branch head, except a head another row implies:
+:func:`head_versions`); :func:`version_locations` finds them by path, so the catalog imports
+nothing of those packages. The old single history (``0001_initial`` -> ``r0001_replay`` ->
+``g0001_followed_commits`` -> ``0002_integrity`` -> ``r0002_replay_lease``) survives as
+``depends_on`` links, so the one version row of a catalog made before still names what it holds.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from kafka_archive.redact import redact_text, redact_url
+from kafka_archive.settings import env_var, load_settings
 
 __all__ = [
     "DB_ENV",
@@ -42,15 +53,21 @@ __all__ = [
     "CatalogNotFound",
     "CatalogUnavailable",
     "NotACatalog",
+    "alembic_config",
+    "head_versions",
     "normalize_url",
     "open_catalog",
+    "packaged_heads",
     "upgrade",
+    "version_locations",
 ]
 
 #: environment variable naming the catalog when ``--db`` is not given
-DB_ENV = "KAFKA_ARCHIVE_DB"
+DB_ENV = env_var("db")
 
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+#: the ``kafka_archive`` package directory
+_PACKAGES = Path(__file__).resolve().parent.parent
 
 
 def normalize_url(url: str | os.PathLike[str]) -> str:
@@ -123,57 +140,128 @@ def _engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run the packaged Alembic migrations up to ``revision`` on ``engine``."""
-    # Alembic (and Mako, which it pulls in) costs more to import than a whole catalog query:
-    # only a catalog that really needs a migration pays for it (see :func:`_at_head`).
-    from alembic import command
+@cache
+def version_locations() -> tuple[Path, ...]:
+    """The folders of Alembic revisions of the catalog database: the catalog's own, then every
+    other package's ``migrations/versions`` (see the module docstring), found by path."""
+    own = _MIGRATIONS / "versions"
+    others = sorted(p for p in _PACKAGES.glob("*/migrations/versions") if p.is_dir() and p != own)
+    return (own, *others)
+
+
+def alembic_config() -> Any:
+    """An Alembic ``Config`` for the catalog database: the catalog's environment, every
+    package's revisions (:func:`version_locations`)."""
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
+    cfg.set_main_option("path_separator", "os")
+    cfg.set_main_option("version_locations", os.pathsep.join(map(str, version_locations())))
+    return cfg
+
+
+def upgrade(engine: Engine, revision: str = "heads") -> None:
+    """Run the packaged Alembic migrations up to ``revision`` on ``engine`` (default: every
+    branch to its head; ``"<branch>@head"`` or a revision id for less)."""
+    # Alembic (and Mako, which it pulls in) costs more to import than a whole catalog query:
+    # only a catalog that really needs a migration pays for it (see :func:`_at_head`).
+    from alembic import command
+
+    cfg = alembic_config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
 
 
-_REVISION_LINE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
+_REVISION_LINE = re.compile(
+    r"^(down_revision|revision|depends_on)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M
+)
 _QUOTED = re.compile(r"""^["']([^"']+)["']$""")
+
+
+class _NotSimple(Exception):
+    """A version file whose revision fields are not plain strings or ``None``."""
+
+
+def _name(value: str | None) -> str | None:
+    """The revision named by a field's source text (``"x"`` or ``None``)."""
+    if value is None:
+        raise _NotSimple
+    if value == "None":
+        return None
+    quoted = _QUOTED.match(value)
+    if quoted is None:
+        raise _NotSimple
+    return quoted.group(1)
+
+
+@cache
+def _packaged_graph() -> dict[str, tuple[str | None, str | None]] | None:
+    """``revision -> (down_revision, depends_on)`` of every packaged version file, read as text
+    (``revision = "..."`` / ``down_revision = "..."`` / ``depends_on = "..."``) in every
+    :func:`version_locations` folder, without importing Alembic; ``None`` when a file does not
+    have that simple shape (a merge revision's tuple, a computed value, ...)."""
+    graph: dict[str, tuple[str | None, str | None]] = {}
+    for path in sorted(p for folder in version_locations() for p in folder.glob("*.py")):
+        fields = {m[1]: m[2] for m in _REVISION_LINE.finditer(path.read_text("utf-8"))}
+        if not fields:
+            continue  # __init__.py and helpers
+        try:
+            rev = _name(fields.get("revision"))
+            down = _name(fields.get("down_revision"))
+            dep = _name(fields.get("depends_on", "None"))
+        except _NotSimple:
+            return None
+        if rev is None:
+            return None
+        graph[rev] = (down, dep)
+    return graph or None
 
 
 @cache
 def packaged_heads() -> frozenset[str] | None:
-    """The head revision(s) of the packaged migrations, read from the version files' text
-    (``revision = "..."`` / ``down_revision = "..."``) without importing Alembic.
+    """The head revisions of the packaged migrations (one per branch: ``depends_on`` does not
+    make a revision a parent), from :func:`_packaged_graph`.
 
-    ``None`` when a file does not have that simple shape (a merge revision's tuple, a computed
-    value, ...): callers then let Alembic decide. tests/test_cli_imports.py checks the answer
-    equals Alembic's own ``heads``."""
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for path in sorted((_MIGRATIONS / "versions").glob("*.py")):
-        fields = {m[1]: m[2] for m in _REVISION_LINE.finditer(path.read_text("utf-8"))}
-        if not fields:
-            continue  # __init__.py and helpers
-        rev = _QUOTED.match(fields.get("revision", ""))
-        down = fields.get("down_revision")
-        if rev is None or down is None:
-            return None
-        revisions.add(rev.group(1))
-        if down != "None":
-            parent = _QUOTED.match(down)
-            if parent is None:
-                return None
-            parents.add(parent.group(1))
-    heads = frozenset(revisions - parents)
+    ``None`` when a version file is not that simple: callers then let Alembic decide.
+    tests/test_cli_imports.py checks the answer equals Alembic's own ``heads``."""
+    graph = _packaged_graph()
+    if graph is None:
+        return None
+    heads = frozenset(set(graph) - {down for down, _dep in graph.values() if down is not None})
     return heads or None
 
 
+@cache
+def head_versions() -> frozenset[str] | None:
+    """What Alembic's version table holds when every branch is at its head: the
+    :func:`packaged_heads` less those another head descends from through ``down_revision`` or
+    ``depends_on`` (Alembic keeps no row for a revision that a newer row implies).
+    tests/test_catalog_migrations.py checks it against catalogs Alembic upgraded."""
+    graph, heads = _packaged_graph(), packaged_heads()
+    if graph is None or heads is None:
+        return None
+
+    def ancestors(rev: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [p for p in graph.get(rev, (None, None)) if p is not None]
+        while todo:
+            cur = todo.pop()
+            if cur not in seen:
+                seen.add(cur)
+                todo.extend(p for p in graph.get(cur, (None, None)) if p is not None)
+        return seen
+
+    implied = set().union(*(ancestors(h) for h in heads))
+    return frozenset(heads - implied)
+
+
 def _at_head(engine: Engine) -> bool:
-    """Is the schema already at the packaged head? One ``SELECT`` on Alembic's version table
+    """Is the schema already at the packaged heads? One ``SELECT`` on Alembic's version table
     (the common case for every query command); any doubt answers ``False`` so that Alembic
     runs and decides, as it always did."""
-    heads = packaged_heads()
+    heads = head_versions()
     if heads is None:
         return False
     try:
@@ -250,8 +338,8 @@ def _check_schema(engine: Engine, shown: str, create: bool) -> None:
 def open_catalog(
     url: str | os.PathLike[str] | None = None, *, migrate: bool = True, create: bool = False
 ) -> Catalog:
-    """Open the catalog at ``url`` (or ``$KAFKA_ARCHIVE_DB``) and bring its schema to the
-    newest revision (unless ``migrate=False``).
+    """Open the catalog at ``url`` (or the ``db`` setting) and bring its schema to the
+    newest revisions of every branch (unless ``migrate=False``).
 
     ``create``: make the catalog (its SQLite file and parent directories, its tables) when it
     does not exist yet. Only writers that own the catalog pass it (``catalog build``, the
@@ -266,7 +354,7 @@ def open_catalog(
     Every message shows the URL with its password hidden.
     """
     if url is None:
-        url = os.environ.get(DB_ENV)
+        url = load_settings().db
         if not url:
             raise CatalogConfigError(
                 f"no catalog given: pass a URL or set {DB_ENV}",

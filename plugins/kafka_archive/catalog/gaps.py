@@ -16,10 +16,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from kafka_archive.catalog.build import version_of_segment
 from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import Partition, Segment
+from kafka_archive.catalog.query_errors import CatalogQueryError
+from kafka_archive.catalog.versions import version_of_segment
 
 __all__ = ["SEVERITIES", "GapEntry", "gaps", "severity_of"]
 
@@ -93,8 +94,6 @@ class GapEntry:
 
 def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEntry]:
     """Coverage problems of ``cluster`` (one topic or all), in topic/partition/offset order."""
-    from kafka_archive.catalog.queries import CatalogQueryError  # it re-exports this module
-
     out: list[GapEntry] = []
     with catalog.session() as s:
         q = select(Partition).where(Partition.cluster == cluster)

@@ -27,6 +27,7 @@ from sqlalchemy import func, or_, select
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.gaps import gaps
 from kafka_archive.catalog.models import BuildRun, ChainPiece, HistogramBucket, Partition, Segment
+from kafka_archive.catalog.query_errors import CatalogQueryError
 
 __all__ = ["ClusterHoldings", "PartitionHoldings", "clusters", "topics"]
 
@@ -93,8 +94,6 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
     with no segments. Problems not tied to a partition (an unreadable manifest whose key names
     none) are only in ``catalog gaps``.
     """
-    from kafka_archive.catalog.queries import CatalogQueryError  # it re-exports this module
-
     sg = Segment
     serving = sg.status.in_(("canonical", "partial"))
     found = gaps(catalog, cluster) if _has_anything(catalog, cluster) else []

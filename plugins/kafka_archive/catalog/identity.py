@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 from kafka_archive.archive.layout import parse_manifest_key, topic_from_key_segment
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.build import SegmentRef
     from kafka_archive.catalog.extract import SegmentStats
+    from kafka_archive.catalog.refs import SegmentRef
 
 __all__ = ["LogKey", "content_mismatch", "key_mismatch", "parse_log_key"]
 

@@ -47,8 +47,8 @@ from sqlalchemy.orm import Session
 from kafka_archive.catalog.models import BuildRun, IntegrityProblem
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.build import SegmentRef
     from kafka_archive.catalog.db import Catalog
+    from kafka_archive.catalog.refs import SegmentRef
 
 __all__ = [
     "HEARTBEAT_MS",

@@ -29,11 +29,11 @@ from typing import Any
 from sqlalchemy import select
 
 from kafka_archive.archive.manifest import InvalidManifest, read_manifest
-from kafka_archive.catalog.build import SegmentRef
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.integrity import ObjectIntegrityError
 from kafka_archive.catalog.models import Partition, Segment
 from kafka_archive.catalog.problems import Problem, clear_problems, record_problems
+from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import IntegrityError, ObjectNotFound, ObjectStore
 from segment_lib.errors import SegmentError
 

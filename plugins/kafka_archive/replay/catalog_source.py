@@ -28,7 +28,7 @@ from kafka_archive.catalog.models import ChainPiece, Partition, Segment, TimeInd
 from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_time
 from kafka_archive.replay.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.errors import UnknownTopicError
-from kafka_archive.replay.plan import SegmentRef
+from kafka_archive.replay.plan import PlannedSegment
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]
@@ -80,7 +80,7 @@ class CatalogPlanSource:
             raise UnknownTopicError(f"the catalog holds no topic {topic!r} of cluster {cluster!r}")
         return int(top) + 1
 
-    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[SegmentRef]:
+    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[PlannedSegment]:
         with self.catalog.session() as s:
             pid = s.scalar(
                 select(Partition.id).where(
@@ -111,10 +111,10 @@ class CatalogPlanSource:
         by_segment: dict[int, list[tuple[int, int]]] = {}
         for seg_id, start, byte_start in index_rows:
             by_segment.setdefault(int(seg_id), []).append((int(start), int(byte_start)))
-        out: list[SegmentRef] = []
+        out: list[PlannedSegment] = []
         for lo, hi, seg in pieces:
             out.append(
-                SegmentRef(
+                PlannedSegment(
                     key=seg.object_key,
                     base_offset=int(lo),
                     last_offset=int(hi),

@@ -3,8 +3,8 @@
 They are a *mirror* of what the target cluster holds authoritatively (the progress topic, see
 :mod:`kafka_archive.replay.progress`), written after each committed transaction, for display
 (``replay status``), for ``translate-group`` and as a fast path on resume. The schema is created by
-the Alembic revision ``r0001_replay`` in the catalog's migrations folder; these classes must
-match it.
+the replay's own Alembic revisions (``replay/migrations/versions``, branch ``replay``, run in the
+catalog database by :func:`kafka_archive.catalog.db.open_catalog`); these classes must match it.
 
 * ``replay_runs``: one row per replay id: the plan (JSON), status, timestamps.
 * ``replay_progress``: per (replay, source partition): the newest mirrored progress record and

@@ -53,10 +53,10 @@ __all__ = [
     "PartitionMapping",
     "PartitionPlan",
     "PlanSource",
+    "PlannedSegment",
     "Position",
     "ReplayPlan",
     "ReplaySpec",
-    "SegmentRef",
     "TargetSpec",
     "build_plan",
     "parse_position",
@@ -325,8 +325,9 @@ class ReplayPlan(_Frozen):
         return cls.model_validate_json(text)
 
 
-class SegmentRef(_Frozen):
-    """What the catalog knows about one archived segment object (for planning).
+class PlannedSegment(_Frozen):
+    """What the catalog knows about one archived segment object, as the replay plans with it
+    (not the catalog builder's ``SegmentRef``, its reference to a manifest to extract).
 
     ``index`` holds sparse ``(offset, position)`` pairs: a batch containing or following
     ``offset`` starts at or after byte ``position`` - the catalog's sparse time index gives
@@ -367,7 +368,7 @@ class PlanSource(Protocol):
         """The source topic's partition count (for --create-topic and mapping checks)."""
         ...
 
-    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[SegmentRef]:
+    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[PlannedSegment]:
         """The partition's archived segments in offset order, without overlaps."""
         ...
 
@@ -413,7 +414,7 @@ def _resolve(
 
 
 def _ranges(
-    segments: Sequence[SegmentRef], start: int, end: int
+    segments: Sequence[PlannedSegment], start: int, end: int
 ) -> tuple[list[ObjectRange], list[ObjectRange], int]:
     objects: list[ObjectRange] = []
     tail: list[ObjectRange] = []
@@ -451,7 +452,7 @@ def _ranges(
     return objects, tail, nbytes
 
 
-def _spans(segments: Sequence[SegmentRef], start: int, end: int) -> int:
+def _spans(segments: Sequence[PlannedSegment], start: int, end: int) -> int:
     total = 0
     for seg in segments:
         lo = max(seg.base_offset, start)
@@ -489,7 +490,7 @@ def _requested(pos: Position | None, partition: int) -> int | None:
     return pos.value
 
 
-def _asked_before(pos: Position, partition: int, log_start: int, first: SegmentRef) -> bool:
+def _asked_before(pos: Position, partition: int, log_start: int, first: PlannedSegment) -> bool:
     """Whether ``pos`` names an offset or a moment before the partition's retained span (the
     plan starts at the first retained offset instead)."""
     if pos.kind == "offset":

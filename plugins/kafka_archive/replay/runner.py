@@ -36,8 +36,8 @@ from kafka_archive.replay.completeness import (
 )
 from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
 from kafka_archive.replay.errors import ReplayError, ReplayTargetError
-from kafka_archive.replay.lease import ReplayLease
 from kafka_archive.replay.ledger import ReplayLedger
+from kafka_archive.replay.lifecycle import replay_run
 from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
 from kafka_archive.replay.progress import (
     CLIENT_DEFAULTS,
@@ -224,8 +224,7 @@ def execute(
     ``ledger``, a replay another live run holds (:class:`~.lease.ReplayBusyError`).
     """
     require_complete(plan)
-
-    def run() -> ReplayReport:
+    with replay_run(plan, ledger):
         return _execute(
             plan,
             store=store,
@@ -238,15 +237,8 @@ def execute(
             producer_config=producer_config,
         )
 
-    if ledger is None:
-        return run()
-    # one live run per replay id (a second identical run is refused, see .lease)
-    with ReplayLease(ledger.engine, plan.replay_id):
-        return run()
 
-
-# TODO(issue 11): split: the ledger lifecycle moves to the replay service
-def _execute(  # noqa: C901
+def _execute(
     plan: ReplayPlan,
     *,
     store: ObjectStore,
@@ -299,9 +291,6 @@ def _execute(  # noqa: C901
         assert pending is not None
         pending.target_partitions = target.partitions
         pending.claim = claim
-    if ledger is not None:
-        ledger.register(plan)
-        ledger.set_status(plan.replay_id, "running")
     prepared: dict[int, Future[None]] = {}
     lock = threading.Lock()
 
@@ -338,13 +327,8 @@ def _execute(  # noqa: C901
             except BaseException as exc:  # collected, re-raised below
                 errors.append(exc)
     if errors:
-        if ledger is not None:
-            ledger.set_status(plan.replay_id, "failed", error=str(errors[0]))
         raise errors[0]
-    report = build_report(plan, results, time.monotonic() - started)
-    if ledger is not None:
-        ledger.set_status(plan.replay_id, final_status(plan.has_holes))
-    return report
+    return build_report(plan, results, time.monotonic() - started)
 
 
 def build_report(

@@ -1,7 +1,7 @@
 """Plan sources that do not need the SQL catalog: segment lists held in memory.
 
 :class:`SegmentsPlanSource` implements :class:`~kafka_archive.replay.plan.PlanSource` over
-:class:`~kafka_archive.replay.plan.SegmentRef` lists (what the catalog's segment summaries hold)
+:class:`~kafka_archive.replay.plan.PlannedSegment` lists (what the catalog's segment summaries hold)
 and answers ``offset_for_time`` by scanning the archived objects (ListOffsets semantics: the first
 record, in offset order, whose timestamp is >= T). The catalog's own source answers the same
 questions from SQL plus at most one ranged read; this one serves tests, benchmarks and replays
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kafka_archive.replay.errors import UnknownTopicError
-from kafka_archive.replay.plan import SegmentRef
+from kafka_archive.replay.plan import PlannedSegment
 from kafka_archive.store.base import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -30,8 +30,8 @@ def segment_ref_from_bytes(
     *,
     txn_index_key: str | None = None,
     index_every_bytes: int = 1 << 20,
-) -> SegmentRef:
-    """Summarise one ``.log`` segment's bytes (CRC-checked) into a :class:`SegmentRef`, with a
+) -> PlannedSegment:
+    """Summarise one ``.log`` segment's bytes (CRC-checked) into a :class:`PlannedSegment`, with a
     sparse ``(offset, position)`` index entry every ``index_every_bytes``."""
     base = last = -1
     first_ts: int | None = None
@@ -56,7 +56,7 @@ def segment_ref_from_bytes(
         raise exc.with_location(key) from exc
     if base < 0:
         raise ValueError(f"segment {key} holds no batches")
-    return SegmentRef(
+    return PlannedSegment(
         key=key,
         base_offset=base,
         last_offset=last,
@@ -74,7 +74,7 @@ class SegmentsPlanSource:
 
     Args:
         store: the object store holding the segments' bytes.
-        segments: ``{(cluster, topic, partition): [SegmentRef, ...]}`` in offset order.
+        segments: ``{(cluster, topic, partition): [PlannedSegment, ...]}`` in offset order.
         partition_counts: the source topics' partition counts (default: partitions seen).
         cluster_ids: Kafka cluster ids of the archived clusters, if known.
     """
@@ -82,7 +82,7 @@ class SegmentsPlanSource:
     def __init__(
         self,
         store: ObjectStore,
-        segments: Mapping[tuple[str, str, int], Sequence[SegmentRef]],
+        segments: Mapping[tuple[str, str, int], Sequence[PlannedSegment]],
         *,
         partition_counts: Mapping[tuple[str, str], int] | None = None,
         cluster_ids: Mapping[str, str] | None = None,
@@ -101,7 +101,7 @@ class SegmentsPlanSource:
     def partition_count(self, cluster: str, topic: str) -> int:
         return self._counts.get((cluster, topic), max(self.partitions(cluster, topic)) + 1)
 
-    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[SegmentRef]:
+    def segments(self, cluster: str, topic: str, partition: int) -> Sequence[PlannedSegment]:
         try:
             return self._segments[(cluster, topic, partition)]
         except KeyError:
@@ -141,12 +141,12 @@ class SegmentsPlanSource:
         ``store`` under ``<prefix>/<cluster>/<topic>/<partition>/`` and return a source over
         them. Meant for tests, benchmarks and one-off replays of a log-dir copy; the archive
         DAG is the production path."""
-        segments: dict[tuple[str, str, int], list[SegmentRef]] = {}
+        segments: dict[tuple[str, str, int], list[PlannedSegment]] = {}
         for d in partition_dirs:
             path = Path(d)
             parsed = parse_partition_dir_name(path.name)
             topic, partition = parsed.topic, parsed.partition
-            refs: list[SegmentRef] = []
+            refs: list[PlannedSegment] = []
             for log in sorted(path.glob("*.log")):
                 data = log.read_bytes()
                 if not data:

@@ -100,7 +100,8 @@ class ArchiveService:
         progress: Progress | None = None,
     ) -> ArchiveReport:
         """Archive the rolled segments of one broker's log dirs into ``store`` (see
-        :func:`kafka_archive.archive.runner.run_archive`)."""
+        :func:`kafka_archive.archive.runner.run_archive`). Digests and manifests are cached
+        only in a ``state_dir`` the settings name (a one-off run keeps nothing behind)."""
         from kafka_archive.archive.runner import run_archive
 
         return run_archive(
@@ -110,7 +111,7 @@ class ArchiveService:
             store=store,
             dry_run=dry_run,
             concurrency=concurrency,
-            state_dir=self.state_dir,
+            state_dir=self.settings.state_dir,
             progress=progress,
         )
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka_archive.replay.completeness import final_status
 from kafka_archive.replay.engine import PartitionResult
+from kafka_archive.replay.ledger import ReplayLedger
+from kafka_archive.replay.lifecycle import replay_run
 from kafka_archive.replay.plan import ReplayPlan
 from kafka_archive.replay.runner import (
     ReplayReport,
@@ -36,7 +37,6 @@ APP_NAME = "kafka-archive-replay"
 
 def partition_task(args: tuple[str, int, str, str | None, int]) -> dict[str, Any]:
     """One Spark task: ``(plan_json, partition, store_uri, db_url, target_partitions)``."""
-    from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.runner import run_partition
     from kafka_archive.store import open_store
 
@@ -94,21 +94,12 @@ def run_on_spark(
     started = time.monotonic()
     if target is None:
         target = check_target(plan)
-    ledger = None
-    lease = None
-    if db_url:
-        from kafka_archive.replay.lease import ReplayLease
-        from kafka_archive.replay.ledger import ReplayLedger
-
-        ledger = ReplayLedger.open(db_url)
-        # one live run per replay id (see .lease): held by the driver for the whole job
-        lease = ReplayLease(ledger.engine, plan.replay_id)
-        lease.acquire()
+    ledger = ReplayLedger.open(db_url) if db_url else None
     try:
-        return _run_tasks(plan, store_uri, db_url, master, target, spark, ledger, started)
+        # the driver holds the lease and keeps the status for the whole job (see .lifecycle)
+        with replay_run(plan, ledger):
+            return _run_tasks(plan, store_uri, db_url, master, target, spark, started)
     finally:
-        if lease is not None:
-            lease.release()
         if ledger is not None:
             ledger.engine.dispose()
 
@@ -120,14 +111,10 @@ def _run_tasks(
     master: str | None,
     target: TargetInfo,
     spark: Any,
-    ledger: Any,
     started: float,
 ) -> ReplayReport:
     from kafka_archive.spark.session import make_spark_session
 
-    if ledger is not None:
-        ledger.register(plan)
-        ledger.set_status(plan.replay_id, "running")
     session = spark or make_spark_session(master, app_name=APP_NAME)
     sc = session.sparkContext
     plan_json = plan.to_json(redact=False)
@@ -135,13 +122,5 @@ def _run_tasks(
         (plan_json, p.partition, store_uri, db_url, target.partitions) for p in plan.partitions
     ]
     sc.setJobDescription(f"replay {plan.replay_id}: {len(tasks)} partition(s)")
-    try:
-        rows: list[dict[str, Any]] = sc.parallelize(tasks, len(tasks)).map(partition_task).collect()
-    except Exception as exc:
-        if ledger is not None:
-            ledger.set_status(plan.replay_id, "failed", error=str(exc)[:2000])
-        raise
-    report = build_report(plan, [_result_of(r) for r in rows], time.monotonic() - started)
-    if ledger is not None:
-        ledger.set_status(plan.replay_id, final_status(plan.has_holes))
-    return report
+    rows: list[dict[str, Any]] = sc.parallelize(tasks, len(tasks)).map(partition_task).collect()
+    return build_report(plan, [_result_of(r) for r in rows], time.monotonic() - started)

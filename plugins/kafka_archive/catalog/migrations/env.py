@@ -1,6 +1,13 @@
-"""Alembic environment: runs on the connection handed in by
+"""Alembic environment of the catalog database: runs on the connection handed in by
 :func:`kafka_archive.catalog.db.upgrade` (``config.attributes["connection"]``), or on the URL given
-as ``-x url=...`` / ``sqlalchemy.url`` when Alembic's own command line is used."""
+as ``-x url=...`` / ``sqlalchemy.url`` when Alembic's own command line is used.
+
+It runs the revisions of every package that keeps tables in the catalog database (the
+``version_locations`` of :func:`kafka_archive.catalog.db.alembic_config`); it imports no
+package's models but the catalog's. ``target_metadata`` matters only to ``--autogenerate``: to
+autogenerate a revision for another package's tables, import its models first (they register on
+the catalog's ``Base``).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,6 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection
 
 from kafka_archive.catalog.models import Base
-
-try:  # tables other packages keep in the catalog register on the same Base
-    import kafka_archive.replay.models  # noqa: F401
-except ImportError:  # pragma: no cover - replay not installed
-    pass
 
 config = context.config
 target_metadata = Base.metadata

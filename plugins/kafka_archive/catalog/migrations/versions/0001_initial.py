@@ -13,7 +13,7 @@ from alembic import op
 
 revision = "0001_initial"
 down_revision = None
-branch_labels = None
+branch_labels = ("catalog",)
 depends_on = None
 
 _NO_ROWID = {"sqlite_with_rowid": False}

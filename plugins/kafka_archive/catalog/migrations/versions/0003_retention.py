@@ -4,7 +4,9 @@ needs, which prune never deletes); models ``PrunedRange`` and ``ObjectLease``. S
 pruned segments keep their row with ``status`` ``pruned`` (no schema change).
 
 Revision ID: 0003_retention
-Revises: r0002_replay_lease
+Revises: 0002_integrity
+Depends on: r0002_replay_lease (the replay branch's head: one row in ``alembic_version`` names
+    everything a catalog holds, as before the branches split; see catalog/db.py)
 Create Date: 2026-11-25
 """
 
@@ -14,9 +16,9 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003_retention"
-down_revision = "r0002_replay_lease"
+down_revision = "0002_integrity"
 branch_labels = None
-depends_on = None
+depends_on = "r0002_replay_lease"
 
 
 def upgrade() -> None:

@@ -3,7 +3,9 @@
 ``FollowedCommitRow``, ``FollowerPosition`` in :mod:`kafka_archive.catalog.models`).
 
 Revision ID: g0001_followed_commits
-Revises: r0001_replay
+Revises: 0001_initial
+Depends on: r0001_replay (the revision it followed in the single history of older catalogs,
+    whose version table names only this one; nothing here needs the replay tables)
 Create Date: 2026-11-25
 """
 
@@ -13,9 +15,9 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "g0001_followed_commits"
-down_revision = "r0001_replay"
+down_revision = "0001_initial"
 branch_labels = None
-depends_on = None
+depends_on = "r0001_replay"
 
 
 def upgrade() -> None:

@@ -1,8 +1,10 @@
 """Replay tables: replay runs, mirrored per-partition progress, source->target offset ranges
-(models in :mod:`kafka_archive.replay.models`).
+(models in :mod:`kafka_archive.replay.models`). The base of the ``replay`` branch.
 
 Revision ID: r0001_replay
-Revises: 0001_initial
+Revises:
+Depends on: 0001_initial (catalogs made before the replay had its own branch applied this
+    revision right after the catalog's first; the dependency keeps that order)
 Create Date: 2026-11-21
 """
 
@@ -12,9 +14,9 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "r0001_replay"
-down_revision = "0001_initial"
-branch_labels = None
-depends_on = None
+down_revision = None
+branch_labels = ("replay",)
+depends_on = "0001_initial"
 
 _NO_ROWID = {"sqlite_with_rowid": False}
 

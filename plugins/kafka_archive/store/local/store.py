@@ -1,54 +1,25 @@
-"""A directory on a local (or mounted) filesystem as an :class:`ObjectStore`.
+"""The :class:`LocalStore`: the ObjectStore operations on a directory of a local filesystem.
 
-Layout under the root directory::
-
-    <root>/<dir>/<name>                  the object (key "<dir>/<name>")
-    <root>/<dir>/.ka-meta-<name>.json    its sidecar: sha256, user metadata, stat fingerprint
-    <root>/<dir>/.ka-tmp-*               in-flight writes (invisible to list/head/get)
-
-Names starting with ``.ka-`` are reserved (rejected in keys), so bookkeeping files can never
-collide with objects.
-
-Writes are atomic and durable: the bytes go to a temp file in the destination directory, are
-fsynced, re-read and re-hashed (so a bad copy is never published), then ``os.replace``-d over
-the key and the directory is fsynced. A reader therefore sees either the old object, the new
-one, or nothing - never a partial file.
-
-The sidecar is written *before* the rename and records the temp file's (inode, size, mtime_ns),
-which the rename preserves. A sidecar is only trusted when that fingerprint matches the object
-it describes, so a crash between the two steps, or a file changed behind the store's back,
-yields "SHA-256 unknown" (``None``), never a wrong SHA-256. Bit rot that keeps size and mtime
-is caught by verified reads (``get_bytes``/``open_stream``).
-
-Limitations: a key cannot be both an object and a "directory" of other keys (``a`` and
-``a/b``), which S3 allows; such a write fails with :class:`StoreError`. Objects are created
-with mode 0644.
-
-Zero-copy reads: :meth:`LocalStore.get_range_view` maps the object's file read-only (``mmap``)
-instead of copying it out of the page cache. Reading a mapped file that is truncated
-underneath raises SIGBUS, which kills the process; that cannot happen to an object of this
-store: a write never changes an existing file but renames a new, complete one over the key
-(the mapping keeps the old inode and its bytes alive, as an open file would), and ``delete``
-unlinks, which does not truncate. Only someone truncating the files behind the store's back
-could, and that breaks every reader of the store anyway.
+Contract: writes go to a temp file beside the key, are fsynced, re-read and re-hashed, get their
+sidecar (:mod:`~kafka_archive.store.local.sidecar`) and are then renamed over the key (or, for
+``put_if_absent``, linked: :func:`~kafka_archive.store.local.files.link_exclusive`), so a
+reader sees the old object, the new one or nothing. Reads check the content against a trusted
+sidecar's SHA-256; ranged reads copy or map (:mod:`~kafka_archive.store.local.ranges`).
+Failures are the store's errors (:mod:`~kafka_archive.store.local.errors`). See
+:mod:`kafka_archive.store.local` for the layout and the guarantees.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import errno
 import hashlib
-import json
-import mmap
 import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
-from urllib.parse import unquote, urlsplit
+from typing import BinaryIO
 
 from kafka_archive.store._common import check_range, put_if_absent_impl
 from kafka_archive.store._digest import (
@@ -60,7 +31,6 @@ from kafka_archive.store._digest import (
     digest_file,
 )
 from kafka_archive.store.base import (
-    RESERVED_SEGMENT_PREFIX,
     Source,
     StoredObject,
     check_metadata,
@@ -69,86 +39,29 @@ from kafka_archive.store.base import (
     validate_prefix,
 )
 from kafka_archive.store.errors import (
-    AccessDenied,
     IntegrityError,
     InvalidRange,
     InvalidRequest,
     ObjectNotFound,
-    StoreConfigError,
     StoreError,
 )
+from kafka_archive.store.local.errors import os_error
+from kafka_archive.store.local.files import (
+    FILE_MODE,
+    KeyExists,
+    etag,
+    fingerprint,
+    fsync_dir,
+    link_exclusive,
+    mtime,
+    write_all,
+)
+from kafka_archive.store.local.listing import list_objects
+from kafka_archive.store.local.paths import TMP_PREFIX, object_path, sidecar_path
+from kafka_archive.store.local.ranges import MAP_MIN_BYTES, map_readonly, pread_exact
+from kafka_archive.store.local.sidecar import read_sidecar, write_sidecar
 
-__all__ = ["LocalStore", "local_root_from_uri"]
-
-_SIDECAR_PREFIX = RESERVED_SEGMENT_PREFIX + "meta-"
-_TMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
-_SIDECAR_VERSION = 1
-_FILE_MODE = 0o644
-#: ranges shorter than this are copied with pread by get_range_view, longer ones mapped.
-#: Measured (page-cached file, the range then CRC-32C'd): 64 KiB pread 8.5 us vs map 13.5 us,
-#: 256 KiB 24 vs 27 us, 1 MiB 110 vs 64 us, 8 MiB 1.8 ms vs 0.44 ms
-_MAP_MIN_BYTES = 512 << 10
-
-
-class _KeyExists(Exception):
-    """Internal: an exclusive publish found the key already taken by another writer."""
-
-
-def local_root_from_uri(uri: str) -> Path:
-    """The directory named by ``file:///abs/dir`` or a plain (possibly relative) path."""
-    if uri.startswith("file:"):
-        parts = urlsplit(uri)
-        if parts.netloc not in ("", "localhost"):
-            raise StoreConfigError(
-                f"file URI {uri!r} names host {parts.netloc!r}",
-                hint="Use file:///absolute/path (three slashes) for a local directory",
-            )
-        if parts.query or parts.fragment:
-            raise StoreConfigError(f"file URI {uri!r} has a query or fragment")
-        path = unquote(parts.path)
-        if not path.startswith("/"):
-            raise StoreConfigError(
-                f"file URI {uri!r} is not absolute",
-                hint="Use file:///absolute/path (three slashes) for a local directory",
-            )
-        return Path(path)
-    if uri == "":
-        raise StoreConfigError("empty store URI")
-    return Path(os.path.abspath(uri))
-
-
-def _fingerprint(st: os.stat_result) -> dict[str, int]:
-    return {"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-def _etag(st: os.stat_result) -> str:
-    return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
-
-
-def _mtime(st: os.stat_result) -> datetime:
-    return datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=UTC)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(path: Path) -> None:
-    # Make the rename itself durable. Some filesystems refuse fsync on directories: the data is
-    # already fsynced, so treat that as best effort.
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+__all__ = ["LocalStore"]
 
 
 class LocalStore:
@@ -178,44 +91,13 @@ class LocalStore:
     # ------------------------------------------------------------------ paths and errors
 
     def _path(self, key: str) -> Path:
-        return self._root.joinpath(*key.split("/"))
+        return object_path(self._root, key)
 
     def _sidecar_path(self, key: str) -> Path:
-        segments = key.split("/")
-        return self._root.joinpath(*segments[:-1], f"{_SIDECAR_PREFIX}{segments[-1]}.json")
+        return sidecar_path(self._root, key)
 
     def _os_error(self, exc: OSError, op: str, key: str | None) -> StoreError:
-        reason = exc.strerror or str(exc)
-        if isinstance(exc, PermissionError):
-            return AccessDenied(
-                f"{op} failed: {reason}",
-                uri=self._uri,
-                key=key,
-                hint="Check the file permissions and ownership under the store directory",
-            )
-        if exc.errno == errno.ENOSPC:
-            return StoreError(
-                f"{op} failed: {reason}",
-                uri=self._uri,
-                key=key,
-                hint="Free space on the filesystem holding the store, then retry",
-            )
-        if isinstance(exc, NotADirectoryError | IsADirectoryError | FileExistsError):
-            return StoreError(
-                f"{op} failed: {reason}",
-                uri=self._uri,
-                key=key,
-                hint=(
-                    "A local store cannot hold both an object 'a' and objects under 'a/'; "
-                    "choose keys that do not nest under other objects"
-                ),
-            )
-        return StoreError(
-            f"{op} failed: {reason}",
-            uri=self._uri,
-            key=key,
-            hint="Check the filesystem holding the store",
-        )
+        return os_error(exc, op, key, uri=self._uri)
 
     def _not_found(self, key: str) -> ObjectNotFound:
         return ObjectNotFound("no such object", uri=self._uri, key=key)
@@ -224,48 +106,12 @@ class LocalStore:
 
     def _read_sidecar(self, key: str, st: os.stat_result) -> tuple[str | None, dict[str, str]]:
         """(sha256, metadata) if the sidecar describes exactly this file, else (None, {})."""
-        try:
-            with open(self._sidecar_path(key), "rb") as f:
-                doc: Any = json.load(f)
-        except (OSError, ValueError):
-            return None, {}
-        if (
-            not isinstance(doc, dict)
-            or doc.get("v") != _SIDECAR_VERSION
-            or doc.get("object") != _fingerprint(st)
-        ):
-            return None, {}
-        sha = doc.get("sha256")
-        meta = doc.get("metadata")
-        if not isinstance(sha, str) or not isinstance(meta, dict):
-            return None, {}
-        return sha, {str(k): str(v) for k, v in meta.items()}
+        return read_sidecar(self._sidecar_path(key), st)
 
     def _write_sidecar(
         self, key: str, st: os.stat_result, sha256: str, metadata: Mapping[str, str]
     ) -> None:
-        doc = {
-            "v": _SIDECAR_VERSION,
-            "sha256": sha256,
-            "metadata": dict(metadata),
-            "object": _fingerprint(st),
-        }
-        payload = json.dumps(doc, sort_keys=True).encode("utf-8")
-        target = self._sidecar_path(key)
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=target.parent)
-        try:
-            _write_all(fd, payload)
-            if self._fsync:
-                os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(tmp, target)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_sidecar(self._sidecar_path(key), st, sha256, metadata, fsync=self._fsync)
 
     # ------------------------------------------------------------------ writes
 
@@ -280,13 +126,13 @@ class LocalStore:
         """Write to a temp file, verify it, publish it under ``key``.
 
         ``exclusive``: publish with link(2), which fails when ``key`` exists, so of writers
-        racing on one key exactly one publishes (the others get :class:`_KeyExists`); the
+        racing on one key exactly one publishes (the others get :class:`KeyExists`); the
         sidecar is written only by that one, after the link.
         """
         dest = self._path(key)
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=dest.parent)
+            fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, dir=dest.parent)
         except OSError as exc:
             raise self._os_error(exc, "write", key) from exc
         tmp = Path(tmp_name)
@@ -294,7 +140,7 @@ class LocalStore:
         try:
             try:
                 digest = fill(fd)
-                os.fchmod(fd, _FILE_MODE)
+                os.fchmod(fd, FILE_MODE)
                 if self._fsync:
                     os.fsync(fd)
             except OSError as exc:
@@ -321,7 +167,7 @@ class LocalStore:
                 )
             st = os.fstat(fd)
             try:
-                if exclusive and self._link_exclusive(tmp, dest):
+                if exclusive and link_exclusive(tmp, dest):
                     published = True
                     self._write_sidecar(key, st, digest.sha256_hex, metadata)
                 else:
@@ -331,13 +177,13 @@ class LocalStore:
             except OSError as exc:
                 raise self._os_error(exc, "write", key) from exc
             if self._fsync:
-                _fsync_dir(dest.parent)
+                fsync_dir(dest.parent)
             return StoredObject(
                 key=key,
                 size=st.st_size,
                 sha256=digest.sha256_hex,
-                etag=_etag(st),
-                last_modified=_mtime(st),
+                etag=etag(st),
+                last_modified=mtime(st),
                 metadata=dict(metadata),
             )
         finally:
@@ -345,20 +191,6 @@ class LocalStore:
             if not published or (exclusive and tmp.exists()):
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-
-    def _link_exclusive(self, tmp: Path, dest: Path) -> bool:
-        """Publish ``tmp`` as ``dest`` only if ``dest`` does not exist (True), raise
-        :class:`_KeyExists` if it does, or return False on a filesystem without hard links
-        (the caller then publishes with a plain rename, check-then-write as before)."""
-        try:
-            os.link(tmp, dest)
-        except FileExistsError:
-            raise _KeyExists(str(dest)) from None
-        except OSError as exc:
-            if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
-                return False
-            raise
-        return True
 
     def put_file(
         self,
@@ -392,9 +224,9 @@ class LocalStore:
                 view = memoryview(buf)
                 while n := src.readinto(buf):
                     hasher.update(view[:n])
-                    _write_all(fd, view[:n])
+                    write_all(fd, view[:n])
                 after = os.fstat(src.fileno())
-                if _fingerprint(after) != _fingerprint(before) or hasher.size != before.st_size:
+                if fingerprint(after) != fingerprint(before) or hasher.size != before.st_size:
                     raise IntegrityError(
                         f"source file {source!r} changed while it was being copied; "
                         "nothing was stored",
@@ -435,7 +267,7 @@ class LocalStore:
         def fill(fd: int) -> SourceDigest:
             hasher = _Hasher(None)
             hasher.update(payload)
-            _write_all(fd, payload)
+            write_all(fd, payload)
             return hasher.finish()
 
         return self._write_atomic(key, fill, expected, meta, exclusive)
@@ -458,7 +290,7 @@ class LocalStore:
                 else:
                     obj = self._put_file(key, source, sha256, metadata, exclusive=True)
                 return obj, True
-            except _KeyExists:
+            except KeyExists:
                 pass  # another writer published it between our head and our link
         return put_if_absent_impl(self, key, source, sha256=sha256, metadata=metadata)
 
@@ -483,8 +315,8 @@ class LocalStore:
             key=key,
             size=st.st_size,
             sha256=sha,
-            etag=_etag(st),
-            last_modified=_mtime(st),
+            etag=etag(st),
+            last_modified=mtime(st),
             metadata=meta,
         )
 
@@ -531,23 +363,11 @@ class LocalStore:
         with f:
             if end_exclusive > st.st_size:
                 raise self._past_end(key, start, end_exclusive, st.st_size)
-            chunks: builtins.list[bytes] = []
-            pos, remaining = start, end_exclusive - start
             try:
-                while remaining:
-                    chunk = os.pread(f.fileno(), remaining, pos)
-                    if not chunk:  # file shrank under us
-                        raise InvalidRange(
-                            f"object ended at byte {pos} while reading [{start}, {end_exclusive})",
-                            uri=self._uri,
-                            key=key,
-                        )
-                    chunks.append(chunk)
-                    pos += len(chunk)
-                    remaining -= len(chunk)
+                data = pread_exact(f.fileno(), start, end_exclusive, uri=self._uri, key=key)
             except OSError as exc:
                 raise self._os_error(exc, "read", key) from exc
-        return b"".join(chunks)
+        return data
 
     def _past_end(self, key: str, start: int, end_exclusive: int, size: int) -> InvalidRange:
         return InvalidRange(
@@ -562,33 +382,26 @@ class LocalStore:
         released with the last one). Same checks and errors as :meth:`get_range`.
 
         Ranges under 512 KiB are copied with ``pread`` instead (a mapping costs more than the
-        copy there). See the module docstring for why mapping an object of this store cannot
-        end in SIGBUS. No ``madvise``/``MAP_POPULATE``: measured on page-cached 16 MiB segments
-        (mapping, then one CRC-32C pass), plain mappings 86 ms/GiB, ``MADV_SEQUENTIAL`` 88,
-        ``MADV_WILLNEED`` 94, ``MAP_POPULATE`` 120 (the kernel's fault-around already maps the
-        page cache's large folios in big steps).
+        copy there). See :mod:`kafka_archive.store.local` for why mapping an object of this store
+        cannot end in SIGBUS. No ``madvise``/``MAP_POPULATE``: measured on page-cached 16 MiB
+        segments (mapping, then one CRC-32C pass), plain mappings 86 ms/GiB,
+        ``MADV_SEQUENTIAL`` 88, ``MADV_WILLNEED`` 94, ``MAP_POPULATE`` 120 (the kernel's
+        fault-around already maps the page cache's large folios in big steps).
         """
         key = validate_key(key)
         check_range(start, end_exclusive, uri=self._uri, key=key)
         length = end_exclusive - start
-        if length < _MAP_MIN_BYTES:
+        if length < MAP_MIN_BYTES:
             return memoryview(self.get_range(key, start, end_exclusive))
         f, st = self._open(key)
         with f:
             if end_exclusive > st.st_size:
                 raise self._past_end(key, start, end_exclusive, st.st_size)
-            # the mapping must start at a multiple of the allocation granularity
-            lead = start % mmap.ALLOCATIONGRANULARITY
             try:
-                mapped = mmap.mmap(
-                    f.fileno(), lead + length, access=mmap.ACCESS_READ, offset=start - lead
-                )
+                view = map_readonly(f.fileno(), start, length)
             except OSError as exc:
                 raise self._os_error(exc, "read", key) from exc
-        # the mapping outlives the file descriptor; a slice keeps the mmap object (and so the
-        # mapping) alive through the view's buffer, and nothing ever closes it explicitly
-        view = memoryview(mapped)
-        return view[lead:] if lead else view
+        return view
 
     def open_stream(self, key: str) -> BinaryIO:
         key = validate_key(key)
@@ -613,40 +426,7 @@ class LocalStore:
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         prefix = validate_prefix(prefix)
-        base = prefix.rpartition("/")[0]
-        start = self._path(base) if base else self._root
-        found: builtins.list[StoredObject] = []
-        for dirpath, dirnames, filenames in os.walk(start):
-            rel_dir = Path(dirpath).relative_to(self._root).as_posix()
-            rel_dir = "" if rel_dir == "." else rel_dir
-            lead = rel_dir + "/" if rel_dir else ""
-            # Prune reserved directories and those that cannot contain a matching key.
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not d.startswith(RESERVED_SEGMENT_PREFIX)
-                and ((lead + d + "/").startswith(prefix) or prefix.startswith(lead + d + "/"))
-            )
-            for name in filenames:
-                if name.startswith(RESERVED_SEGMENT_PREFIX):
-                    continue
-                key = lead + name
-                if not key.startswith(prefix):
-                    continue
-                try:
-                    st = os.stat(os.path.join(dirpath, name))
-                except FileNotFoundError:  # deleted while listing
-                    continue
-                except OSError as exc:
-                    raise self._os_error(exc, "list", key) from exc
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                found.append(
-                    StoredObject(key=key, size=st.st_size, etag=_etag(st), last_modified=_mtime(st))
-                )
-        # S3 lists in UTF-8 byte order; UTF-8 preserves code point order, so str order matches.
-        found.sort(key=lambda o: o.key)
-        yield from found
+        yield from list_objects(self._root, prefix, uri=self._uri)
 
     # ------------------------------------------------------------------ delete / lifecycle
 

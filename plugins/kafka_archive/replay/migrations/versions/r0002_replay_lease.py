@@ -3,7 +3,9 @@ proceeds, the other is refused), and a wider ``replay_runs.status`` for ``comple
 (models in :mod:`kafka_archive.replay.models`; logic in :mod:`kafka_archive.replay.lease`).
 
 Revision ID: r0002_replay_lease
-Revises: 0002_integrity
+Revises: r0001_replay
+Depends on: 0002_integrity (the revision it followed in the single history of older catalogs,
+    whose version table names only this one)
 Create Date: 2026-11-25
 """
 
@@ -13,9 +15,9 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "r0002_replay_lease"
-down_revision = "0002_integrity"
+down_revision = "r0001_replay"
 branch_labels = None
-depends_on = None
+depends_on = "0002_integrity"
 
 
 def upgrade() -> None:

@@ -1,0 +1,72 @@
+"""Questions on-call engineers and replay planning ask the catalog (the Python API of
+``kafka-archive catalog``).
+
+* :func:`offsets_for_time` - ListOffsets for a moment of history: per partition the earliest
+  offset whose timestamp is >= T (control records count, as on the broker), or -1. One indexed
+  SQL query for all partitions (the first time-index interval whose running maximum timestamp
+  is >= T), then at most **one ranged read of one interval** per partition to find the record.
+  The broker answers from the first *segment* whose largest timestamp is >= T and gives -1 when
+  no record of that segment qualifies (possible only when compaction left an emptied batch that
+  kept its max timestamp); the catalog reproduces that too, still with at most one read.
+* :func:`locate` - where an offset lives: object key, byte range of its batch, its timestamp.
+* :func:`stats` - records and bytes per time bucket.
+* :func:`gaps` - offsets missing from the archive, overlapping and divergent versions, corrupt
+  segments.
+* :func:`group_offsets` - a consumer group's committed offsets at a moment, from the
+  ``__consumer_offsets`` history decoded from archived segments merged with the history the
+  offsets follower read live (:mod:`kafka_archive.groups.follower`);
+  :func:`group_commit_history` lists that merged history, each commit once.
+* :func:`topics` - what the archive holds per topic and partition, :func:`clusters` per
+  cluster (both in :mod:`kafka_archive.catalog.holdings`, which defines ``records``,
+  ``offset_span`` and the problem counts every command shows).
+
+Every answer type has ``to_json()`` giving the object the CLI prints with ``--json``; every
+query raises :class:`CatalogQueryError` (:mod:`kafka_archive.catalog.query_errors`) when the
+catalog cannot answer. The rooms: :mod:`~kafka_archive.catalog.queries.offsets` (offsets for a
+time), :mod:`~kafka_archive.catalog.queries.locate`, :mod:`~kafka_archive.catalog.queries.stats`,
+:mod:`~kafka_archive.catalog.queries.groups` (group offsets and commit history) and
+:mod:`~kafka_archive.catalog.queries.partitions` (the partitions a query names). This package
+is the read side: it imports nothing of the build (:mod:`kafka_archive.catalog.build`) or of
+extraction; the settings both sides agree on are in :mod:`kafka_archive.catalog.constants`.
+The public API is re-exported here.
+"""
+
+from kafka_archive.catalog.gaps import GapEntry, gaps
+from kafka_archive.catalog.holdings import ClusterHoldings, PartitionHoldings, clusters, topics
+from kafka_archive.catalog.queries.groups import (
+    GroupCommit,
+    GroupOffset,
+    group_commit_history,
+    group_offsets,
+)
+from kafka_archive.catalog.queries.locate import Location, locate
+from kafka_archive.catalog.queries.offsets import (
+    IntervalToRead,
+    OffsetAnswer,
+    offset_intervals,
+    offsets_for_time,
+)
+from kafka_archive.catalog.queries.stats import StatsBucket, stats
+from kafka_archive.catalog.query_errors import CatalogQueryError
+
+__all__ = [
+    "CatalogQueryError",
+    "ClusterHoldings",
+    "GapEntry",
+    "GroupCommit",
+    "GroupOffset",
+    "IntervalToRead",
+    "Location",
+    "OffsetAnswer",
+    "PartitionHoldings",
+    "StatsBucket",
+    "clusters",
+    "gaps",
+    "group_commit_history",
+    "group_offsets",
+    "locate",
+    "offset_intervals",
+    "offsets_for_time",
+    "stats",
+    "topics",
+]

@@ -1,0 +1,273 @@
+"""A consumer group's committed offsets at a moment (:func:`group_offsets`) and its commit
+history (:func:`group_commit_history`).
+
+Both merge two sources: the ``__consumer_offsets`` history decoded from archived segments
+(``offset_commits``, with transactional commits resolved against their markers by the build)
+and the history the offsets follower read live (``followed_commits``,
+:mod:`kafka_archive.groups.follower`), each commit once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, func, select
+
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.models import FollowedCommitRow, OffsetCommitRow
+from kafka_archive.catalog.query_errors import CatalogQueryError
+
+__all__ = ["GroupCommit", "GroupOffset", "group_commit_history", "group_offsets"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffset:
+    """A group's committed offset for one partition at the asked moment."""
+
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "commit_timestamp": self.commit_timestamp,
+        }
+
+
+def group_offsets(
+    catalog: Catalog, cluster: str, group: str, at_ms: int | None = None
+) -> list[GroupOffset]:
+    """The offsets ``group`` had committed at ``at_ms`` (now when ``None``): per partition the
+    last commit that had taken effect by then, unless an offset tombstone removed it since.
+
+    Two sources, merged: commits decoded from archived ``__consumer_offsets`` segments (a
+    transactional commit takes effect at its COMMIT marker, aborted ones never) and commits the
+    offsets follower read (``read_committed``; in effect from their record timestamp). Per
+    partition each source's latest entry by then is taken, and the one later in the
+    ``__consumer_offsets`` log wins (a group's records all live in one partition of that topic,
+    so log positions of both sources are comparable; the same record seen by both is the same
+    answer).
+    """
+    archived = _archived_latest(catalog, cluster, group, at_ms)
+    followed = _followed_latest(catalog, cluster, group, at_ms)
+    if not archived and not followed and not _has_commits(catalog, cluster, group):
+        raise CatalogQueryError(
+            f"no offset commits of group {group!r} in cluster {cluster!r}",
+            hint="check the group name; its __consumer_offsets partition must be archived and "
+            "cataloged, or followed (kafka-archive catalog follow-offsets)",
+        )
+    best: dict[tuple[str, int], tuple[tuple[int, int], str, int, int]] = dict(archived)
+    for k, v in followed.items():
+        if k not in best or v[0] > best[k][0]:
+            best[k] = v
+    return [
+        GroupOffset(t, p, off, ts)
+        for (t, p), (_pos, kind, off, ts) in sorted(best.items())
+        if kind == "commit"
+    ]
+
+
+_Latest = dict[tuple[str, int], tuple[tuple[int, int], str, int, int]]
+
+
+def _has_commits(catalog: Catalog, cluster: str, group: str) -> bool:
+    oc, fc = OffsetCommitRow, FollowedCommitRow
+    with catalog.session() as s:
+        for tbl in (oc, fc):
+            found = s.execute(
+                select(tbl.id).where(tbl.cluster == cluster, tbl.group_id == group).limit(1)
+            ).first()
+            if found is not None:
+                return True
+    return False
+
+
+def _archived_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | None) -> _Latest:
+    """Per (topic, partition): ((effective log offset, log offset), kind, offset, commit ts) of
+    the last commit from archived segments in effect at ``at_ms``."""
+    oc = OffsetCommitRow
+    conds = [
+        oc.cluster == cluster,
+        oc.group_id == group,
+        oc.txn_state.in_(("none", "committed")),
+        oc.effective_offset.is_not(None),
+    ]
+    if at_ms is not None:
+        conds.append(oc.visible_ts <= at_ms)
+    with catalog.session() as s:
+        latest = (
+            select(oc.topic, oc.partition, func.max(oc.effective_offset).label("eo"))
+            .where(*conds)
+            .group_by(oc.topic, oc.partition)
+            .subquery()
+        )
+        rows = s.execute(
+            select(
+                oc.topic,
+                oc.partition,
+                oc.kind,
+                oc.committed_offset,
+                oc.commit_timestamp,
+                oc.log_offset,
+                oc.effective_offset,
+            )
+            .join(
+                latest,
+                and_(
+                    oc.topic == latest.c.topic,
+                    oc.partition == latest.c.partition,
+                    oc.effective_offset == latest.c.eo,
+                ),
+            )
+            .where(*conds)
+        ).all()
+    best: _Latest = {}
+    for r in rows:
+        k = (r.topic, r.partition)
+        pos = (int(r.effective_offset), int(r.log_offset))
+        if k not in best or pos > best[k][0]:
+            best[k] = (pos, r.kind, r.committed_offset, r.commit_timestamp)
+    return best
+
+
+def _followed_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | None) -> _Latest:
+    """As :func:`_archived_latest`, from the offsets follower's rows."""
+    fc = FollowedCommitRow
+    conds = [fc.cluster == cluster, fc.group_id == group]
+    if at_ms is not None:
+        conds.append(fc.record_timestamp <= at_ms)
+    with catalog.session() as s:
+        latest = (
+            select(fc.topic, fc.partition, func.max(fc.log_offset).label("lo"))
+            .where(*conds)
+            .group_by(fc.topic, fc.partition)
+            .subquery()
+        )
+        rows = s.execute(
+            select(
+                fc.topic,
+                fc.partition,
+                fc.kind,
+                fc.committed_offset,
+                fc.commit_timestamp,
+                fc.log_offset,
+            )
+            .join(
+                latest,
+                and_(
+                    fc.topic == latest.c.topic,
+                    fc.partition == latest.c.partition,
+                    fc.log_offset == latest.c.lo,
+                ),
+            )
+            .where(*conds)
+        ).all()
+    return {
+        (r.topic, r.partition): (
+            (int(r.log_offset), int(r.log_offset)),
+            r.kind,
+            r.committed_offset,
+            r.commit_timestamp,
+        )
+        for r in rows
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommit:
+    """One commit (or offset deletion, ``kind='delete'``) of a group's history.
+
+    ``visible_ts`` is when it took effect (archive: the record, or its COMMIT marker for a
+    transactional commit; follower: the record); ``sources`` says who saw it: ``archive``,
+    ``follower`` or both. The same commit seen by both sources is listed once.
+    """
+
+    topic: str
+    partition: int
+    kind: str
+    offset: int
+    commit_timestamp: int
+    visible_ts: int
+    sources: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "kind": self.kind,
+            "offset": self.offset,
+            "commit_timestamp": self.commit_timestamp,
+            "visible_ts": self.visible_ts,
+            "sources": list(self.sources),
+        }
+
+
+def group_commit_history(
+    catalog: Catalog,
+    cluster: str,
+    group: str,
+    *,
+    from_ms: int | None = None,
+    to_ms: int | None = None,
+) -> list[GroupCommit]:
+    """Every commit of ``group`` in effect between ``from_ms`` and ``to_ms`` (inclusive), from
+    both sources, in time order; deduplicated on (topic, partition, kind, commit timestamp,
+    offset): a commit both the archive and the follower saw is listed once (with the archive's
+    ``visible_ts``, exact for transactional commits). Aborted and still-pending transactional
+    commits of the archive are left out, as the follower never sees them."""
+    oc, fc = OffsetCommitRow, FollowedCommitRow
+    merged: dict[tuple[str, int, str, int, int], tuple[int, set[str]]] = {}
+    with catalog.session() as s:
+        a_conds = [
+            oc.cluster == cluster,
+            oc.group_id == group,
+            oc.txn_state.in_(("none", "committed")),
+            oc.visible_ts.is_not(None),
+        ]
+        if from_ms is not None:
+            a_conds.append(oc.visible_ts >= from_ms)
+        if to_ms is not None:
+            a_conds.append(oc.visible_ts <= to_ms)
+        for r in s.execute(
+            select(
+                oc.topic,
+                oc.partition,
+                oc.kind,
+                oc.commit_timestamp,
+                oc.committed_offset,
+                oc.visible_ts,
+            ).where(*a_conds)
+        ):
+            key = (r.topic, r.partition, r.kind, r.commit_timestamp, r.committed_offset)
+            merged[key] = (int(r.visible_ts), {"archive"})
+        f_conds = [fc.cluster == cluster, fc.group_id == group]
+        if from_ms is not None:
+            f_conds.append(fc.record_timestamp >= from_ms)
+        if to_ms is not None:
+            f_conds.append(fc.record_timestamp <= to_ms)
+        for r in s.execute(
+            select(
+                fc.topic,
+                fc.partition,
+                fc.kind,
+                fc.commit_timestamp,
+                fc.committed_offset,
+                fc.record_timestamp,
+            ).where(*f_conds)
+        ):
+            key = (r.topic, r.partition, r.kind, r.commit_timestamp, r.committed_offset)
+            if key in merged:
+                merged[key][1].add("follower")
+            else:
+                merged[key] = (int(r.record_timestamp), {"follower"})
+    out = [
+        GroupCommit(t, p, kind, off, cts, vis, tuple(sorted(src)))
+        for (t, p, kind, cts, off), (vis, src) in merged.items()
+    ]
+    out.sort(key=lambda c: (c.visible_ts, c.topic, c.partition, c.commit_timestamp))
+    return out

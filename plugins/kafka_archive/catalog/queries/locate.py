@@ -1,0 +1,106 @@
+"""Where an offset lives: :func:`locate` (object key, byte range of its batch, timestamp)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.catalog.models import Segment, TimeIndexEntry
+from kafka_archive.catalog.queries.partitions import topic_partitions
+from kafka_archive.catalog.query_errors import CatalogQueryError
+from kafka_archive.store import ObjectStore
+from segment_lib.errors import SegmentError
+from segment_lib.log_file import decode_batch, iter_batches
+
+__all__ = ["Location", "locate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where offset ``offset`` is archived. ``exact`` is False when that offset holds no record
+    (compaction removed it): the location is then that of the next record, ``found_offset``."""
+
+    partition: int
+    offset: int
+    found_offset: int
+    exact: bool
+    object_key: str
+    byte_start: int
+    byte_end: int
+    batch_base_offset: int
+    batch_last_offset: int
+    timestamp: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "found_offset": self.found_offset,
+            "exact": self.exact,
+            "object_key": self.object_key,
+            "byte_start": self.byte_start,
+            "byte_end": self.byte_end,
+            "batch_base_offset": self.batch_base_offset,
+            "batch_last_offset": self.batch_last_offset,
+            "timestamp": self.timestamp,
+        }
+
+
+def locate(
+    catalog: Catalog, store: ObjectStore, cluster: str, topic: str, partition: int, offset: int
+) -> Location:
+    """The batch holding ``offset`` (or the next record, see :class:`Location`)."""
+    ti = TimeIndexEntry
+    cols = (ti.start_offset, ti.end_offset, ti.byte_start, ti.byte_end, Segment.object_key)
+    with catalog.session() as s:
+        ((pid, _),) = topic_partitions(s, cluster, topic, [partition])
+        row = s.execute(
+            select(*cols)
+            .join(Segment, Segment.id == ti.segment_id)
+            .where(ti.partition_id == pid, ti.start_offset <= offset)
+            .order_by(ti.start_offset.desc())
+            .limit(1)
+        ).first()
+        if row is None or row.end_offset < offset:
+            row = s.execute(
+                select(*cols)
+                .join(Segment, Segment.id == ti.segment_id)
+                .where(ti.partition_id == pid, ti.start_offset > offset)
+                .order_by(ti.start_offset)
+                .limit(1)
+            ).first()
+        if row is None:
+            raise CatalogQueryError(
+                f"offset {offset} of {topic}-{partition} is past the end of the archive",
+                hint="`kafka-archive catalog topics` shows the archived offset ranges",
+            )
+    data = store.get_range(row.object_key, row.byte_start, row.byte_end)
+    path = f"{store.uri.rstrip('/')}/{row.object_key}"
+    try:
+        for b in iter_batches(data, 0, verify_crc=True):
+            if b.last_offset < max(offset, row.start_offset):
+                continue
+            for r in decode_batch(data, b):
+                if r.offset >= max(offset, row.start_offset) and r.offset <= row.end_offset:
+                    return Location(
+                        partition,
+                        offset,
+                        r.offset,
+                        r.offset == offset,
+                        row.object_key,
+                        row.byte_start + b.position,
+                        row.byte_start + b.next_position,
+                        b.base_offset,
+                        b.last_offset,
+                        r.timestamp,
+                    )
+    except SegmentError as exc:
+        raise exc.with_location(path, row.byte_start) from None
+    raise CatalogQueryError(
+        f"offset {offset} of {topic}-{partition}: no record found in the interval the catalog "
+        "points at",
+        hint="the catalog and the archive disagree: rebuild the catalog",
+    )

@@ -1,0 +1,21 @@
+"""The one error of the catalog's read side: :class:`CatalogQueryError`.
+
+Raised by every query (:mod:`kafka_archive.catalog.queries`, :mod:`kafka_archive.catalog.gaps`,
+:mod:`kafka_archive.catalog.holdings`) when the catalog cannot answer; the CLI prints its
+message and ``hint``. A module of its own so that those modules import it at top level without
+importing each other.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CatalogQueryError"]
+
+
+class CatalogQueryError(LookupError):
+    """The catalog cannot answer (unknown topic/partition, offset outside the archive...).
+
+    ``hint`` says what to try instead."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint

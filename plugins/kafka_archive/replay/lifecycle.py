@@ -1,0 +1,44 @@
+"""The catalog side of one replay run, the same wherever the partitions run.
+
+:func:`replay_run` wraps a run (threads in this process, or Spark tasks driven from here): it
+holds the replay's lease for the whole run (one live run per replay id, see :mod:`.lease`),
+registers the plan and marks it ``running``, and records how the run ended: ``failed`` with
+the error, or ``complete`` / ``complete-with-gaps`` (:func:`.completeness.final_status`).
+Without a ledger (no catalog: tests, ad-hoc runs) it does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kafka_archive.replay.completeness import final_status
+from kafka_archive.replay.lease import ReplayLease
+from kafka_archive.replay.ledger import ReplayLedger
+from kafka_archive.replay.plan import ReplayPlan
+
+__all__ = ["replay_run"]
+
+#: the longest error text kept in ``replay_runs.error``
+_MAX_ERROR = 2000
+
+
+@contextmanager
+def replay_run(plan: ReplayPlan, ledger: ReplayLedger | None) -> Iterator[None]:
+    """Hold the lease of ``plan``'s replay and keep its status in ``ledger`` around the run.
+
+    Raises:
+        ReplayBusyError: another live run holds this replay (nothing is changed).
+    """
+    if ledger is None:
+        yield
+        return
+    with ReplayLease(ledger.engine, plan.replay_id):
+        ledger.register(plan)
+        ledger.set_status(plan.replay_id, "running")
+        try:
+            yield
+        except BaseException as exc:
+            ledger.set_status(plan.replay_id, "failed", error=str(exc)[:_MAX_ERROR])
+            raise
+        ledger.set_status(plan.replay_id, final_status(plan.has_holes))
