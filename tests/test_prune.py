@@ -658,6 +658,17 @@ def test_offsets_before_the_retained_range_say_the_data_was_pruned(
     assert inside.note is None
 
 
+def test_locate_says_an_offset_was_pruned(archive: tuple[Catalog, ObjectStore, Path]) -> None:
+    from kafka_archive.catalog.queries import CatalogQueryError, locate
+
+    cat, store, _root = archive
+    _cutoff, segs = _pruned_orders(cat, store)
+    with pytest.raises(CatalogQueryError, match="was pruned from the archive by policy events-age"):
+        locate(cat, store, CLUSTER, "events", 0, segs[1].first_offset)
+    kept = locate(cat, store, CLUSTER, "events", 0, segs[3].first_offset)
+    assert kept.exact and kept.found_offset == segs[3].first_offset
+
+
 def test_replay_plans_refuse_pruned_ranges_with_the_reason(
     archive: tuple[Catalog, ObjectStore, Path],
 ) -> None:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import Segment, TimeIndexEntry
+from kafka_archive.catalog.models import PrunedRange, Segment, TimeIndexEntry
 from kafka_archive.catalog.queries.partitions import topic_partitions
 from kafka_archive.catalog.query_errors import CatalogQueryError
 from kafka_archive.store import ObjectStore
@@ -65,6 +66,7 @@ def locate(
             .limit(1)
         ).first()
         if row is None or row.end_offset < offset:
+            _refuse_pruned(s, cluster, topic, partition, offset)
             row = s.execute(
                 select(*cols)
                 .join(Segment, Segment.id == ti.segment_id)
@@ -104,3 +106,29 @@ def locate(
         "points at",
         hint="the catalog and the archive disagree: rebuild the catalog",
     )
+
+
+def _refuse_pruned(s: Session, cluster: str, topic: str, partition: int, offset: int) -> None:
+    """An offset a retention policy pruned is an answer of its own, not "the next record"."""
+    from kafka_archive.timeparse import format_ms
+
+    pr = PrunedRange
+    hit = s.execute(
+        select(pr)
+        .where(
+            pr.cluster == cluster,
+            pr.topic == topic,
+            pr.partition == partition,
+            pr.first_offset <= offset,
+            pr.last_offset >= offset,
+        )
+        .limit(1)
+    ).scalar_one_or_none()
+    if hit is not None:
+        when = format_ms(hit.pruned_at_ms) if hit.pruned_at_ms is not None else "(unfinished)"
+        raise CatalogQueryError(
+            f"offset {offset} of {topic}-{partition} was pruned from the archive by policy "
+            f"{hit.policy} at {when} (offsets {hit.first_offset}..{hit.last_offset})",
+            hint=f"the retained data starts after offset {hit.last_offset}; "
+            "`kafka-archive catalog gaps` lists the pruned ranges",
+        )
