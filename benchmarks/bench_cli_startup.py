@@ -8,13 +8,14 @@ Wall time of whole processes, as a user at a shell sees it:
   SQLite catalog (made here by the broker-faithful writer, archived and cataloged in-process),
   with ``--store`` (exact answers: the ranged reads are included);
 * ``topics``: ``kafka-archive catalog topics --cluster c1`` on the same catalog;
-* ``libs``: ``python -c "import typer._adapters, rich.console, sqlalchemy.orm"``: only the
+* ``libs``: ``python -c "import typer, rich.console, sqlalchemy.orm"``: only the
   libraries a catalog query cannot do without (the option parser, the console, the SQL
   toolkit), i.e. the floor under ``offsets`` and ``topics`` short of replacing them.
 
 The commands run round-robin ``--reps`` times after one warm-up round; reported: median and
-min in milliseconds, and each median as a multiple of ``python``'s and minus it (what the CLI
-itself costs).
+min in milliseconds, each median as a multiple of ``python``'s and minus it (what the CLI
+itself costs), and the median CPU time (user + system) of each process, which a loaded machine
+barely changes (the load average is recorded with the results).
 
 Bytecode: by default the runs use a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a scratch
 directory, written by the warm-up round), which is what an installed package has (pip compiles
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,7 +68,7 @@ def commands(store: str, db: str) -> dict[str, list[str]]:
             "--db", db, "--store", store,
         ],
         "topics": [cli, "catalog", "topics", "--cluster", CLUSTER, "--db", db],
-        "libs": [sys.executable, "-c", "import typer._adapters, rich.console, sqlalchemy.orm"],
+        "libs": [sys.executable, "-c", "import typer, rich.console, sqlalchemy.orm"],
     }  # fmt: skip
 
 
@@ -82,23 +84,30 @@ def environment(scratch: Path, bytecode: bool) -> dict[str, str]:
     return env
 
 
-def wall_ms(argv: list[str], env: dict[str, str]) -> float:
-    """One run's wall time; a failing command aborts the benchmark (its output is shown)."""
+def run_ms(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """One run's wall time and CPU time (user + system of the child), in ms; a failing
+    command aborts the benchmark (its output is shown)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     if proc.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return elapsed
+    return elapsed, cpu
 
 
 def measure(cmds: dict[str, list[str]], env: dict[str, str], reps: int) -> dict[str, Any]:
     for argv in cmds.values():  # warm-up: fills the bytecode cache and the page cache
-        wall_ms(argv, env)
+        run_ms(argv, env)
     samples: dict[str, list[float]] = {name: [] for name in cmds}
+    cpu: dict[str, list[float]] = {name: [] for name in cmds}
     for _ in range(reps):
         for name, argv in cmds.items():
-            samples[name].append(wall_ms(argv, env))
+            wall, used = run_ms(argv, env)
+            samples[name].append(wall)
+            cpu[name].append(used)
     base = statistics.median(samples["python"])
     results: dict[str, Any] = {}
     for name, values in samples.items():
@@ -108,6 +117,9 @@ def measure(cmds: dict[str, list[str]], env: dict[str, str], reps: int) -> dict[
             "min_ms": round(min(values), 1),
             "x_python": round(median / base, 1),
             "minus_python_ms": round(median - base, 1),
+            # CPU time barely moves with the machine's load (wall time waits for a core):
+            # on a shared machine it is the better estimate of a quiet machine's wall time
+            "cpu_median_ms": round(statistics.median(cpu[name]), 1),
         }
     return results
 
@@ -128,7 +140,8 @@ def main() -> None:
     for name, res in results.items():
         print(
             f"{name:8} median {res['median_ms']:7.1f} ms  min {res['min_ms']:7.1f} ms  "
-            f"{res['x_python']:5.1f} x python  (+{res['minus_python_ms']:.1f} ms)",
+            f"{res['x_python']:5.1f} x python  (+{res['minus_python_ms']:.1f} ms)  "
+            f"cpu {res['cpu_median_ms']:7.1f} ms",
             flush=True,
         )
     out = _data.result_file("cli-startup", args.out)
@@ -139,6 +152,7 @@ def main() -> None:
                 "reps": args.reps,
                 "bytecode_cache": not args.no_bytecode,
                 "results": results,
+                "load_average": list(os.getloadavg()),
                 "machine": _data.machine(),
             },
             indent=2,

@@ -46,7 +46,14 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from kafka_archive.airflow import protect_task_logs
-from kafka_archive.airflow.replay_tasks import PARAMS_SCHEMA, execute_task, plan_task, report_task
+from kafka_archive.airflow.replay_tasks import (
+    PARAMS_SCHEMA,
+    airflow_connection,
+    airflow_variable_reader,
+    execute_task,
+    plan_task,
+    report_task,
+)
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -59,19 +66,6 @@ DEFAULT_ARGS: dict[str, Any] = {
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=12),
 }
-
-
-def _variable(name: str) -> str | None:
-    from airflow.sdk import Variable
-
-    value = Variable.get(name, default=None)
-    return None if value is None else str(value)
-
-
-def _connection(conn_id: str) -> Any:
-    from airflow.sdk import BaseHook
-
-    return BaseHook.get_connection(conn_id)
 
 
 @dag(
@@ -95,14 +89,17 @@ def _connection(conn_id: str) -> Any:
 def kafka_archive_replay() -> None:
     @task(retries=1)
     def plan(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return plan_task(params or {}, variable_getter=_variable)
+        return plan_task(params or {}, variable_getter=airflow_variable_reader())
 
     @task
     def execute(planned: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         if planned["dry_run"]:
             raise AirflowSkipException(f"dry run: replay {planned['replay_id']} only planned")
         return execute_task(
-            planned, params or {}, connection_getter=_connection, variable_getter=_variable
+            planned,
+            params or {},
+            connection_getter=airflow_connection,
+            variable_getter=airflow_variable_reader(),
         )
 
     @task(trigger_rule="none_failed", retries=0)

@@ -39,6 +39,7 @@ first cleaning round (legacy delete horizon 0).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from segment_lib.control import ControlType, decode_control_record
@@ -206,8 +207,7 @@ class _ChunkResult:
         self.max_offset = max(self.max_offset, max_offset)
 
 
-# TODO(issue 11): split: the compaction pass (map, filter, rewrite) in one function
-def compact(  # noqa: C901, PLR0912
+def compact(
     writer: PartitionWriter,
     *,
     now: int | None = None,
@@ -218,17 +218,53 @@ def compact(  # noqa: C901, PLR0912
 
     The writer stays usable (appends continue in the active segment); its
     ``cleaner_checkpoint`` is set to the round's end offset for ``cleaner-offset-checkpoint``.
+    The round is three steps: :func:`_build_offset_map` (map), :class:`_CleaningPass` (filter
+    each group of segments into one cleaned segment) and :func:`_replace_segments` (rewrite).
     """
     writer._check_open()
     current_time = writer.clock() if now is None else now
     first_dirty = max(writer.log_start_offset, writer.cleaner_checkpoint or 0)
     first_uncleanable = min(writer.active.base_offset, writer.last_stable_offset)
-    # --- offset map (buildOffsetMap): whole dirty segments, records from firstDirty on ---
+    offset_map, latest_offset = _build_offset_map(writer, first_dirty, first_uncleanable)
+    end_offset = latest_offset + 1
+    groups = _group_segments(
+        _segments_below(writer, end_offset),
+        writer.segment_bytes,
+        writer.segment_index_bytes,
+        first_uncleanable,
+    )
+    cleaning = _CleaningPass(
+        offset_map=offset_map,
+        latest_offset=latest_offset,
+        last_records=_last_records_of_active_producers(writer),
+        upper_bound=first_uncleanable,
+        current_time=current_time,
+        delete_retention_ms=delete_retention_ms,
+        io_buffer_size=io_buffer_size,
+    )
+    cleaned = [cleaning.clean_group(writer, group) for group in groups]
+    _replace_segments(writer, groups, cleaned)
+    writer.cleaner_checkpoint = end_offset
+    return CleanResult(
+        first_dirty_offset=first_dirty,
+        first_uncleanable_offset=first_uncleanable,
+        end_offset=end_offset,
+        groups=tuple(tuple(s.base_offset for s in g) for g in groups),
+        records_read=cleaning.records_read,
+        records_retained=cleaning.records_retained,
+    )
+
+
+def _build_offset_map(
+    writer: PartitionWriter, first_dirty: int, first_uncleanable: int
+) -> tuple[dict[bytes, int], int]:
+    """``Cleaner.buildOffsetMap``: key -> latest offset over the whole dirty segments below
+    ``first_uncleanable`` (records from ``first_dirty`` on; control batches and aborted data
+    skipped), and the map's latest offset (-1 when there was no dirty segment)."""
     offset_map: dict[bytes, int] = {}
     latest_offset = -1
     meta = _TxnMetadata()
     meta.add_aborted(_collect_aborted(writer, first_dirty, first_uncleanable))
-    records_read = 0
     dirty = [
         s
         for s in _segments_below(writer, first_uncleanable)
@@ -248,61 +284,69 @@ def compact(  # noqa: C901, PLR0912
             latest_offset = b.last_offset
         # "in the case of offset gaps, fast forward to the latest expected offset"
         latest_offset = next_start - 1
-    end_offset = latest_offset + 1
-    # --- producers whose last batches must survive (lastRecordsOfActiveProducers) ---
-    last_records = {
+    return offset_map, latest_offset
+
+
+def _last_records_of_active_producers(
+    writer: PartitionWriter,
+) -> dict[int, tuple[int | None, int]]:
+    """``lastRecordsOfActiveProducers``: producer id -> (last data offset or None, epoch), the
+    producers whose last batches must survive the round."""
+    return {
         pid: (e.last_data_offset if e.last_data_offset >= 0 else None, e.epoch)
         for pid, e in writer.producer_state.producers.items()
     }
-    groups = _group_segments(
-        _segments_below(writer, end_offset),
-        writer.segment_bytes,
-        writer.segment_index_bytes,
-        first_uncleanable,
-    )
-    meta = _TxnMetadata()
-    retained_count = 0
-    new_segments: dict[int, SegmentState] = {}
-    replaced: set[int] = set()
-    for group in groups:
+
+
+def _read_chunks(seg: SegmentState, io_buffer_size: int) -> Iterator[list[EncodedBatch]]:
+    """The segment's batches as the cleaner reads them: one read of its I/O buffer at a time,
+    whole batches, at least one per read."""
+    pos = 0
+    while pos < len(seg.batches):
+        chunk = [seg.batches[pos]]
+        size = chunk[0].size
+        while pos + len(chunk) < len(seg.batches):
+            nxt = seg.batches[pos + len(chunk)]
+            if size + nxt.size > io_buffer_size:
+                break
+            chunk.append(nxt)
+            size += nxt.size
+        pos += len(chunk)
+        yield chunk
+
+
+@dataclass(slots=True)
+class _CleaningPass:
+    """The filter step of one round (``Cleaner.cleanSegments``): each group of segments becomes
+    one cleaned segment; the transaction state carries over from group to group."""
+
+    offset_map: dict[bytes, int]
+    latest_offset: int
+    last_records: dict[int, tuple[int | None, int]]
+    upper_bound: int
+    current_time: int
+    delete_retention_ms: int
+    io_buffer_size: int
+    meta: _TxnMetadata = field(default_factory=_TxnMetadata)
+    records_read: int = 0
+    records_retained: int = 0
+
+    def clean_group(self, writer: PartitionWriter, group: list[SegmentState]) -> SegmentState:
+        """The cleaned segment of ``group`` (in memory: nothing is written here), named after
+        the group's first base offset."""
         cleaned = SegmentState(
             group[0].base_offset,
-            created_ms=current_time,
+            created_ms=self.current_time,
             index_interval_bytes=writer.index_interval_bytes,
             max_index_bytes=writer.segment_index_bytes,
             roll_jitter_ms=writer.roll_jitter_ms,
         )
-        meta.cleaned_index = cleaned.txn_index
+        self.meta.cleaned_index = cleaned.txn_index
         for i, seg in enumerate(group):
             upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
-            meta.add_aborted(_collect_aborted(writer, seg.base_offset, upper))
-            pos = 0
-            while pos < len(seg.batches):
-                # one read of the cleaner's I/O buffer: whole batches, at least one
-                chunk = [seg.batches[pos]]
-                size = chunk[0].size
-                while pos + len(chunk) < len(seg.batches):
-                    nxt = seg.batches[pos + len(chunk)]
-                    if size + nxt.size > io_buffer_size:
-                        break
-                    chunk.append(nxt)
-                    size += nxt.size
-                pos += len(chunk)
-                result = _ChunkResult()
-                for b in chunk:
-                    read, kept = _filter_batch(
-                        b,
-                        result,
-                        offset_map=offset_map,
-                        latest_offset=latest_offset,
-                        meta=meta,
-                        last_records=last_records,
-                        upper_bound=first_uncleanable,
-                        current_time=current_time,
-                        delete_retention_ms=delete_retention_ms,
-                    )
-                    records_read += read
-                    retained_count += kept
+            self.meta.add_aborted(_collect_aborted(writer, seg.base_offset, upper))
+            for chunk in _read_chunks(seg, self.io_buffer_size):
+                result = self._filter_chunk(chunk)
                 if result.batches:
                     cleaned.append(
                         result.max_offset,
@@ -311,24 +355,40 @@ def compact(  # noqa: C901, PLR0912
                         result.batches,
                     )
         cleaned.on_become_inactive()
-        new_segments[cleaned.base_offset] = cleaned
-        replaced.update(s.base_offset for s in group)
-    # --- swap in (replaceSegments) ---
+        return cleaned
+
+    def _filter_chunk(self, chunk: list[EncodedBatch]) -> _ChunkResult:
+        result = _ChunkResult()
+        for b in chunk:
+            read, kept = _filter_batch(
+                b,
+                result,
+                offset_map=self.offset_map,
+                latest_offset=self.latest_offset,
+                meta=self.meta,
+                last_records=self.last_records,
+                upper_bound=self.upper_bound,
+                current_time=self.current_time,
+                delete_retention_ms=self.delete_retention_ms,
+            )
+            self.records_read += read
+            self.records_retained += kept
+        return result
+
+
+def _replace_segments(
+    writer: PartitionWriter, groups: list[list[SegmentState]], cleaned: list[SegmentState]
+) -> None:
+    """``replaceSegments``: delete the files of every segment of ``groups``, put the cleaned
+    segments in their place and write their files."""
+    new_segments = {seg.base_offset: seg for seg in cleaned}
+    replaced = {s.base_offset for group in groups for s in group}
     for base in replaced:
         writer.remove_segment_files(base)
     kept_segments = [s for s in writer.segments if s.base_offset not in replaced]
     writer.segments = sorted([*kept_segments, *new_segments.values()], key=lambda s: s.base_offset)
     for seg in new_segments.values():
         writer.rewrite_segment_files(seg)
-    writer.cleaner_checkpoint = end_offset
-    return CleanResult(
-        first_dirty_offset=first_dirty,
-        first_uncleanable_offset=first_uncleanable,
-        end_offset=end_offset,
-        groups=tuple(tuple(s.base_offset for s in g) for g in groups),
-        records_read=records_read,
-        records_retained=retained_count,
-    )
 
 
 # the cleaner's per-record retention rules, one case list

@@ -27,10 +27,12 @@ from kafka_archive.services.replay import (
     ReplayService,
     spec_from_request,
 )
-from kafka_archive.settings import VariableReader, load_settings
+from kafka_archive.settings import VariableReader, airflow_variable_reader, load_settings
 
 __all__ = [
     "PARAMS_SCHEMA",
+    "airflow_connection",
+    "airflow_variable_reader",
     "execute_task",
     "plan_task",
     "report_task",
@@ -117,6 +119,13 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         "Plans reading more bytes run on Spark (execution=auto).",
     ),
 }
+
+
+def airflow_connection(conn_id: str) -> Any:
+    """The Airflow connection ``conn_id`` (inside a task; imports Airflow)."""
+    from airflow.sdk import BaseHook
+
+    return BaseHook.get_connection(conn_id)
 
 
 def resolve_target(

@@ -362,8 +362,7 @@ def _partitions(consumer: Any, timeout_s: float) -> list[int]:
     return sorted(t.partitions)
 
 
-# TODO(issue 11): split: the follower's setup, poll loop and shutdown in one function
-def follow_offsets(  # noqa: C901, PLR0912, PLR0915
+def follow_offsets(
     catalog: Catalog,
     cluster: str,
     bootstrap: str,
@@ -382,54 +381,124 @@ def follow_offsets(  # noqa: C901, PLR0912, PLR0915
     set, or (``handle_signals``) SIGTERM/SIGINT arrives. With none of them, runs for ever.
 
     Each consume call's records go to the catalog in one :func:`apply_batch` transaction
-    before the next call; ``on_batch`` sees each committed result.
+    before the next call; ``on_batch`` sees each committed result. Set-up waits for the topic;
+    :class:`_FollowLoop` assigns and polls; shut-down (always) closes the consumer and reads
+    the report's positions back from the catalog.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer
 
     started = time.monotonic()
     report = FollowReport(cluster)
     stop = stop or threading.Event()
     if handle_signals:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+        _stop_on_signals(stop)
+
+    def expired() -> bool:
+        return duration_s is not None and time.monotonic() - started >= duration_s
+
     consumer = Consumer(consumer_config(bootstrap, config))
     try:
-        parts = _partitions(consumer, 30.0)
-        while not parts and not until_caught_up:
-            # created by the first group that commits: a long-running follower waits for it
-            if stop.wait(1.0) or (
-                duration_s is not None and time.monotonic() - started >= duration_s
-            ):
-                break
-            parts = _partitions(consumer, 30.0)
+        parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
         report.partitions = len(parts)
         if not parts:
             report.caught_up = until_caught_up
             report.stopped_by = "no __consumer_offsets topic yet"
             return report
-        stored: dict[int, int | None] = {p: None for p in parts}
+        loop = _FollowLoop(
+            catalog,
+            cluster,
+            consumer,
+            parts,
+            report,
+            batch_records=batch_records,
+            poll_timeout_s=poll_timeout_s,
+            on_batch=on_batch,
+        )
+        loop.start()
+        loop.run(stop, expired, until_caught_up=until_caught_up)
+    finally:
+        consumer.close()
+        report.positions = load_positions(catalog, cluster)
+        report.seconds = round(time.monotonic() - started, 3)
+    return report
 
-        def assign() -> None:
-            stored.update(load_positions(catalog, cluster))
-            consumer.assign(
-                [
-                    TopicPartition(CONSUMER_OFFSETS_TOPIC, p, stored[p] or 0)
-                    if stored[p] is not None
-                    else TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2)  # OFFSET_BEGINNING
-                    for p in parts
-                ]
-            )
 
-        assign()
-        end_at_start: dict[int, int] = {}
-        for p in parts:
-            low, high = consumer.get_watermark_offsets(
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` (the run ends after its current batch)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+def _wait_for_partitions(
+    consumer: Any, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
+) -> list[int]:
+    """The partitions of ``__consumer_offsets``; empty when the topic does not exist yet and
+    the run is ``until_caught_up``, or was stopped (``stop``, ``expired``) while waiting."""
+    parts = _partitions(consumer, 30.0)
+    while not parts and not until_caught_up:
+        # created by the first group that commits: a long-running follower waits for it
+        if stop.wait(1.0) or expired():
+            break
+        parts = _partitions(consumer, 30.0)
+    return parts
+
+
+@dataclass(slots=True)
+class _FollowLoop:
+    """The poll loop of one :func:`follow_offsets` run over ``parts``.
+
+    State: ``stored`` (the position per partition this follower read at its start or last
+    wrote, ``None`` when no row exists), ``end_at_start`` (each partition's end when the run
+    began) and ``at_end`` (the partitions seen caught up: an end-of-partition event, or a record
+    at or past the last offset that existed at the start, since a busy partition may never
+    report its end).
+    """
+
+    catalog: Catalog
+    cluster: str
+    consumer: Any
+    parts: list[int]
+    report: FollowReport
+    batch_records: int
+    poll_timeout_s: float
+    on_batch: Callable[[BatchResult], None] | None
+    stored: dict[int, int | None] = field(default_factory=dict)
+    end_at_start: dict[int, int] = field(default_factory=dict)
+    at_end: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.stored = {p: None for p in self.parts}
+
+    def assign(self) -> None:
+        """Read the stored positions and assign every partition there (the beginning when
+        none is stored)."""
+        from confluent_kafka import TopicPartition
+
+        stored = self.stored
+        stored.update(load_positions(self.catalog, self.cluster))
+        self.consumer.assign(
+            [
+                TopicPartition(CONSUMER_OFFSETS_TOPIC, p, stored[p] or 0)
+                if stored[p] is not None
+                else TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2)  # OFFSET_BEGINNING
+                for p in self.parts
+            ]
+        )
+
+    def start(self) -> None:
+        """Assign, note each partition's end now, and report (and log) stored positions below
+        the log start: records in between were deleted before they were read."""
+        from confluent_kafka import TopicPartition
+
+        self.assign()
+        for p in self.parts:
+            low, high = self.consumer.get_watermark_offsets(
                 TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
             )
-            end_at_start[p] = high
-            pos = stored[p]
+            self.end_at_start[p] = high
+            pos = self.stored[p]
             if pos is not None and pos < low:
-                report.behind_log_start[p] = [pos, low]
+                self.report.behind_log_start[p] = [pos, low]
                 log.warning(
                     "__consumer_offsets-%d: stored position %d is below the log start %d: "
                     "records in between were deleted before they were read",
@@ -437,76 +506,97 @@ def follow_offsets(  # noqa: C901, PLR0912, PLR0915
                     pos,
                     low,
                 )
-        # caught up on p: an end-of-partition event, or a record at or past the last offset
-        # that existed at the start (a busy partition may never report its end)
-        at_end = {p for p in parts if (stored[p] or 0) >= end_at_start[p]}
+        self.at_end = {p for p in self.parts if (self.stored[p] or 0) >= self.end_at_start[p]}
+
+    def run(
+        self, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
+    ) -> None:
+        """Consume and store batch after batch until ``stop`` is set, ``expired()``, or (with
+        ``until_caught_up``) every partition is at its end; sets the report's ``stopped_by``."""
+        report = self.report
         while True:
             if stop.is_set():
                 report.stopped_by = "stop requested"
-                break
-            if duration_s is not None and time.monotonic() - started >= duration_s:
+                return
+            if expired():
                 report.stopped_by = "duration"
-                break
-            msgs = consumer.consume(num_messages=batch_records, timeout=poll_timeout_s)
-            records: list[ReadRecord] = []
-            ends: dict[int, int] = {}
-            for m in msgs:
-                part, off = m.partition() or 0, m.offset() or 0
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(part)
-                        ends[part] = off
-                        continue
-                    if err.fatal():
-                        raise KafkaException(err)
-                    log.warning("__consumer_offsets follower: %s", err)
-                    continue
-                if off >= end_at_start[part] - 1:
-                    at_end.add(part)
-                ts_type, ts = m.timestamp()
-                key, value = m.key(), m.value()
-                records.append(
-                    ReadRecord(
-                        part,
-                        off,
-                        ts if ts_type else -1,
-                        key.encode() if isinstance(key, str) else key,
-                        value.encode() if isinstance(value, str) else value,
-                    )
-                )
-            touched = {r.partition for r in records} | set(ends)
-            if touched:
-                try:
-                    res = apply_batch(
-                        catalog,
-                        cluster,
-                        records,
-                        {p: stored[p] for p in touched},
-                        ends=ends,
-                    )
-                except PositionConflictError as exc:
-                    report.conflicts += 1
-                    log.warning("%s: re-reading stored positions", exc)
-                    assign()
-                    at_end = {p for p in at_end if (stored[p] or 0) >= end_at_start[p]}
-                    continue
-                stored.update(res.positions)
-                report.transactions += 1
-                report.records_read += len(records)
-                report.commits_recorded += res.counts.commits
-                report.tombstones_recorded += res.counts.tombstones
-                report.group_records += res.counts.group_records
-                report.other_records += res.counts.other_records
-                report.undecodable += res.counts.undecodable
-                if on_batch is not None:
-                    on_batch(res)
-            if until_caught_up and at_end >= set(parts):
+                return
+            msgs = self.consumer.consume(
+                num_messages=self.batch_records, timeout=self.poll_timeout_s
+            )
+            records, ends = self._read(msgs)
+            if not self._store(records, ends):
+                continue  # positions re-read after a conflict: poll again from there
+            if until_caught_up and self.at_end >= set(self.parts):
                 report.caught_up = True
                 report.stopped_by = "caught up"
-                break
-    finally:
-        consumer.close()
-        report.positions = load_positions(catalog, cluster)
-        report.seconds = round(time.monotonic() - started, 3)
-    return report
+                return
+
+    def _read(self, msgs: list[Any]) -> tuple[list[ReadRecord], dict[int, int]]:
+        """The records of one consume call, and the end offsets of the partitions that
+        reported their end; marks partitions caught up. A fatal client error raises
+        :class:`KafkaException`; other errors are logged and skipped."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        records: list[ReadRecord] = []
+        ends: dict[int, int] = {}
+        for m in msgs:
+            part, off = m.partition() or 0, m.offset() or 0
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    self.at_end.add(part)
+                    ends[part] = off
+                    continue
+                if err.fatal():
+                    raise KafkaException(err)
+                log.warning("__consumer_offsets follower: %s", err)
+                continue
+            if off >= self.end_at_start[part] - 1:
+                self.at_end.add(part)
+            ts_type, ts = m.timestamp()
+            key, value = m.key(), m.value()
+            records.append(
+                ReadRecord(
+                    part,
+                    off,
+                    ts if ts_type else -1,
+                    key.encode() if isinstance(key, str) else key,
+                    value.encode() if isinstance(value, str) else value,
+                )
+            )
+        return records, ends
+
+    def _store(self, records: list[ReadRecord], ends: dict[int, int]) -> bool:
+        """Store one consume call's records in one :func:`apply_batch` transaction (none when
+        nothing was read). False when another follower moved a position meanwhile: nothing was
+        stored, the positions are re-read and the consumer re-assigned there."""
+        touched = {r.partition for r in records} | set(ends)
+        if not touched:
+            return True
+        report = self.report
+        try:
+            res = apply_batch(
+                self.catalog,
+                self.cluster,
+                records,
+                {p: self.stored[p] for p in touched},
+                ends=ends,
+            )
+        except PositionConflictError as exc:
+            report.conflicts += 1
+            log.warning("%s: re-reading stored positions", exc)
+            self.assign()
+            self.at_end = {p for p in self.at_end if (self.stored[p] or 0) >= self.end_at_start[p]}
+            return False
+        self.stored.update(res.positions)
+        report.transactions += 1
+        report.records_read += len(records)
+        report.commits_recorded += res.counts.commits
+        report.tombstones_recorded += res.counts.tombstones
+        report.group_records += res.counts.group_records
+        report.other_records += res.counts.other_records
+        report.undecodable += res.counts.undecodable
+        if self.on_batch is not None:
+            self.on_batch(res)
+        return True
