@@ -334,3 +334,64 @@ def test_cli_export_json_then_dry_run_and_errors(
         "export", "--topic", "events", "--from", "earliest", *base, "--format", "csv"
     )
     assert code == 2 and "parquet" in text and "Traceback" not in text
+
+
+def test_airflow_task_bodies_plan_export_and_report(
+    archive: tuple[History, str, str], spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jsonschema
+    from kafka_archive.airflow.export_tasks import (
+        export_task,
+        plan_task,
+        report_task,
+        request_from_params,
+    )
+
+    _hist, store_uri, db = archive
+    monkeypatch.setenv("KAFKA_ARCHIVE_STORE", store_uri)
+    monkeypatch.setenv("KAFKA_ARCHIVE_DB", db)
+    out = tmp_path / "dag"
+    params = {"cluster": C, "topic": "orders", "from": "earliest", "output": str(out),
+              "partitions": [0]}  # fmt: skip
+    planned = plan_task(params)
+    assert planned["summary"]["partitions"][0]["partition"] == 0
+    assert report_task(planned, None)["export_id"] == planned["export_id"]  # a dry run
+    result = report_task(planned, export_task(planned, params))
+    assert result["status"] == "committed" and result["export_id"] == planned["export_id"]
+    plan = _plan(archive, str(out), topic="orders", partitions=[0], **{"from": "earliest"})
+    assert plan.export_id == planned["export_id"]
+    expected = sorted(replay_rows(archive, plan), key=lambda r: (r[2], r[3]))
+    assert read_with_pyarrow(out) == expected and result["rows"] == len(expected)
+    with pytest.raises(jsonschema.ValidationError):
+        request_from_params({**params, "format": "csv"})
+    with pytest.raises(jsonschema.ValidationError):
+        request_from_params({k: v for k, v in params.items() if k != "output"})
+
+
+def test_the_spark_job_file_exports_on_its_own_session(
+    archive: tuple[History, str, str], tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    _hist, store_uri, db = archive
+    out = tmp_path / "job"
+    repo = Path(__file__).resolve().parents[1]
+    args = ["--cluster", C, "--topic", "events", "--from", "earliest", "--partitions", "1",
+            "--output", str(out), "--store", store_uri, "--db", db,
+            "--spark-master", "local[1]"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(repo / "spark_jobs" / "export.py"), *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    plan = _plan(archive, str(out), topic="events", partitions=[1], **{"from": "earliest"})
+    assert report["export_id"] == plan.export_id and report["status"] == "committed"
+    expected = sorted(replay_rows(archive, plan), key=lambda r: (r[2], r[3]))
+    assert read_with_pyarrow(out) == expected
+    bad = subprocess.run(
+        [sys.executable, str(repo / "spark_jobs" / "export.py"), *args[:-2], "--topic", "nope"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1 and json.loads(bad.stdout.splitlines()[-1])["kind"] == "error"
