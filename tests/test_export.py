@@ -191,6 +191,27 @@ def test_export_rows_are_what_replay_delivers(
         meta = pq.read_metadata(out / f.key)
         assert meta.num_rows == f.rows and meta.schema.to_arrow_schema().equals(FILE_SCHEMA)
     assert sum(f.rows for f in manifest.files) == manifest.rows == report.rows
+    # the history's clock jumps (producers an hour behind) spread rows over several hours
+    assert len({(f.date, f.hour) for f in manifest.files}) > 1
+
+
+def test_small_files_keep_every_row_once(
+    archive: tuple[History, str, str], spark: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "small"
+    plan = _plan(archive, str(out), topic="orders", max_rows_per_file=40, **{"from": "earliest"})
+    report = _run(archive, plan, spark)
+    manifest = read_manifest(open_store(str(out)))
+    assert manifest is not None
+    per_bucket: dict[tuple[int, str | None, int | None], int] = {}
+    for f in manifest.files:
+        assert f.rows <= 40 + 4  # a batch of the history holds at most 4 records
+        key = (f.partition, f.date, f.hour)
+        per_bucket[key] = per_bucket.get(key, 0) + 1
+    assert max(per_bucket.values()) > 1 and report.files == len(manifest.files)
+    expected = sorted(replay_rows(archive, plan), key=lambda r: (r[2], r[3]))
+    assert read_with_pyarrow(out) == expected
+    assert read_manifest_files_with_duckdb(out) == expected
 
 
 def test_a_time_range_of_a_log_append_time_topic_matches_replay(

@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +29,18 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from kafka_archive.export.manifest import ExportFile, staged_key
-from kafka_archive.export.schema import FILE_SCHEMA, Bucket, RowBuffer, bucket_dir, bucket_of
+from kafka_archive.export.schema import (
+    FILE_SCHEMA,
+    MS_PER_HOUR,
+    Bucket,
+    RowBuffer,
+    bucket_dir,
+    bucket_of_hour,
+)
 from kafka_archive.replay.plan import PartitionPlan
 from kafka_archive.replay.reader import BatchRecords, PartitionReader
 from kafka_archive.store.base import ObjectStore
+from segment_lib.records import BatchHeader, Header
 
 __all__ = [
     "DEFAULT_MAX_OPEN_FILES",
@@ -60,6 +70,8 @@ class PartitionExport:
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: wall seconds of the task (reading, converting, writing and staging)
+    duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +82,7 @@ class PartitionExport:
             "aborted_records": self.aborted_records,
             "control_batches": self.control_batches,
             "open_txn_records": self.open_txn_records,
+            "duration_s": self.duration_s,
         }
 
     @classmethod
@@ -82,6 +95,7 @@ class PartitionExport:
             aborted_records=d["aborted_records"],
             control_batches=d["control_batches"],
             open_txn_records=d["open_txn_records"],
+            duration_s=d["duration_s"],
         )
 
 
@@ -128,7 +142,8 @@ class _PartitionWriter:
         self.export_id = export_id
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
         self.tmp = tmp
-        self.row_group_rows = row_group_rows
+        # a file never holds more than max_rows_per_file rows (plus one batch's worth at most)
+        self.row_group_rows = min(row_group_rows, max_rows_per_file)
         self.max_rows_per_file = max_rows_per_file
         self.max_open_files = max_open_files
         self.open: OrderedDict[Bucket, _OpenFile] = OrderedDict()
@@ -136,18 +151,41 @@ class _PartitionWriter:
         self._seq = 0
 
     def add(self, group: BatchRecords) -> None:
-        header = group.header
-        current: _OpenFile | None = None
-        for record in group:
-            bucket = bucket_of(record.timestamp)
-            if current is None or current.bucket != bucket:
-                current = self._file_for(bucket)
-            current.buffer.add(record, header)
-            if len(current.buffer) >= self.row_group_rows:
-                current.flush()
-                if current.rows >= self.max_rows_per_file:
-                    self._close(current)
-                    current = None
+        """Route one batch's records to their buckets' files (column-wise, a run of records of
+        the same hour at a time: usually the whole batch)."""
+        if not group:
+            return
+        offsets, timestamps, keys, values, headers = zip(*group, strict=True)
+        hours = [t // MS_PER_HOUR for t in timestamps]
+        if hours[0] == hours[-1] and min(hours) == max(hours):
+            self._add_run(bucket_of_hour(hours[0]), offsets, timestamps, keys, values, headers,
+                          group.header)  # fmt: skip
+            return
+        start = 0
+        for i in range(1, len(hours) + 1):
+            if i == len(hours) or hours[i] != hours[start]:
+                self._add_run(
+                    bucket_of_hour(hours[start]), offsets[start:i], timestamps[start:i],
+                    keys[start:i], values[start:i], headers[start:i], group.header,
+                )  # fmt: skip
+                start = i
+
+    def _add_run(
+        self,
+        bucket: Bucket,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header]],
+        header: BatchHeader,
+    ) -> None:
+        f = self._file_for(bucket)
+        f.buffer.add_columns(offsets, timestamps, keys, values, headers, header)
+        if len(f.buffer) >= self.row_group_rows:
+            f.flush()
+            if f.rows >= self.max_rows_per_file:
+                self._close(f)
 
     def _file_for(self, bucket: Bucket) -> _OpenFile:
         f = self.open.get(bucket)
@@ -217,6 +255,7 @@ def export_partition(
         SegmentError: bad archived bytes (naming the object and position).
         StoreError: reading the archive or writing the output failed.
     """
+    started = time.monotonic()
     result = PartitionExport(partition=plan.partition)
     reader = PartitionReader(store, plan)
     with tempfile.TemporaryDirectory(prefix="kafka-archive-export-", dir=tmp_dir) as tmp:
@@ -246,4 +285,5 @@ def export_partition(
     result.aborted_records = stats.aborted_records
     result.control_batches = stats.control_batches
     result.open_txn_records = stats.open_txn_records
+    result.duration_s = round(time.monotonic() - started, 4)
     return result

@@ -33,21 +33,25 @@ the directory name Hive, Spark and pyarrow read as null.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import itertools
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from segment_lib.records import NO_PRODUCER_ID, BatchHeader, Record
+from segment_lib.records import NO_PRODUCER_ID, BatchHeader, Header, Record
 
 __all__ = [
     "FILE_SCHEMA",
+    "MS_PER_HOUR",
     "NULL_PARTITION",
     "SCHEMA_VERSION",
     "Bucket",
     "RowBuffer",
     "bucket_dir",
     "bucket_of",
+    "bucket_of_hour",
 ]
 
 #: bumped when the schema changes (part of the export id: a new schema is a new export)
@@ -76,15 +80,21 @@ FILE_SCHEMA = pa.schema(
 #: ``(date, hour)`` of a record: ``("2024-05-01", 13)``, or ``None`` without a timestamp
 Bucket = tuple[str, int] | None
 
-_MS_PER_HOUR = 3_600_000
+MS_PER_HOUR = 3_600_000
 
 
 def bucket_of(timestamp_ms: int) -> Bucket:
     """The ``date``/``hour`` partition of a record timestamp (UTC); ``None`` for ``< 0``."""
-    if timestamp_ms < 0:
+    return bucket_of_hour(timestamp_ms // MS_PER_HOUR)
+
+
+@functools.lru_cache(maxsize=4096)
+def bucket_of_hour(hour: int) -> Bucket:
+    """The bucket of hour number ``hour`` since the epoch (``timestamp // MS_PER_HOUR``);
+    ``None`` for negative hours (records without a timestamp)."""
+    if hour < 0:
         return None
-    hour_start = timestamp_ms - timestamp_ms % _MS_PER_HOUR
-    dt = datetime.fromtimestamp(hour_start / 1000, tz=UTC)
+    dt = datetime.fromtimestamp(hour * 3600, tz=UTC)
     return dt.strftime("%Y-%m-%d"), dt.hour
 
 
@@ -96,7 +106,12 @@ def bucket_dir(bucket: Bucket) -> str:
 
 
 class RowBuffer:
-    """Rows of one bucket being collected, column by column, into an Arrow table."""
+    """Rows of one bucket being collected, column by column, into an Arrow table.
+
+    Rows are added a batch's worth at a time (:meth:`add_columns`): the per-batch fields
+    (timestamp type, leader epoch, producer id) are repeated, never computed per record, and the
+    headers are kept as the decoder's tuples until :meth:`take` flattens them into Arrow arrays.
+    """
 
     __slots__ = (
         "_epoch",
@@ -121,7 +136,7 @@ class RowBuffer:
         self._ts_type: list[str] = []
         self._key: list[bytes | None] = []
         self._value: list[bytes | None] = []
-        self._headers: list[list[dict[str, object]]] = []
+        self._headers: list[Sequence[Header]] = []
         self._epoch: list[int | None] = []
         self._pid: list[int | None] = []
 
@@ -130,37 +145,68 @@ class RowBuffer:
 
     def add(self, record: Record, header: BatchHeader) -> None:
         """Append one record of the batch ``header``."""
-        self._offset.append(record.offset)
-        self._ts.append(record.timestamp if record.timestamp >= 0 else None)
-        self._ts_type.append(header.timestamp_type.label)
-        self._key.append(record.key)
-        self._value.append(record.value)
-        self._headers.append([{"name": h.key, "value": h.value} for h in record.headers])
-        epoch = header.partition_leader_epoch
-        self._epoch.append(epoch if epoch >= 0 else None)
-        pid = header.producer_id
-        self._pid.append(pid if pid != NO_PRODUCER_ID and pid >= 0 else None)
+        self.add_columns(
+            [record.offset], [record.timestamp], [record.key], [record.value], [record.headers],
+            header,
+        )  # fmt: skip
 
-    def add_all(self, records: Iterable[Record], header: BatchHeader) -> None:
-        for record in records:
-            self.add(record, header)
+    def add_columns(
+        self,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header]],
+        header: BatchHeader,
+    ) -> None:
+        """Append records of the batch ``header`` given column by column (equal lengths)."""
+        n = len(offsets)
+        self._offset.extend(offsets)
+        if min(timestamps) < 0:
+            self._ts.extend(t if t >= 0 else None for t in timestamps)
+        else:
+            self._ts.extend(timestamps)
+        self._key.extend(keys)
+        self._value.extend(values)
+        self._headers.extend(headers)
+        self._ts_type.extend([header.timestamp_type.label] * n)
+        epoch = header.partition_leader_epoch
+        self._epoch.extend([epoch if epoch >= 0 else None] * n)
+        pid = header.producer_id
+        self._pid.extend([pid if pid != NO_PRODUCER_ID and pid >= 0 else None] * n)
+
+    def _headers_array(self) -> pa.Array:
+        lengths = [len(h) for h in self._headers]
+        offsets = [0, *itertools.accumulate(lengths)]
+        names = [h[0] for hs in self._headers for h in hs]
+        values = [h[1] for hs in self._headers for h in hs]
+        items = pa.StructArray.from_arrays(
+            [pa.array(names, pa.string()), pa.array(values, pa.binary())],
+            fields=list(HEADER_TYPE),
+        )
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, type=pa.list_(
+            HEADER_TYPE
+        ))  # fmt: skip
 
     def take(self) -> pa.Table:
         """The buffered rows as a table of :data:`FILE_SCHEMA` (the buffer is emptied)."""
         n = len(self._offset)
+        topic_id = (
+            pa.nulls(n, pa.string())
+            if self.topic_id is None
+            else pa.array([self.topic_id] * n, pa.string())
+        )
         table = pa.Table.from_arrays(
             [
                 pa.array([self.topic] * n, pa.string()),
-                pa.nulls(n, pa.string())
-                if self.topic_id is None
-                else pa.array([self.topic_id] * n, pa.string()),
+                topic_id,
                 pa.array([self.partition] * n, pa.int32()),
                 pa.array(self._offset, pa.int64()),
                 pa.array(self._ts, pa.timestamp("ms", tz="UTC")),
                 pa.array(self._ts_type, pa.string()),
                 pa.array(self._key, pa.binary()),
                 pa.array(self._value, pa.binary()),
-                pa.array(self._headers, pa.list_(HEADER_TYPE)),
+                self._headers_array(),
                 pa.array(self._epoch, pa.int32()),
                 pa.array(self._pid, pa.int64()),
             ],

@@ -34,6 +34,7 @@ from kafka_archive.settings import Settings
 if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.export.manifest import ExportManifest, PartitionRange
+    from kafka_archive.export.partition import PartitionExport
     from kafka_archive.replay.plan import ReplayPlan
     from kafka_archive.store.base import ObjectStore
 
@@ -132,6 +133,8 @@ class ExportReport(BaseModel):
     open_txn_records: int = 0
     duration_s: float
     rows_per_s: float
+    #: seconds each partition's Spark task took (empty when nothing was exported this run)
+    task_s: dict[int, float] = Field(default_factory=dict)
 
 
 class ExportService:
@@ -213,13 +216,13 @@ class ExportService:
             existing = read_manifest(output)
             if existing is not None and existing.export_id == plan.export_id:
                 commit(output, existing)  # finishes an interrupted clean-up; else a no-op
-                return self._report(existing, "already-committed", started, output.uri, 0)
-            manifest, bytes_read = self._export(
+                return self._report(existing, "already-committed", started, output.uri, [])
+            manifest, results = self._export(
                 plan, replay_plan, output, spark_master, spark,
                 dict(output_options or {}), dict(store_options or {}),
             )  # fmt: skip
             commit(output, manifest)
-            return self._report(manifest, "committed", started, output.uri, bytes_read)
+            return self._report(manifest, "committed", started, output.uri, results)
         finally:
             output.close()
 
@@ -232,8 +235,8 @@ class ExportService:
         spark: Any,
         output_options: dict[str, Any],
         store_options: dict[str, Any],
-    ) -> tuple[ExportManifest, int]:
-        """Run the tasks under the export's lease: ``(manifest to commit, bytes read)``."""
+    ) -> tuple[ExportManifest, list[PartitionExport]]:
+        """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
         from kafka_archive.replay.lease import ReplayLease
@@ -268,11 +271,15 @@ class ExportService:
             control_batches=sum(r.control_batches for r in results),
             open_txn_records=sum(r.open_txn_records for r in results),
         )
-        return manifest, sum(r.bytes_read for r in results)
+        return manifest, results
 
     @staticmethod
     def _report(
-        manifest: ExportManifest, status: str, started: float, uri: str, bytes_read: int
+        manifest: ExportManifest,
+        status: str,
+        started: float,
+        uri: str,
+        results: list[PartitionExport],
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
 
@@ -291,12 +298,13 @@ class ExportService:
             rows=manifest.rows,
             rows_per_partition=per,
             bytes_written=sum(f.bytes for f in manifest.files),
-            bytes_read=bytes_read,
+            bytes_read=sum(r.bytes_read for r in results),
             aborted_records=manifest.aborted_records,
             control_batches=manifest.control_batches,
             open_txn_records=manifest.open_txn_records,
             duration_s=round(duration, 3),
             rows_per_s=round(manifest.rows / duration, 1) if duration > 0 else 0.0,
+            task_s={r.partition: r.duration_s for r in results},
         )
 
     def close(self) -> None:
