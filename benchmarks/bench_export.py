@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -253,6 +254,7 @@ def main() -> int:
     archived = replay_plan.total_bytes
     print(f"source: {total_rows} records, {archived / 1e6:.1f} MB archived", flush=True)
     results: dict[str, Any] = {}
+    load_before = os.getloadavg()
     for cores in (1, 2):
         got = measure(cores, plan, settings, store, tmp, args.reps)
         med = {k: {m: statistics.median(v) for m, v in d.items()} for k, d in got.items()}
@@ -286,6 +288,8 @@ def main() -> int:
         "results": {k: {m: v for m, v in r.items() if m != "raw"} for k, r in results.items()},
         "raw": {k: r["raw"] for k, r in results.items()},
         "summary": summary,
+        # the machine is shared: how busy it was (1/5/15-minute load averages) before and after
+        "load_avg": {"before": load_before, "after": os.getloadavg()},
         "machine": _data.machine(),
     }
     path = _data.result_file("export", Path(args.out))

@@ -355,6 +355,14 @@ def test_cli_export_json_then_dry_run_and_errors(
         "export", "--topic", "events", "--from", "earliest", *base, "--format", "csv"
     )
     assert code == 2 and "parquet" in text and "Traceback" not in text
+    code, _lines, text = cli("export", "--topic", "events", "--from", "", *base)
+    assert code == 2 and "--from" in text and "Traceback" not in text
+    # the same empty start position given to replay (the planner both share) is a usage error
+    code, _lines, text = cli(
+        "replay", "run", "--cluster", C, "--topic", "events", "--from", "", "--target",
+        "127.0.0.1:1", "--store", store_uri, "--db", db, "--dry-run", "--offline",
+    )  # fmt: skip
+    assert code == 2 and "from is empty" in text and "Traceback" not in text
 
 
 def test_airflow_task_bodies_plan_export_and_report(

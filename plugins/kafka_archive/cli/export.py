@@ -148,7 +148,9 @@ def export(
             }
         )
     except ValidationError as exc:
-        fail(str(exc.errors()[0].get("msg")), code=2, as_json=as_json)
+        err = exc.errors()[0]
+        option = "--" + str(err["loc"][0]).rstrip("_") if err.get("loc") else "a value"
+        fail(f"{option}: {err['msg']}", code=2, as_json=as_json)
     catalog = open_catalog_or_fail(db, as_json)
     archive = open_store_or_fail(store, as_json)
     settings = cli_settings(as_json, store=store, db=db)

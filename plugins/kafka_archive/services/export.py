@@ -64,12 +64,12 @@ class ExportRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    cluster: str
-    topic: str
-    from_: str = Field(alias="from")
+    cluster: str = Field(min_length=1)
+    topic: str = Field(min_length=1)
+    from_: str = Field(alias="from", min_length=1)
     to: str | None = None
     partitions: list[int] | None = None
-    output: str
+    output: str = Field(min_length=1)
     format: str = "parquet"
     allow_gaps: bool = False
     max_rows_per_file: int | None = Field(default=None, gt=0)
@@ -204,7 +204,7 @@ class ExportService:
         ``output_options``/``store_options``: store options (e.g. ``endpoint_url``) for the
         output and the archive, given to every executor too.
         """
-        from kafka_archive.export.manifest import commit, read_manifest
+        from kafka_archive.export.manifest import clean_output, commit, read_manifest
         from kafka_archive.replay.runner import require_complete
         from kafka_archive.store import open_store
 
@@ -215,7 +215,7 @@ class ExportService:
         try:
             existing = read_manifest(output)
             if existing is not None and existing.export_id == plan.export_id:
-                commit(output, existing)  # finishes an interrupted clean-up; else a no-op
+                clean_output(output, existing)  # finishes an interrupted clean-up
                 return self._report(existing, "already-committed", started, output.uri, [])
             manifest, results = self._export(
                 plan, replay_plan, output, spark_master, spark,
