@@ -24,6 +24,11 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   staging prefix). Its figure is the tasks' slowest timed part, so it leaves out Spark's per-job
   cost (~0.1-0.2 s), which ``export``'s wall time includes: compare it with ``export_task``.
 
+Every kind also records the CPU seconds its tasks used (``time.process_time`` in each task,
+summed): rows per CPU-second are what the work costs whatever else the machine runs, while the
+wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2 cores are;
+the result file records the load average before and after.
+
 Figures are medians over the repetitions, rows/s = exported rows / seconds. Results go to
 ``benchmarks/results/export-<UTC time>.json``.
 
@@ -115,13 +120,14 @@ def read_bytes_task(args: tuple[str, str]) -> dict[str, Any]:
     store_uri, plan_json = args
     plan = PartitionPlan.model_validate_json(plan_json)
     store = open_store(store_uri)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     batches = nbytes = 0
     for obj in plan.objects:
         data = store.get_range(obj.key, obj.start, obj.end)
         nbytes += len(data)
         batches += sum(1 for _ in iter_batches(memoryview(data)))
-    return {"seconds": time.perf_counter() - t0, "batches": batches, "bytes": nbytes}
+    return {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+            "batches": batches, "bytes": nbytes}  # fmt: skip
 
 
 def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
@@ -151,7 +157,7 @@ def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
             tables.setdefault(b, []).append(buf.take())
     rows = sum(t.num_rows for ts in tables.values() for t in ts)
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for seq, (b, ts) in enumerate(sorted(tables.items(), key=lambda kv: str(kv[0]))):
             path = Path(tmp) / f"{seq}.parquet"
             with pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION) as writer:
@@ -160,8 +166,8 @@ def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
             key = f"{bucket_dir(b)}/part-{export_id}-p{plan.partition:05d}-{seq:05d}.parquet"
             output.put_file(staged_key(export_id, key), path, sha256=sha)
-        seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "rows": rows}
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"seconds": seconds, "cpu": cpu, "rows": rows}
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -179,7 +185,11 @@ def run_kind(
         with ExportService(settings) as svc:
             report = svc.run(plan.model_copy(update={"request": request}), spark=session)
         wall = time.perf_counter() - t0
-        return {"wall": wall, "task": max(report.task_s.values()), "rows": report.rows}
+        return {
+            "wall": wall,
+            "task": max(report.task_s.values()),
+            "cpu": sum(report.task_cpu_s.values()),
+        }
     if kind == "read-bytes":
         tasks: list[Any] = [(store.uri, p.model_dump_json()) for p in parts]
         rows = sc.parallelize(tasks, len(tasks)).map(read_bytes_task).collect()
@@ -187,7 +197,11 @@ def run_kind(
         tasks = [(store.uri, str(out), plan.export_id, p.model_dump_json()) for p in parts]
         rows = sc.parallelize(tasks, len(tasks)).map(memory_write_task).collect()
     wall = time.perf_counter() - t0
-    return {"wall": wall, "task": max(r["seconds"] for r in rows)}
+    return {
+        "wall": wall,
+        "task": max(r["seconds"] for r in rows),
+        "cpu": sum(r["cpu"] for r in rows),
+    }
 
 
 def measure(
@@ -201,7 +215,7 @@ def measure(
     )
     session.sparkContext.setLogLevel("ERROR")
     session.sparkContext.parallelize(range(cores * 2), cores * 2).map(_warm).collect()
-    got: dict[str, dict[str, list[float]]] = {k: {"wall": [], "task": []} for k in KINDS}
+    got: dict[str, dict[str, list[float]]] = {k: {"wall": [], "task": [], "cpu": []} for k in KINDS}
     for rep in range(-1, reps):
         order = KINDS[rep % len(KINDS) :] + KINDS[: rep % len(KINDS)]
         for kind in order:
@@ -210,8 +224,10 @@ def measure(
                 continue
             got[kind]["wall"].append(r["wall"])
             got[kind]["task"].append(r["task"])
+            got[kind]["cpu"].append(r["cpu"])
             print(f"local[{cores}] rep {rep} {kind:13s} wall {r['wall']:6.2f} s  "
-                  f"slowest task {r['task']:6.2f} s", flush=True)  # fmt: skip
+                  f"slowest task {r['task']:6.2f} s  task cpu {r['cpu']:6.2f} s",
+                  flush=True)  # fmt: skip
     session.stop()
     return got
 
@@ -272,6 +288,10 @@ def main() -> int:
             "ratio_export_vs_read_bytes": med["read-bytes"]["wall"] / med["export"]["wall"],
             "ratio_export_task_vs_memory_write": med["memory-write"]["task"]
             / med["export"]["task"],
+            # CPU seconds of all tasks: what the work costs, whatever else the machine runs
+            "export_rows_per_cpu_s": total_rows / med["export"]["cpu"],
+            "read_bytes_rows_per_cpu_s": total_rows / med["read-bytes"]["cpu"],
+            "memory_write_rows_per_cpu_s": total_rows / med["memory-write"]["cpu"],
             "raw": got,
         }
     l1, l2 = results["local[1]"], results["local[2]"]

@@ -72,6 +72,8 @@ class PartitionExport:
     open_txn_records: int = 0
     #: wall seconds of the task (reading, converting, writing and staging)
     duration_s: float = 0.0
+    #: CPU seconds the task's process used meanwhile (all its threads)
+    cpu_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +85,7 @@ class PartitionExport:
             "control_batches": self.control_batches,
             "open_txn_records": self.open_txn_records,
             "duration_s": self.duration_s,
+            "cpu_s": self.cpu_s,
         }
 
     @classmethod
@@ -96,6 +99,7 @@ class PartitionExport:
             control_batches=d["control_batches"],
             open_txn_records=d["open_txn_records"],
             duration_s=d["duration_s"],
+            cpu_s=d.get("cpu_s", 0.0),
         )
 
 
@@ -255,7 +259,7 @@ def export_partition(
         SegmentError: bad archived bytes (naming the object and position).
         StoreError: reading the archive or writing the output failed.
     """
-    started = time.monotonic()
+    started, started_cpu = time.monotonic(), time.process_time()
     result = PartitionExport(partition=plan.partition)
     reader = PartitionReader(store, plan)
     with tempfile.TemporaryDirectory(prefix="kafka-archive-export-", dir=tmp_dir) as tmp:
@@ -286,4 +290,5 @@ def export_partition(
     result.control_batches = stats.control_batches
     result.open_txn_records = stats.open_txn_records
     result.duration_s = round(time.monotonic() - started, 4)
+    result.cpu_s = round(time.process_time() - started_cpu, 4)
     return result

@@ -135,6 +135,8 @@ class ExportReport(BaseModel):
     rows_per_s: float
     #: seconds each partition's Spark task took (empty when nothing was exported this run)
     task_s: dict[int, float] = Field(default_factory=dict)
+    #: CPU seconds of each partition's task
+    task_cpu_s: dict[int, float] = Field(default_factory=dict)
 
 
 class ExportService:
@@ -305,6 +307,7 @@ class ExportService:
             duration_s=round(duration, 3),
             rows_per_s=round(manifest.rows / duration, 1) if duration > 0 else 0.0,
             task_s={r.partition: r.duration_s for r in results},
+            task_cpu_s={r.partition: r.cpu_s for r in results},
         )
 
     def close(self) -> None:
