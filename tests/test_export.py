@@ -424,3 +424,22 @@ def test_the_spark_job_file_exports_on_its_own_session(
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert bad.returncode == 1 and json.loads(bad.stdout.splitlines()[-1])["kind"] == "error"
+
+
+def test_a_running_export_holds_its_lease_and_a_second_run_is_refused(
+    archive: tuple[History, str, str], spark: Any, tmp_path: Path
+) -> None:
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.replay.lease import ReplayBusyError, ReplayLease
+
+    out = tmp_path / "busy"
+    plan = _plan(archive, str(out), topic="events", **{"from": "earliest"})
+    with open_catalog(archive[2]) as cat, ReplayLease(cat.engine, plan.export_id):
+        # another live run of the same export (here: this lease) holds it: refused, nothing
+        # written, no manifest
+        with pytest.raises(ReplayBusyError):
+            _run(archive, plan, spark)
+        assert read_manifest(open_store(str(out))) is None
+        assert not _data_files(out)
+    report = _run(archive, plan, spark)  # the lease released: the export runs
+    assert report.status == "committed" and report.rows > 0
