@@ -33,7 +33,13 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from kafka_archive.airflow import protect_task_logs
-from kafka_archive.airflow.export_tasks import PARAMS_SCHEMA, export_task, plan_task, report_task
+from kafka_archive.airflow.export_tasks import (
+    PARAMS_SCHEMA,
+    airflow_variable_reader,
+    export_task,
+    plan_task,
+    report_task,
+)
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -46,13 +52,6 @@ DEFAULT_ARGS: dict[str, Any] = {
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=12),
 }
-
-
-def _variable(name: str) -> str | None:
-    from airflow.sdk import Variable
-
-    value = Variable.get(name, default=None)
-    return None if value is None else str(value)
 
 
 @dag(
@@ -75,13 +74,13 @@ def _variable(name: str) -> str | None:
 def kafka_archive_export() -> None:
     @task(retries=1)
     def plan(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return plan_task(params or {}, variable_getter=_variable)
+        return plan_task(params or {}, variable_getter=airflow_variable_reader())
 
     @task
     def export(planned: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         if planned["dry_run"]:
             raise AirflowSkipException(f"dry run: export {planned['export_id']} only planned")
-        return export_task(planned, params or {}, variable_getter=_variable)
+        return export_task(planned, params or {}, variable_getter=airflow_variable_reader())
 
     @task(trigger_rule="none_failed", retries=0)
     def report(planned: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:

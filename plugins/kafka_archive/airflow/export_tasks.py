@@ -19,9 +19,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService
-from kafka_archive.settings import VariableReader, load_settings
+from kafka_archive.settings import VariableReader, airflow_variable_reader, load_settings
 
-__all__ = ["PARAMS_SCHEMA", "export_task", "plan_task", "report_task", "request_from_params"]
+__all__ = [
+    "PARAMS_SCHEMA",
+    "airflow_variable_reader",
+    "export_task",
+    "plan_task",
+    "report_task",
+    "request_from_params",
+]
 
 log = logging.getLogger(__name__)
 
