@@ -121,9 +121,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     Setting(
         "spark_master",
-        "Spark master for catalog builds and large replays (local[*], spark://host:7077, ...); "
-        "unset: in-process local Spark.",
-        used_by="catalog build, replay",
+        "Spark master for catalog builds, large replays and exports (local[*], "
+        "spark://host:7077, ...); unset: in-process local Spark.",
+        used_by="catalog build, replay, export",
     ),
     Setting(
         "spark_ui",

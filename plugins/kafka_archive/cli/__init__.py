@@ -66,6 +66,12 @@ def _add_replay(root: typer.Typer) -> None:
     root.add_typer(replay.app, name="replay")
 
 
+def _add_export(root: typer.Typer) -> None:
+    from kafka_archive.cli import export
+
+    export.register(root)
+
+
 def _add_demo(root: typer.Typer) -> None:
     from kafka_archive.cli.demo import demo
 
@@ -98,6 +104,11 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Replay archived records into a target cluster, exactly once and resumable; translate "
         "consumer-group positions to the replayed topic.",
         _add_replay,
+    ),
+    "export": (
+        "Export an archived range of a topic to Parquet files (local directory or S3), with "
+        "Spark: the records a replay would deliver, one row each.",
+        _add_export,
     ),
     "settings": (
         "Show every setting's effective value and where it came from (option, environment, "

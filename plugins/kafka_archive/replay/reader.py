@@ -51,7 +51,14 @@ from segment_lib.record_batch import EmitSlots, emit_records_v2
 from segment_lib.records import BatchHeader, Record
 from segment_lib.txn_index import parse_txn_index
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "Group", "PartitionReader", "RawBatch", "ReaderStats"]
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "BatchRecords",
+    "Group",
+    "PartitionReader",
+    "RawBatch",
+    "ReaderStats",
+]
 
 #: bytes fetched per ranged read (a batch larger than this is fetched whole)
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
@@ -117,7 +124,20 @@ class RawBatch:
             raise exc.with_location(self.key, 0) from exc
 
 
-#: what the reader yields per source batch: decoded records, or a whole batch left undecoded
+class BatchRecords(list[Record]):
+    """A decoded group: the records (a ``list``) plus :attr:`header`, the header of the source
+    batch they came from (timestamp type, leader epoch, producer id: what a consumer sees
+    per batch, and the Parquet export writes per record)."""
+
+    __slots__ = ("header",)
+
+    def __init__(self, records: list[Record], header: BatchHeader) -> None:
+        super().__init__(records)
+        self.header = header
+
+
+#: what the reader yields per source batch: decoded records (a :class:`BatchRecords`), or a
+#: whole batch left undecoded
 Group = list[Record] | RawBatch
 
 
@@ -303,7 +323,8 @@ class PartitionReader:
             and header.record_count == header.last_offset - header.base_offset + 1
         ):
             return RawBatch(view, header, obj.key)
-        return self._in_range(_decode(view, header, obj.key), self.start, self.end)
+        records = self._in_range(_decode(view, header, obj.key), self.start, self.end)
+        return BatchRecords(records, header)
 
     # -- records ---------------------------------------------------------------------------------
 
@@ -409,7 +430,7 @@ class PartitionReader:
             return records  # (raw batches are only made without a key filter)
         out = [r for r in records if kf.matches(r.key)]
         self.stats.filtered_records += len(records) - len(out)
-        return out
+        return BatchRecords(out, records.header) if isinstance(records, BatchRecords) else out
 
     def _apply_marker(
         self, view: memoryview, header: BatchHeader, obj: ObjectRange, txns: dict[int, _Txn]

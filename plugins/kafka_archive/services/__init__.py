@@ -14,6 +14,8 @@ work (the replay ledger and lease, build runs).
 * :mod:`.catalog_queries` - the catalog's answers (:class:`CatalogQueryService`);
 * :mod:`.replay` - plan, check, run, resume and list replays (:class:`ReplayService`);
 * :mod:`.groups` - consumer-group positions on a replay's target (:class:`GroupService`).
+* :mod:`.export` - export a range as Parquet files on Spark, committed by a manifest
+  (:class:`ExportService`).
 
 Services raise the platform's typed errors (``SettingsError``, ``CatalogError``,
 ``StoreError``, ``ReplayError``, ``CatalogQueryError``, ...), each with a message and a hint;

@@ -54,9 +54,15 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     Raises:
         ReplayConfigError: a position that cannot be read, or a value the spec refuses.
     """
+    from kafka_archive.replay.errors import ReplayConfigError
     from kafka_archive.replay.plan import ReplaySpec, parse_position
 
     given = {k: v for k, v in request.items() if v is not None and v != "" and v != []}
+    if "from" not in given:
+        raise ReplayConfigError(
+            "no start position given (from is empty)",
+            hint="Give --from as a time (ISO-8601, epoch ms, -2h), offset:N or earliest.",
+        )
     given["from"] = parse_position(str(given["from"]))
     if "to" in given:
         given["to"] = parse_position(str(given["to"]))

@@ -1,0 +1,328 @@
+"""Parquet export throughput against a raw read of the same archived bytes and against Spark
+writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
+
+Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
+16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
+``segment_lib.writer`` and put in a local object store; the plan is the replay planner's over
+it (``earliest`` to the end), the same one ``kafka-archive export`` makes from the catalog.
+
+For each Spark master (``local[1]``, then ``local[2]``; Python workers warmed before timing),
+after one unrecorded warm-up repetition, ``--reps`` repetitions run every kind once, in an
+order rotated per repetition (interleaved), each as one Spark job of one task per partition:
+
+* ``export``: :meth:`kafka_archive.services.export.ExportService.run` into a fresh local output
+  directory: the tasks read and CRC-check the archived bytes, decode, drop control batches and
+  aborted transactions, convert to Arrow, write Parquet (zstd), stage each file through the
+  store layer; the driver publishes the files and writes the manifest. Timed whole (wall), and
+  per task (``task_s``, reported by the tasks);
+* ``read-bytes``: (a) the raw read: each task reads its partition's planned byte ranges from the
+  store and walks the batch headers with CRC checks (what any reader of the archive must do),
+  nothing decoded;
+* ``memory-write``: (b) each task first builds its partition's rows as Arrow tables in memory
+  (the export's own conversion, untimed), then - timed inside the task - writes them the way the
+  export does (pyarrow ParquetWriter, zstd, the same row groups, SHA-256, ``put_file`` to the
+  staging prefix). Its figure is the tasks' slowest timed part, so it leaves out Spark's per-job
+  cost (~0.1-0.2 s), which ``export``'s wall time includes: compare it with ``export_task``.
+
+Every kind also records the CPU seconds its tasks used (``time.process_time`` in each task,
+summed): rows per CPU-second are what the work costs whatever else the machine runs, while the
+wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2 cores are;
+the result file records the load average before and after.
+
+Figures are medians over the repetitions, rows/s = exported rows / seconds. Results go to
+``benchmarks/results/export-<UTC time>.json``.
+
+    .venv/bin/python benchmarks/bench_export.py --reps 5
+    .venv/bin/python benchmarks/bench_export.py --partitions 2 --records 100000 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import _data  # noqa: E402
+from kafka_archive.catalog.db import open_catalog  # noqa: E402
+from kafka_archive.export.manifest import PartitionRange, export_id_for, staged_key  # noqa: E402
+from kafka_archive.replay.plan import (  # noqa: E402
+    ReplaySpec,
+    TargetSpec,
+    build_plan,
+    parse_position,
+)
+from kafka_archive.replay.sources import SegmentsPlanSource  # noqa: E402
+from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService  # noqa: E402
+from kafka_archive.settings import load_settings  # noqa: E402
+from kafka_archive.store import LocalStore  # noqa: E402
+
+from segment_lib.compression import Codec  # noqa: E402
+from segment_lib.records import Header  # noqa: E402
+from segment_lib.writer.encode import WriteRecord  # noqa: E402
+from segment_lib.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
+
+CLUSTER, TOPIC = "bench-src", "bench"
+KINDS = ("export", "read-bytes", "memory-write")
+
+
+def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
+    values = bytes(range(256)) * (args.value_bytes // 256 + 2)
+    dirs = []
+    for p in range(args.partitions):
+        clock = ManualClock(1_700_000_000_000)
+        pw = PartitionWriter(
+            root, TOPIC, p, segment_bytes=64 << 20, clock=clock, index_interval_bytes=1 << 20
+        )
+        for start in range(0, args.records, args.batch):
+            n = min(args.batch, args.records - start)
+            recs = [
+                WriteRecord(
+                    f"key-{p}-{start + i:010d}".encode(),
+                    values[(start + i) % 256 : (start + i) % 256 + args.value_bytes],
+                    (Header("source", b"bench"),),
+                    clock.advance(1),
+                )
+                for i in range(n)
+            ]
+            pw.append(recs, codec=Codec[args.codec.upper()])
+        pw.close()
+        dirs.append(pw.dir)
+    return dirs
+
+
+# -- Spark task bodies (pickled by value with this script) -----------------------------------
+
+
+def _warm(x: int) -> int:
+    import kafka_archive.export.partition
+    import kafka_archive.spark.export  # noqa: F401
+
+    return x
+
+
+def read_bytes_task(args: tuple[str, str]) -> dict[str, Any]:
+    """(a) read the partition's planned byte ranges and CRC-check every batch."""
+    from kafka_archive.replay.plan import PartitionPlan
+    from kafka_archive.store import open_store
+
+    from segment_lib.log_file import iter_batches
+
+    store_uri, plan_json = args
+    plan = PartitionPlan.model_validate_json(plan_json)
+    store = open_store(store_uri)
+    t0, c0 = time.perf_counter(), time.process_time()
+    batches = nbytes = 0
+    for obj in plan.objects:
+        data = store.get_range(obj.key, obj.start, obj.end)
+        nbytes += len(data)
+        batches += sum(1 for _ in iter_batches(memoryview(data)))
+    return {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+            "batches": batches, "bytes": nbytes}  # fmt: skip
+
+
+def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
+    """(b) rows already in memory as Arrow tables -> Parquet files staged as the export does."""
+    import pyarrow.parquet as pq
+    from kafka_archive.export.partition import COMPRESSION, DEFAULT_ROW_GROUP_ROWS
+    from kafka_archive.export.schema import FILE_SCHEMA, RowBuffer, bucket_dir, bucket_of
+    from kafka_archive.replay.plan import PartitionPlan
+    from kafka_archive.replay.reader import BatchRecords, PartitionReader
+    from kafka_archive.store import open_store
+
+    store_uri, output_uri, export_id, plan_json = args
+    plan = PartitionPlan.model_validate_json(plan_json)
+    store, output = open_store(store_uri), open_store(output_uri)
+    buffers: dict[Any, RowBuffer] = {}
+    tables: dict[Any, list[Any]] = {}
+    for group in PartitionReader(store, plan):  # untimed: put the rows in memory
+        assert isinstance(group, BatchRecords)
+        for rec in group:
+            b = bucket_of(rec.timestamp)
+            buf = buffers.setdefault(b, RowBuffer(TOPIC, None, plan.partition))
+            buf.add(rec, group.header)
+            if len(buf) >= DEFAULT_ROW_GROUP_ROWS:
+                tables.setdefault(b, []).append(buf.take())
+    for b, buf in buffers.items():
+        if len(buf):
+            tables.setdefault(b, []).append(buf.take())
+    rows = sum(t.num_rows for ts in tables.values() for t in ts)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0, c0 = time.perf_counter(), time.process_time()
+        for seq, (b, ts) in enumerate(sorted(tables.items(), key=lambda kv: str(kv[0]))):
+            path = Path(tmp) / f"{seq}.parquet"
+            with pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION) as writer:
+                for t in ts:
+                    writer.write_table(t)
+            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            key = f"{bucket_dir(b)}/part-{export_id}-p{plan.partition:05d}-{seq:05d}.parquet"
+            output.put_file(staged_key(export_id, key), path, sha256=sha)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"seconds": seconds, "cpu": cpu, "rows": rows}
+
+
+# -- the driver --------------------------------------------------------------------------------
+
+
+def run_kind(
+    kind: str, session: Any, plan: ExportPlan, settings: Any, store: LocalStore, tmp: Path
+) -> dict[str, float]:
+    sc = session.sparkContext
+    parts = plan.replay_plan.partitions
+    out = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{kind}-"))
+    t0 = time.perf_counter()
+    if kind == "export":
+        request = plan.request.model_copy(update={"output": str(out)})
+        with ExportService(settings) as svc:
+            report = svc.run(plan.model_copy(update={"request": request}), spark=session)
+        wall = time.perf_counter() - t0
+        return {
+            "wall": wall,
+            "task": max(report.task_s.values()),
+            "cpu": sum(report.task_cpu_s.values()),
+        }
+    if kind == "read-bytes":
+        tasks: list[Any] = [(store.uri, p.model_dump_json()) for p in parts]
+        rows = sc.parallelize(tasks, len(tasks)).map(read_bytes_task).collect()
+    else:
+        tasks = [(store.uri, str(out), plan.export_id, p.model_dump_json()) for p in parts]
+        rows = sc.parallelize(tasks, len(tasks)).map(memory_write_task).collect()
+    wall = time.perf_counter() - t0
+    return {
+        "wall": wall,
+        "task": max(r["seconds"] for r in rows),
+        "cpu": sum(r["cpu"] for r in rows),
+    }
+
+
+def measure(
+    cores: int, plan: ExportPlan, settings: Any, store: LocalStore, tmp: Path, reps: int
+) -> dict[str, dict[str, list[float]]]:
+    from kafka_archive.spark.session import make_spark_session
+
+    session = make_spark_session(
+        f"local[{cores}]",
+        conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.parallelize(range(cores * 2), cores * 2).map(_warm).collect()
+    got: dict[str, dict[str, list[float]]] = {k: {"wall": [], "task": [], "cpu": []} for k in KINDS}
+    for rep in range(-1, reps):
+        order = KINDS[rep % len(KINDS) :] + KINDS[: rep % len(KINDS)]
+        for kind in order:
+            r = run_kind(kind, session, plan, settings, store, tmp)
+            if rep < 0:
+                continue
+            got[kind]["wall"].append(r["wall"])
+            got[kind]["task"].append(r["task"])
+            got[kind]["cpu"].append(r["cpu"])
+            print(f"local[{cores}] rep {rep} {kind:13s} wall {r['wall']:6.2f} s  "
+                  f"slowest task {r['task']:6.2f} s  task cpu {r['cpu']:6.2f} s",
+                  flush=True)  # fmt: skip
+    session.stop()
+    return got
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--records", type=int, default=200_000, help="per partition")
+    ap.add_argument("--value-bytes", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=500, help="records per source batch")
+    ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = ap.parse_args()
+
+    tmp = _data.scratch_dir("bench-export-")
+    dirs = write_source(tmp / "logs", args)
+    store = LocalStore(tmp / "store", fsync=False)
+    source = SegmentsPlanSource.upload_log_dirs(store, CLUSTER, dirs)
+    db = f"sqlite:///{tmp / 'catalog.db'}"
+    open_catalog(db, create=True).close()  # the export's lease lives in the catalog
+    settings = load_settings({"store": store.uri, "db": db}, env={})
+    spec = ReplaySpec.model_validate(
+        {"cluster": CLUSTER, "topic": TOPIC, "from": parse_position("earliest"),
+         "target": TargetSpec(bootstrap_servers="export:", name="export")}
+    )  # fmt: skip
+    replay_plan = build_plan(spec, source)
+    ranges = [
+        PartitionRange(partition=p.partition, start_offset=p.start_offset, end_offset=p.end_offset)
+        for p in replay_plan.partitions
+    ]
+    plan = ExportPlan(
+        export_id=export_id_for(CLUSTER, TOPIC, ranges),
+        request=ExportRequest.model_validate(
+            {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest", "output": str(tmp / "x")}
+        ),
+        replay_plan_json=replay_plan.to_json(),
+    )
+    total_rows = args.partitions * args.records
+    archived = replay_plan.total_bytes
+    print(f"source: {total_rows} records, {archived / 1e6:.1f} MB archived", flush=True)
+    results: dict[str, Any] = {}
+    load_before = os.getloadavg()
+    for cores in (1, 2):
+        got = measure(cores, plan, settings, store, tmp, args.reps)
+        med = {k: {m: statistics.median(v) for m, v in d.items()} for k, d in got.items()}
+        results[f"local[{cores}]"] = {
+            "export_wall_s": med["export"]["wall"],
+            "export_task_s": med["export"]["task"],
+            "read_bytes_wall_s": med["read-bytes"]["wall"],
+            "read_bytes_task_s": med["read-bytes"]["task"],
+            "memory_write_task_s": med["memory-write"]["task"],
+            "export_rows_per_s": total_rows / med["export"]["wall"],
+            "export_task_rows_per_s": total_rows / med["export"]["task"],
+            "read_bytes_rows_per_s": total_rows / med["read-bytes"]["wall"],
+            "read_bytes_mb_per_s": archived / 1e6 / med["read-bytes"]["wall"],
+            "memory_write_rows_per_s": total_rows / med["memory-write"]["task"],
+            "ratio_export_vs_read_bytes": med["read-bytes"]["wall"] / med["export"]["wall"],
+            "ratio_export_task_vs_memory_write": med["memory-write"]["task"]
+            / med["export"]["task"],
+            # CPU seconds of all tasks: what the work costs, whatever else the machine runs
+            "export_rows_per_cpu_s": total_rows / med["export"]["cpu"],
+            "read_bytes_rows_per_cpu_s": total_rows / med["read-bytes"]["cpu"],
+            "memory_write_rows_per_cpu_s": total_rows / med["memory-write"]["cpu"],
+            "raw": got,
+        }
+    l1, l2 = results["local[1]"], results["local[2]"]
+    summary = {
+        "export_speedup_local2_vs_local1": l1["export_wall_s"] / l2["export_wall_s"],
+        "memory_write_speedup_local2_vs_local1": l1["memory_write_task_s"]
+        / l2["memory_write_task_s"],
+    }
+    doc = {
+        "kind": "export",
+        "args": vars(args),
+        "rows": total_rows,
+        "archived_bytes": archived,
+        "results": {k: {m: v for m, v in r.items() if m != "raw"} for k, r in results.items()},
+        "raw": {k: r["raw"] for k, r in results.items()},
+        "summary": summary,
+        # the machine is shared: how busy it was (1/5/15-minute load averages) before and after
+        "load_avg": {"before": load_before, "after": os.getloadavg()},
+        "machine": _data.machine(),
+    }
+    path = _data.result_file("export", Path(args.out))
+    path.write_text(json.dumps(doc, indent=1))
+    for k, r in doc["results"].items():
+        print(f"{k}: export {r['export_rows_per_s']:,.0f} rows/s (tasks "
+              f"{r['export_task_rows_per_s']:,.0f}), raw read {r['read_bytes_rows_per_s']:,.0f} "
+              f"rows/s ({r['read_bytes_mb_per_s']:.0f} MB/s), memory write "
+              f"{r['memory_write_rows_per_s']:,.0f} rows/s")  # fmt: skip
+    print(json.dumps(summary))
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""The export id, the manifest of an export's files, and the commit.
+
+An export writes to an **output store** (a directory or an ``s3://bucket/prefix``, opened
+through :mod:`kafka_archive.store`). Its life:
+
+1. Each Spark task writes its partition's Parquet files under the staging prefix
+   ``_staging/<export id>/`` (file names are a function of the export id, the partition and a
+   sequence number, so a retried or re-run task *replaces* the staged files of a failed
+   attempt: nothing is duplicated).
+2. :func:`commit` publishes every staged file to its final key (the same path without the
+   staging prefix: ``date=YYYY-MM-DD/hour=HH/part-<export id>-p<partition>-<seq>.parquet``),
+   checking each copy's SHA-256, then writes the manifest :data:`MANIFEST_KEY` **last**: an
+   export exists once its manifest does, and the manifest is the only truth about which files
+   it is made of.
+3. It then removes the staging prefix and every data file of an earlier export (or of a failed
+   publication) that the manifest does not list, so after a commit the output holds exactly the
+   manifest's files, and Hive-style directory readers (pyarrow.dataset, DuckDB, Spark SQL) read
+   the same rows as a manifest reader. Names starting with ``_`` are skipped by those readers.
+
+A crash anywhere leaves a state the next run of the same request completes: before the manifest
+is written, the previous manifest (if any) still describes the output; after it, a re-run finds
+the manifest with its own export id, only finishes step 3 and reports the export committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_archive.export.schema import FILE_SCHEMA, SCHEMA_VERSION
+from kafka_archive.store.base import ObjectStore
+from kafka_archive.store.errors import IntegrityError, ObjectNotFound
+
+__all__ = [
+    "MANIFEST_KEY",
+    "STAGING_PREFIX",
+    "ExportFile",
+    "ExportManifest",
+    "PartitionRange",
+    "clean_output",
+    "commit",
+    "export_id_for",
+    "manifest_for",
+    "read_manifest",
+    "staged_key",
+]
+
+MANIFEST_KEY = "_kafka_archive_export.json"
+STAGING_PREFIX = "_staging/"
+MANIFEST_FORMAT = 1
+#: data files an export writes (anything else in the output is never deleted)
+_DATA_FILE = re.compile(r"(^|/)part-e-[0-9a-f]{16}-p\d{5}-\d{5}\.parquet$")
+_PUBLISH_THREADS = 4
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PartitionRange(_Frozen):
+    """One source partition's exported offsets ``[start_offset, end_offset)``."""
+
+    partition: int
+    start_offset: int
+    end_offset: int
+
+
+class ExportFile(_Frozen):
+    """One Parquet file of an export (``key`` relative to the output store)."""
+
+    key: str
+    partition: int
+    #: the ``date``/``hour`` partition values (``None``: records without a timestamp)
+    date: str | None
+    hour: int | None
+    rows: int
+    bytes: int
+    sha256: str
+    first_offset: int
+    last_offset: int
+
+
+class ExportManifest(_Frozen):
+    """What :data:`MANIFEST_KEY` holds: the request, every file, and the counts."""
+
+    format: int = MANIFEST_FORMAT
+    export_id: str
+    cluster: str
+    topic: str
+    topic_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+    #: ``name: type`` of every column stored in the files (partition columns excluded)
+    columns: dict[str, str] = Field(default_factory=dict)
+    partition_columns: list[str] = Field(default_factory=lambda: ["date", "hour"])
+    ranges: list[PartitionRange]
+    files: list[ExportFile]
+    rows: int
+    aborted_records: int = 0
+    control_batches: int = 0
+    open_txn_records: int = 0
+    committed_at_ms: int
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json(indent=1).encode()
+
+
+def export_id_for(cluster: str, topic: str, ranges: Sequence[PartitionRange]) -> str:
+    """The export id: a digest of what is exported (cluster, topic, resolved offset ranges) and
+    the schema version. The same request resolved to the same offsets is the same export."""
+    ident = {
+        "cluster": cluster,
+        "topic": topic,
+        "ranges": [[r.partition, r.start_offset, r.end_offset] for r in ranges],
+        "format": "parquet",
+        "schema": SCHEMA_VERSION,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+    return f"e-{digest[:16]}"
+
+
+def staged_key(export_id: str, final_key: str) -> str:
+    """Where a task stages the file that will be published as ``final_key``."""
+    return f"{STAGING_PREFIX}{export_id}/{final_key}"
+
+
+def read_manifest(output: ObjectStore) -> ExportManifest | None:
+    """The committed manifest of ``output``, or ``None`` when nothing was committed there."""
+    try:
+        data = output.get_bytes(MANIFEST_KEY)
+    except ObjectNotFound:
+        return None
+    return ExportManifest.model_validate_json(data)
+
+
+def _publish(output: ObjectStore, export_id: str, file: ExportFile) -> None:
+    """Copy one staged file to its final key, verified against the task's SHA-256 (a file
+    already published by an interrupted commit is checked and left as it is)."""
+    head = output.head(file.key)
+    if (
+        head is not None
+        and head.size == file.bytes
+        and hashlib.sha256(output.get_bytes(file.key)).hexdigest() == file.sha256
+    ):
+        return
+    data = output.get_bytes(staged_key(export_id, file.key))
+    if hashlib.sha256(data).hexdigest() != file.sha256:
+        raise IntegrityError(
+            f"staged export file {file.key} does not match the checksum its task reported",
+            key=staged_key(export_id, file.key),
+        )
+    output.put_bytes(file.key, data, sha256=file.sha256)
+
+
+def commit(output: ObjectStore, manifest: ExportManifest) -> None:
+    """Publish the manifest's staged files, write the manifest last, then clean up (see the
+    module docstring). Idempotent: an interrupted commit is completed by calling it again."""
+    with ThreadPoolExecutor(_PUBLISH_THREADS, thread_name_prefix="export-publish") as pool:
+        for _ in pool.map(lambda f: _publish(output, manifest.export_id, f), manifest.files):
+            pass
+    output.put_bytes(MANIFEST_KEY, manifest.to_json())
+    clean_output(output, manifest)
+
+
+def clean_output(output: ObjectStore, manifest: ExportManifest) -> list[str]:
+    """Delete the staging prefix and every export data file ``manifest`` does not list;
+    returns the deleted keys. Only names an export writes are touched."""
+    listed = {f.key for f in manifest.files}
+    doomed = [o.key for o in output.list(STAGING_PREFIX)]
+    doomed += [
+        o.key
+        for o in output.list("")
+        if not o.key.startswith(STAGING_PREFIX) and _DATA_FILE.search(o.key) and o.key not in listed
+    ]
+    for key in doomed:
+        output.delete(key)
+    return doomed
+
+
+def manifest_for(
+    *,
+    export_id: str,
+    cluster: str,
+    topic: str,
+    ranges: Iterable[PartitionRange],
+    files: Iterable[ExportFile],
+    aborted_records: int = 0,
+    control_batches: int = 0,
+    open_txn_records: int = 0,
+) -> ExportManifest:
+    """The manifest of a finished set of tasks (files in partition, then key order)."""
+    ordered = sorted(files, key=lambda f: (f.partition, f.key))
+    return ExportManifest(
+        export_id=export_id,
+        cluster=cluster,
+        topic=topic,
+        columns={f.name: str(f.type) for f in FILE_SCHEMA},
+        ranges=list(ranges),
+        files=ordered,
+        rows=sum(f.rows for f in ordered),
+        aborted_records=aborted_records,
+        control_batches=control_batches,
+        open_txn_records=open_txn_records,
+        committed_at_ms=int(time.time() * 1000),
+    )

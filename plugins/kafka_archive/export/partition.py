@@ -1,0 +1,294 @@
+"""One source partition's export: committed records -> Parquet files in the staging prefix.
+
+:func:`export_partition` reads the partition plan with the replay's
+:class:`~kafka_archive.replay.reader.PartitionReader` (so the rows are exactly the records a
+replay of the same plan delivers: control batches, aborted transactions and transactions still
+open at the end of the archive left out, CRCs checked) and writes them with pyarrow's Parquet
+writer, one file per ``date``/``hour`` bucket (a bucket with more than ``max_rows_per_file``
+rows gets several files; a bucket closed to bound memory and reopened later gets a new one).
+Files are written to a local temporary directory, then uploaded with a SHA-256 check to
+``_staging/<export id>/<final key>`` of the output store (see :mod:`.manifest`).
+
+File names are a function of the export id, the partition and a sequence number counted in the
+order files are closed: the same plan produces the same names, so a re-run overwrites a failed
+attempt's staged files instead of adding to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from kafka_archive.export.manifest import ExportFile, staged_key
+from kafka_archive.export.schema import (
+    FILE_SCHEMA,
+    MS_PER_HOUR,
+    Bucket,
+    RowBuffer,
+    bucket_dir,
+    bucket_of_hour,
+)
+from kafka_archive.replay.plan import PartitionPlan
+from kafka_archive.replay.reader import BatchRecords, PartitionReader
+from kafka_archive.store.base import ObjectStore
+from segment_lib.records import BatchHeader, Header
+
+__all__ = [
+    "DEFAULT_MAX_OPEN_FILES",
+    "DEFAULT_MAX_ROWS_PER_FILE",
+    "DEFAULT_ROW_GROUP_ROWS",
+    "PartitionExport",
+    "export_partition",
+]
+
+#: rows per Parquet row group (and per buffered batch of rows in memory)
+DEFAULT_ROW_GROUP_ROWS = 65_536
+#: a bucket's file is closed and a new one started past this many rows
+DEFAULT_MAX_ROWS_PER_FILE = 2_000_000
+#: buckets with an open file per task; the least recently written is closed beyond this
+DEFAULT_MAX_OPEN_FILES = 8
+COMPRESSION = "zstd"
+
+
+@dataclass
+class PartitionExport:
+    """What one partition's export staged, and what the reader skipped."""
+
+    partition: int
+    files: list[ExportFile] = field(default_factory=list)
+    rows: int = 0
+    bytes_read: int = 0
+    aborted_records: int = 0
+    control_batches: int = 0
+    open_txn_records: int = 0
+    #: wall seconds of the task (reading, converting, writing and staging)
+    duration_s: float = 0.0
+    #: CPU seconds the task's process used meanwhile (all its threads)
+    cpu_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "files": [f.model_dump() for f in self.files],
+            "rows": self.rows,
+            "bytes_read": self.bytes_read,
+            "aborted_records": self.aborted_records,
+            "control_batches": self.control_batches,
+            "open_txn_records": self.open_txn_records,
+            "duration_s": self.duration_s,
+            "cpu_s": self.cpu_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PartitionExport:
+        return cls(
+            partition=d["partition"],
+            files=[ExportFile.model_validate(f) for f in d["files"]],
+            rows=d["rows"],
+            bytes_read=d["bytes_read"],
+            aborted_records=d["aborted_records"],
+            control_batches=d["control_batches"],
+            open_txn_records=d["open_txn_records"],
+            duration_s=d["duration_s"],
+            cpu_s=d.get("cpu_s", 0.0),
+        )
+
+
+class _OpenFile:
+    """One bucket's Parquet file being written locally."""
+
+    def __init__(self, path: Path, bucket: Bucket, buffer: RowBuffer) -> None:
+        self.path = path
+        self.bucket = bucket
+        self.buffer = buffer
+        self.writer = pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION)
+        self.rows = 0
+        self.first_offset = -1
+        self.last_offset = -1
+
+    def flush(self) -> None:
+        if len(self.buffer):
+            table = self.buffer.take()
+            offsets = table.column("offset")
+            if self.first_offset < 0:
+                self.first_offset = int(offsets[0].as_py())
+            self.last_offset = int(offsets[-1].as_py())
+            self.rows += table.num_rows
+            self.writer.write_table(table)
+
+
+class _PartitionWriter:
+    """Routes records to their bucket's file; closes and uploads files as they fill."""
+
+    def __init__(
+        self,
+        *,
+        output: ObjectStore,
+        export_id: str,
+        topic: str,
+        topic_id: str | None,
+        partition: int,
+        tmp: Path,
+        row_group_rows: int,
+        max_rows_per_file: int,
+        max_open_files: int,
+    ) -> None:
+        self.output = output
+        self.export_id = export_id
+        self.topic, self.topic_id, self.partition = topic, topic_id, partition
+        self.tmp = tmp
+        # a file never holds more than max_rows_per_file rows (plus one batch's worth at most)
+        self.row_group_rows = min(row_group_rows, max_rows_per_file)
+        self.max_rows_per_file = max_rows_per_file
+        self.max_open_files = max_open_files
+        self.open: OrderedDict[Bucket, _OpenFile] = OrderedDict()
+        self.files: list[ExportFile] = []
+        self._seq = 0
+
+    def add(self, group: BatchRecords) -> None:
+        """Route one batch's records to their buckets' files (column-wise, a run of records of
+        the same hour at a time: usually the whole batch)."""
+        if not group:
+            return
+        offsets, timestamps, keys, values, headers = zip(*group, strict=True)
+        hours = [t // MS_PER_HOUR for t in timestamps]
+        if hours[0] == hours[-1] and min(hours) == max(hours):
+            self._add_run(bucket_of_hour(hours[0]), offsets, timestamps, keys, values, headers,
+                          group.header)  # fmt: skip
+            return
+        start = 0
+        for i in range(1, len(hours) + 1):
+            if i == len(hours) or hours[i] != hours[start]:
+                self._add_run(
+                    bucket_of_hour(hours[start]), offsets[start:i], timestamps[start:i],
+                    keys[start:i], values[start:i], headers[start:i], group.header,
+                )  # fmt: skip
+                start = i
+
+    def _add_run(
+        self,
+        bucket: Bucket,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header]],
+        header: BatchHeader,
+    ) -> None:
+        f = self._file_for(bucket)
+        f.buffer.add_columns(offsets, timestamps, keys, values, headers, header)
+        if len(f.buffer) >= self.row_group_rows:
+            f.flush()
+            if f.rows >= self.max_rows_per_file:
+                self._close(f)
+
+    def _file_for(self, bucket: Bucket) -> _OpenFile:
+        f = self.open.get(bucket)
+        if f is not None:
+            self.open.move_to_end(bucket)
+            return f
+        while len(self.open) >= self.max_open_files:
+            _oldest, victim = next(iter(self.open.items()))
+            self._close(victim)
+        path = self.tmp / f"{len(self.files) + len(self.open)}-{self._seq}.parquet"
+        f = _OpenFile(path, bucket, RowBuffer(self.topic, self.topic_id, self.partition))
+        self.open[bucket] = f
+        return f
+
+    def _close(self, f: _OpenFile) -> None:
+        f.flush()
+        f.writer.close()
+        del self.open[f.bucket]
+        name = f"part-{self.export_id}-p{self.partition:05d}-{self._seq:05d}.parquet"
+        self._seq += 1
+        key = f"{bucket_dir(f.bucket)}/{name}"
+        digest = hashlib.sha256()
+        with open(f.path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        sha = digest.hexdigest()
+        size = f.path.stat().st_size
+        self.output.put_file(staged_key(self.export_id, key), f.path, sha256=sha)
+        f.path.unlink()
+        self.files.append(
+            ExportFile(
+                key=key,
+                partition=self.partition,
+                date=None if f.bucket is None else f.bucket[0],
+                hour=None if f.bucket is None else f.bucket[1],
+                rows=f.rows,
+                bytes=size,
+                sha256=sha,
+                first_offset=f.first_offset,
+                last_offset=f.last_offset,
+            )
+        )
+
+    def close_all(self) -> None:
+        # in bucket order, so the names do not depend on which bucket was written last
+        for bucket in sorted(self.open, key=lambda b: ("", -1) if b is None else b):
+            self._close(self.open[bucket])
+
+
+def export_partition(
+    plan: PartitionPlan,
+    *,
+    store: ObjectStore,
+    output: ObjectStore,
+    export_id: str,
+    topic: str,
+    topic_id: str | None = None,
+    row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+    tmp_dir: str | os.PathLike[str] | None = None,
+) -> PartitionExport:
+    """Export one partition plan's committed records to staged Parquet files (see the module
+    docstring); returns the files and the reader's counts.
+
+    Raises:
+        SegmentError: bad archived bytes (naming the object and position).
+        StoreError: reading the archive or writing the output failed.
+    """
+    started, started_cpu = time.monotonic(), time.process_time()
+    result = PartitionExport(partition=plan.partition)
+    reader = PartitionReader(store, plan)
+    with tempfile.TemporaryDirectory(prefix="kafka-archive-export-", dir=tmp_dir) as tmp:
+        writer = _PartitionWriter(
+            output=output,
+            export_id=export_id,
+            topic=topic,
+            topic_id=topic_id,
+            partition=plan.partition,
+            tmp=Path(tmp),
+            row_group_rows=row_group_rows,
+            max_rows_per_file=max_rows_per_file,
+            max_open_files=max_open_files,
+        )
+        try:
+            for group in reader:
+                assert isinstance(group, BatchRecords)  # the reader decodes (no raw batches)
+                writer.add(group)
+            writer.close_all()
+        finally:
+            for f in list(writer.open.values()):
+                f.writer.close()
+    stats = reader.stats
+    result.files = writer.files
+    result.rows = sum(f.rows for f in writer.files)
+    result.bytes_read = stats.bytes_read
+    result.aborted_records = stats.aborted_records
+    result.control_batches = stats.control_batches
+    result.open_txn_records = stats.open_txn_records
+    result.duration_s = round(time.monotonic() - started, 4)
+    result.cpu_s = round(time.process_time() - started_cpu, 4)
+    return result

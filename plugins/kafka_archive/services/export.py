@@ -1,0 +1,320 @@
+"""Exports as a service: plan a range exactly as replay does, write Parquet on Spark, commit.
+
+:class:`ExportService` is what ``kafka-archive export``, the export DAG and
+``spark_jobs/export.py`` call. The steps:
+
+1. :meth:`ExportService.plan` - resolve the request with the replay planner
+   (:func:`kafka_archive.replay.plan.build_plan`): the same ``--from``/``--to`` semantics, the
+   same partitions and offset ranges, the same holes. The export id is derived from the
+   resolved ranges (:func:`~kafka_archive.export.manifest.export_id_for`).
+2. :meth:`ExportService.run` - refuse a plan with holes (unless ``allow_gaps``); if the output's
+   committed manifest already has this export id, only finish its clean-up and report it
+   (re-running an export never duplicates rows); otherwise take the export's lease in the
+   catalog (one live run per export id; the same lease table replays use, so retention sees
+   what a running export reads), run one Spark task per partition, and commit the manifest.
+
+Errors: :class:`~kafka_archive.replay.errors.ReplayError` subclasses for the request (unknown
+topic, empty range, holes: ``ReplayGapsError``), ``ReplayBusyError`` when another run holds
+the export, :class:`~kafka_archive.store.errors.StoreError` for the archive or the output,
+:class:`~segment_lib.errors.SegmentError` for bad archived bytes, and Spark's own errors for a
+failed job (re-running completes the export).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_archive.services.resources import Resources
+from kafka_archive.settings import Settings
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.db import Catalog
+    from kafka_archive.export.manifest import ExportManifest, PartitionRange
+    from kafka_archive.export.partition import PartitionExport
+    from kafka_archive.replay.plan import ReplayPlan
+    from kafka_archive.store.base import ObjectStore
+
+__all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService"]
+
+#: the placeholder target of the replay spec an export is planned with (planning never uses
+#: it; it only keeps the replay id of the plan distinct from any real replay's)
+_EXPORT_TARGET = "export:"
+
+
+def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
+    from kafka_archive.export.manifest import PartitionRange
+
+    return [
+        PartitionRange(partition=p.partition, start_offset=p.start_offset, end_offset=p.end_offset)
+        for p in plan.partitions
+    ]
+
+
+class ExportRequest(BaseModel):
+    """What to export: a topic's range, where to, and how.
+
+    ``from``/``to`` are positions as replay takes them (a time in any form the CLI takes,
+    ``offset:N``, ``offset:P=N,...``, ``earliest``, ``latest``); no ``to``: the end of the
+    archive. ``output`` is a store URI (``file:///dir``, a path, ``s3://bucket/prefix``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    cluster: str = Field(min_length=1)
+    topic: str = Field(min_length=1)
+    from_: str = Field(alias="from", min_length=1)
+    to: str | None = None
+    partitions: list[int] | None = None
+    output: str = Field(min_length=1)
+    format: str = "parquet"
+    allow_gaps: bool = False
+    max_rows_per_file: int | None = Field(default=None, gt=0)
+
+
+class ExportPlan(BaseModel):
+    """A resolved export: the replay plan of the range, the export id and the output."""
+
+    export_id: str
+    request: ExportRequest
+    replay_plan_json: str
+
+    @property
+    def replay_plan(self) -> ReplayPlan:
+        from kafka_archive.replay.plan import ReplayPlan
+
+        return ReplayPlan.from_json(self.replay_plan_json)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description (``--dry-run``): the ranges, bytes and holes."""
+        plan = self.replay_plan
+        return {
+            "kind": "export-plan",
+            "export_id": self.export_id,
+            "cluster": self.request.cluster,
+            "topic": self.request.topic,
+            "output": self.request.output,
+            "partitions": [
+                {
+                    "partition": p.partition,
+                    "start_offset": p.start_offset,
+                    "end_offset": p.end_offset,
+                    "records_at_most": p.records,
+                    "bytes": p.bytes,
+                    "holes": len(p.holes),
+                }
+                for p in plan.partitions
+            ],
+            "bytes": plan.total_bytes,
+            "records_at_most": plan.total_records,
+        }
+
+
+class ExportReport(BaseModel):
+    """The outcome of :meth:`ExportService.run` (``--json`` prints it as one object)."""
+
+    kind: str = "export"
+    export_id: str
+    status: str  # "committed" or "already-committed"
+    cluster: str
+    topic: str
+    output: str
+    manifest: str
+    files: int
+    rows: int
+    rows_per_partition: dict[int, int]
+    bytes_written: int
+    bytes_read: int = 0
+    aborted_records: int = 0
+    control_batches: int = 0
+    open_txn_records: int = 0
+    duration_s: float
+    rows_per_s: float
+    #: seconds each partition's Spark task took (empty when nothing was exported this run)
+    task_s: dict[int, float] = Field(default_factory=dict)
+    #: CPU seconds of each partition's task
+    task_cpu_s: dict[int, float] = Field(default_factory=dict)
+
+
+class ExportService:
+    """Exports over the archive and catalog the settings name (see the module docstring).
+
+    Not thread-safe: one per command or task; close it, or use it as a context manager.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        catalog: Catalog | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self.resources = Resources(settings, catalog=catalog, store=store)
+
+    def plan(self, request: ExportRequest) -> ExportPlan:
+        """Resolve ``request`` against the catalog, as replay would plan it.
+
+        Raises:
+            ReplayConfigError: a bad position, an unknown topic or partition, an empty range,
+                or a format other than ``parquet``.
+        """
+        from kafka_archive.export.manifest import export_id_for
+        from kafka_archive.replay.catalog_source import CatalogPlanSource
+        from kafka_archive.replay.errors import ReplayConfigError
+        from kafka_archive.replay.plan import TargetSpec
+        from kafka_archive.replay.runner import plan_replay
+        from kafka_archive.services.replay import spec_from_request
+
+        if request.format != "parquet":
+            raise ReplayConfigError(
+                f"unknown export format {request.format!r}", hint="Use --format parquet."
+            )
+        spec = spec_from_request(
+            {
+                "cluster": request.cluster,
+                "topic": request.topic,
+                "partitions": request.partitions,
+                "from": request.from_,
+                "to": request.to,
+                "allow_gaps": request.allow_gaps,
+            },
+            TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
+        )
+        source = CatalogPlanSource(self.resources.catalog(), self.resources.store())
+        plan = plan_replay(spec, source)
+        ranges = _ranges(plan)
+        return ExportPlan(
+            export_id=export_id_for(request.cluster, request.topic, ranges),
+            request=request,
+            replay_plan_json=plan.to_json(),
+        )
+
+    def run(
+        self,
+        plan: ExportPlan,
+        *,
+        spark_master: str | None = None,
+        spark: Any = None,
+        output_options: Mapping[str, Any] | None = None,
+        store_options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """Export ``plan`` on Spark and commit it (see the module docstring).
+
+        ``output_options``/``store_options``: store options (e.g. ``endpoint_url``) for the
+        output and the archive, given to every executor too.
+        """
+        from kafka_archive.export.manifest import clean_output, commit, read_manifest
+        from kafka_archive.replay.runner import require_complete
+        from kafka_archive.store import open_store
+
+        started = time.monotonic()
+        replay_plan = plan.replay_plan
+        require_complete(replay_plan)
+        output = open_store(plan.request.output, **dict(output_options or {}))
+        try:
+            existing = read_manifest(output)
+            if existing is not None and existing.export_id == plan.export_id:
+                clean_output(output, existing)  # finishes an interrupted clean-up
+                return self._report(existing, "already-committed", started, output.uri, [])
+            manifest, results = self._export(
+                plan, replay_plan, output, spark_master, spark,
+                dict(output_options or {}), dict(store_options or {}),
+            )  # fmt: skip
+            commit(output, manifest)
+            return self._report(manifest, "committed", started, output.uri, results)
+        finally:
+            output.close()
+
+    def _export(
+        self,
+        plan: ExportPlan,
+        replay_plan: ReplayPlan,
+        output: ObjectStore,
+        spark_master: str | None,
+        spark: Any,
+        output_options: dict[str, Any],
+        store_options: dict[str, Any],
+    ) -> tuple[ExportManifest, list[PartitionExport]]:
+        """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
+        from kafka_archive.export.manifest import manifest_for
+        from kafka_archive.export.partition import PartitionExport
+        from kafka_archive.replay.lease import ReplayLease
+        from kafka_archive.spark.export import ExportTask, run_export_tasks
+
+        tasks = [
+            ExportTask(
+                export_id=plan.export_id,
+                topic=plan.request.topic,
+                partition_plan_json=p.model_dump_json(),
+                store_uri=self.resources.require("store"),
+                output_uri=output.uri,
+                store_options=store_options,
+                output_options=output_options,
+                max_rows_per_file=plan.request.max_rows_per_file,
+            )
+            for p in replay_plan.partitions
+            if not p.empty
+        ]
+        with ReplayLease(self.resources.catalog().engine, plan.export_id):
+            rows = run_export_tasks(
+                tasks, master=spark_master or self.resources.settings.spark_master, spark=spark
+            )
+        results = [PartitionExport.from_dict(r) for r in rows]
+        manifest = manifest_for(
+            export_id=plan.export_id,
+            cluster=plan.request.cluster,
+            topic=plan.request.topic,
+            ranges=_ranges(replay_plan),
+            files=[f for r in results for f in r.files],
+            aborted_records=sum(r.aborted_records for r in results),
+            control_batches=sum(r.control_batches for r in results),
+            open_txn_records=sum(r.open_txn_records for r in results),
+        )
+        return manifest, results
+
+    @staticmethod
+    def _report(
+        manifest: ExportManifest,
+        status: str,
+        started: float,
+        uri: str,
+        results: list[PartitionExport],
+    ) -> ExportReport:
+        from kafka_archive.export.manifest import MANIFEST_KEY
+
+        per: dict[int, int] = {r.partition: 0 for r in manifest.ranges}
+        for f in manifest.files:
+            per[f.partition] = per.get(f.partition, 0) + f.rows
+        duration = time.monotonic() - started
+        return ExportReport(
+            export_id=manifest.export_id,
+            status=status,
+            cluster=manifest.cluster,
+            topic=manifest.topic,
+            output=uri,
+            manifest=MANIFEST_KEY,
+            files=len(manifest.files),
+            rows=manifest.rows,
+            rows_per_partition=per,
+            bytes_written=sum(f.bytes for f in manifest.files),
+            bytes_read=sum(r.bytes_read for r in results),
+            aborted_records=manifest.aborted_records,
+            control_batches=manifest.control_batches,
+            open_txn_records=manifest.open_txn_records,
+            duration_s=round(duration, 3),
+            rows_per_s=round(manifest.rows / duration, 1) if duration > 0 else 0.0,
+            task_s={r.partition: r.duration_s for r in results},
+            task_cpu_s={r.partition: r.cpu_s for r in results},
+        )
+
+    def close(self) -> None:
+        self.resources.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
