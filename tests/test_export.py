@@ -443,3 +443,29 @@ def test_a_running_export_holds_its_lease_and_a_second_run_is_refused(
         assert not _data_files(out)
     report = _run(archive, plan, spark)  # the lease released: the export runs
     assert report.status == "committed" and report.rows > 0
+
+
+def test_a_running_export_leases_its_offsets_so_prune_leaves_them(
+    archive: tuple[History, str, str], spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The object lease prune honours (kafka_archive.catalog.leases) is held while the export's
+    tasks run and released after."""
+    import kafka_archive.spark.export as spark_export
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.catalog.leases import live_leases
+
+    plan = _plan(archive, str(tmp_path / "leased"), topic="events", **{"from": "earliest"})
+    seen: dict[int, list[tuple[int, int]]] = {}
+    real = spark_export.run_export_tasks
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        with open_catalog(archive[2]) as cat, cat.session() as s:
+            seen.update(live_leases(s, C, "events"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(spark_export, "run_export_tasks", spy)
+    report = _run(archive, plan, spark)
+    assert report.status == "committed"
+    assert seen and all(ranges for ranges in seen.values())
+    with open_catalog(archive[2]) as cat, cat.session() as s:
+        assert live_leases(s, C, "events") == {}

@@ -239,9 +239,11 @@ class ExportService:
         store_options: dict[str, Any],
     ) -> tuple[ExportManifest, list[PartitionExport]]:
         """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
+        from kafka_archive.catalog.leases import ObjectLeases
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
         from kafka_archive.replay.lease import ReplayLease
+        from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 
         tasks = [
@@ -258,7 +260,15 @@ class ExportService:
             for p in replay_plan.partitions
             if not p.empty
         ]
-        with ReplayLease(self.resources.catalog().engine, plan.export_id):
+        catalog = self.resources.catalog()
+        ranges = lease_ranges(replay_plan)
+        # one live run per export id, and the offsets it reads leased so that prune leaves
+        # them (a range pruned since planning is refused, as for a replay)
+        with (
+            ReplayLease(catalog.engine, plan.export_id),
+            ObjectLeases(catalog.engine).hold(f"export:{plan.export_id}", ranges),
+        ):
+            refuse_pruned(catalog, replay_plan, ranges)
             rows = run_export_tasks(
                 tasks, master=spark_master or self.resources.settings.spark_master, spark=spark
             )
