@@ -1,0 +1,33 @@
+"""The on-call view inside Airflow's UI: a JSON API over the catalog and the replay launcher,
+and one self-contained page that uses it (issue 14).
+
+* :mod:`.api` - :func:`~.api.build_app`, the FastAPI app Airflow's API server mounts at
+  ``/kafka-archive`` (page at ``/``, API under ``/api/v1``, OpenAPI at
+  ``/api/v1/openapi.json``);
+* :mod:`.access` - who may read and who may launch, through Airflow's auth manager; CSRF;
+* :mod:`.launcher` - DAG runs and connection ids through Airflow's own models;
+* :mod:`.catalog_routes`, :mod:`.replay_routes` - the endpoints, thin over the services;
+* :mod:`.page` - the page (``static/oncall.html``, no build step, no CDN).
+
+The Airflow plugin that mounts it is the top-level module ``kafka_archive_ui`` (the file
+``plugins/kafka_archive_ui.py``), so that Airflow's plugin loader needs to import one file.
+"""
+
+from __future__ import annotations
+
+__all__ = ["airflow_app"]
+
+
+def airflow_app() -> object:
+    """The app as Airflow's API server mounts it: Airflow's auth manager, connections and DAG
+    runs; settings read per request (environment > Airflow Variables > file > default)."""
+    from kafka_archive.settings import airflow_variable_reader, load_settings
+    from kafka_archive.ui.access import AirflowAccess
+    from kafka_archive.ui.api import build_app
+    from kafka_archive.ui.launcher import AirflowLauncher
+
+    return build_app(
+        settings=lambda: load_settings(variables=airflow_variable_reader()),
+        access=AirflowAccess(),
+        launcher=AirflowLauncher(),
+    )
