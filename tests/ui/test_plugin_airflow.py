@@ -1,0 +1,98 @@
+"""The plugin inside a real Airflow: Airflow's plugin manager loads it from the repository's
+plugins/ folder, Airflow's API server app mounts it, Airflow's auth manager decides (a viewer
+reads but cannot launch; an operator's launch is a DAG run of kafka_archive_replay in Airflow's
+database, triggered by that user, with the request as its conf)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from support.airflow import AirflowHome, run_airflow_python
+from support.catalog_data import archived_catalog
+
+pytest_plugins = ["support.airflow"]
+
+PROBE = r"""
+import json, subprocess, sys
+from pathlib import Path
+
+airflow = Path(sys.executable).with_name("airflow")
+subprocess.run([str(airflow), "dags", "reserialize"], check=True, capture_output=True)
+
+from airflow import plugins_manager
+plugins, errors = plugins_manager._get_plugins()
+ours = [p for p in plugins if p.name == "kafka_archive_ui"]
+
+from airflow.api_fastapi.app import create_app, get_auth_manager
+from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+from fastapi.testclient import TestClient
+
+app = create_app("all")
+am = get_auth_manager()
+token = {r: am.generate_jwt(SimpleAuthManagerUser(username=r, role=r)) for r in ("viewer", "op")}
+client = TestClient(app)
+
+def call(method, path, role=None, **kw):
+    headers = {"Authorization": f"Bearer {token[role]}"} if role else {}
+    r = client.request(method, "/kafka-archive/api/v1" + path, headers=headers, **kw)
+    return {"status": r.status_code, "body": r.json()}
+
+body = {"cluster": "c1", "topic": "orders", "from": "earliest", "target": "localhost:9"}
+out = {
+    "loaded": len(ours),
+    "our_errors": {k: v for k, v in errors.items() if "kafka_archive_ui" in k},
+    "views": [v["name"] for p in ours for v in p.external_views],
+    "anonymous": call("GET", "/clusters"),
+    "forged": client.get("/kafka-archive/api/v1/clusters",
+                         headers={"Authorization": "Bearer not.a.jwt"}).status_code,
+    "viewer_read": call("GET", "/clusters", "viewer"),
+    "viewer_whoami": call("GET", "/whoami", "viewer"),
+    "viewer_launch": call("POST", "/replay/launch", "viewer", json=body),
+    "op_launch": call("POST", "/replay/launch", "op", json=body),
+}
+run_id = out["op_launch"]["body"].get("run_id")
+out["op_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
+
+from airflow.models.dagrun import DagRun
+from airflow.utils.session import create_session
+with create_session() as s:
+    runs = [
+        {"run_id": r.run_id, "user": r.triggering_user_name, "conf": r.conf}
+        for r in s.query(DagRun).filter(DagRun.dag_id == "kafka_archive_replay")
+    ]
+out["dag_runs"] = runs
+print("RESULT " + json.dumps(out, default=str))
+"""
+
+
+def test_the_plugin_in_airflow(
+    airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _hist, store, db = archived_catalog(tmp_path_factory.mktemp("ui_airflow"), cluster="c1")
+    out: dict[str, Any] = run_airflow_python(
+        airflow_home,
+        PROBE,
+        extra_env={
+            "KAFKA_ARCHIVE_DB": db,
+            "KAFKA_ARCHIVE_STORE": store,
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer,op:op",
+            "AIRFLOW__API_AUTH__JWT_SECRET": "test-secret-for-the-ui-plugin",
+        },
+    )
+    assert out["loaded"] == 1, out
+    assert out["our_errors"] == {}
+    assert out["views"] == ["Kafka archive"]
+    assert out["anonymous"]["status"] == 401
+    assert out["forged"] in (401, 403)
+    assert out["viewer_read"]["status"] == 200
+    assert [c["cluster"] for c in out["viewer_read"]["body"]["items"]] == ["c1"]
+    assert out["viewer_whoami"]["body"] == {"user": "viewer", "can_trigger": False}
+    assert out["viewer_launch"]["status"] == 403, out["viewer_launch"]
+    assert out["op_launch"]["status"] == 201, out["op_launch"]
+    (run,) = out["dag_runs"]
+    assert run["run_id"] == out["op_launch"]["body"]["run_id"]
+    assert run["user"] == "op"
+    assert run["conf"]["topic"] == "orders" and run["conf"]["from"] == "earliest"
+    assert out["op_run"]["body"]["state"] == "queued", json.dumps(out["op_run"])
