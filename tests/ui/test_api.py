@@ -339,3 +339,41 @@ def test_openapi_describes_the_versioned_api(client: TestClient) -> None:
     assert spec["servers"] == [{"url": URL_PREFIX}]
     assert all(p.startswith("/api/v1/") for p in spec["paths"])
     assert "/api/v1/replay/launch" in spec["paths"]
+
+
+def test_holes_carry_the_times_around_them(
+    tmp_path_factory: pytest.TempPathFactory, launcher: RecordingLauncher
+) -> None:
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from support.catalog_data import archived_history
+
+    root = tmp_path_factory.mktemp("ui_holes")
+    _hist, store, _n = archived_history(root, cluster=C)
+    logs = sorted(o.key for o in store.list(f"{C}/orders/0/") if o.key.endswith(".log"))
+    store.delete(logs[1])  # a middle segment: records on both sides of the hole
+    db = str(root / "catalog.db")
+    with open_catalog(db, create=True) as cat:
+        build_catalog(cat, store.uri, runner=InProcessRunner())
+    client = TestClient(make_app((_hist, store.uri, db), launcher))
+    got = client.get(f"{API}/clusters/{C}/topics/orders/holes", headers=OP)
+    assert got.status_code == 200, got.text
+    items = got.json()["items"]
+    _code, lines, out = cli("catalog", "gaps", "--cluster", C, "--db", db, "--json")
+    assert lines, out
+    assert [{k: v for k, v in i.items() if k != "time_span"} for i in items] == [
+        g for g in lines if g["topic"] == "orders"
+    ]
+    missing = next(i for i in items if i["kind"] == "missing" and i["partition"] == 0)
+    span = missing["time_span"]
+    before = client.get(
+        f"{API}/clusters/{C}/topics/orders/partitions/0/locate",
+        params={"offset": missing["start_offset"] - 1},
+        headers=OP,
+    ).json()
+    after = client.get(
+        f"{API}/clusters/{C}/topics/orders/partitions/0/locate",
+        params={"offset": missing["end_offset"] + 1},
+        headers=OP,
+    ).json()
+    assert span == {"start": before["timestamp"], "end": after["timestamp"]}

@@ -16,6 +16,8 @@ __all__ = ["catalog_router"]
 T = TypeVar("T")
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+#: holes given a time span (each costs two ranged reads)
+MAX_HOLE_SPANS = 50
 #: the catalog counts traffic per minute
 MINUTE_MS = 60_000
 
@@ -106,6 +108,21 @@ def catalog_router(ctx: ApiContext) -> APIRouter:
         with service(store=False) as svc:
             return {"items": [g.to_json() for g in _call(svc.gaps, cluster, topic)]}
 
+    @router.get("/clusters/{cluster}/topics/{topic}/holes")
+    def holes(_: Reader, cluster: str, topic: str) -> dict[str, Any]:
+        """The topic's gaps (``catalog gaps --topic --json`` items), each with the times it
+        spans where the archive can tell (``time_span``: the last record before it and the
+        first after it; needs the store), for drawing them on a time chart."""
+        with service() as svc:
+            found = _call(svc.gaps, cluster, topic)
+            spans = [
+                _time_span(svc, cluster, g) if i < MAX_HOLE_SPANS else None
+                for i, g in enumerate(found)
+            ]
+        return {
+            "items": [g.to_json() | {"time_span": t} for g, t in zip(found, spans, strict=True)]
+        }
+
     @router.get("/clusters/{cluster}/topics/{topic}/partitions/{partition}/locate")
     def locate(
         _: Reader,
@@ -176,3 +193,25 @@ def _behind(svc: Any, cluster: str, found: list[Any], at_ms: int | None) -> list
                 }
             )
     return rows
+
+
+def _time_span(svc: Any, cluster: str, gap: Any) -> dict[str, int | None] | None:
+    """``{"start", "end"}``: the timestamps of the records around ``gap`` (None where there
+    is no such record or the store cannot say)."""
+    from kafka_archive.catalog.queries import CatalogQueryError
+    from kafka_archive.settings import SettingsError
+    from kafka_archive.store import StoreError
+    from segment_lib.errors import SegmentError
+
+    def ts(offset: int) -> int | None:
+        if offset < 0:
+            return None
+        try:
+            return int(svc.locate(cluster, gap.topic, gap.partition, offset).timestamp)
+        except (CatalogQueryError, SettingsError, StoreError, SegmentError):
+            return None
+
+    if gap.partition is None or gap.start_offset is None:
+        return None
+    start, end = ts(int(gap.start_offset) - 1), ts(int(gap.end_offset) + 1)
+    return None if start is None and end is None else {"start": start, "end": end}
