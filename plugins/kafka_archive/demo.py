@@ -154,6 +154,33 @@ def airflow_env(paths: DemoPaths) -> dict[str, str]:
     return env
 
 
+#: the demo's Airflow login for the on-call page (`kafka-archive demo --ui`)
+UI_USER = "oncall"
+
+
+def ui_command(root: Path, port: int) -> tuple[list[str], dict[str, str]]:
+    """``airflow standalone`` over the demo under ``root`` (its metadata DB, DAGs, plugins -
+    the on-call page at ``/kafka-archive/`` - and settings), listening on ``port``, with one
+    admin user :data:`UI_USER` (Airflow generates the password into
+    ``<root>/airflow/simple_auth_manager_passwords.json.generated``)."""
+    paths = DemoPaths(root)
+    env = airflow_env(paths) | {
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{UI_USER}:admin",
+    }
+    return [str(Path(sys.executable).with_name("airflow")), "standalone"], env
+
+
+def serve_ui(root: Path, port: int) -> int:
+    """Run :func:`ui_command` in the foreground until it ends (Ctrl-C); its exit status."""
+    argv, env = ui_command(root, port)
+    try:
+        return subprocess.run(argv, env=env, check=False).returncode
+    except KeyboardInterrupt:
+        return 0
+
+
 def _airflow(paths: DemoPaths, name: str, *args: str) -> None:
     """Run one ``airflow`` command for the demo; its output goes to ``logs/<name>.log``."""
     log = paths.logs / f"{name}.log"
