@@ -1,7 +1,8 @@
 """The plugin inside a real Airflow: Airflow's plugin manager loads it from the repository's
-plugins/ folder, Airflow's API server app mounts it, Airflow's auth manager decides (a viewer
-reads but cannot launch; an operator's launch is a DAG run of kafka_archive_replay in Airflow's
-database, triggered by that user, with the request as its conf)."""
+plugins/ folder, Airflow's API server app mounts it, Airflow's auth manager decides: a viewer
+reads (the catalog named by an Airflow Variable) but cannot launch; an operator's launch is a
+DAG run of kafka_archive_replay in Airflow's database, triggered by that user, with the request
+as its conf."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from pathlib import Path
 
 airflow = Path(sys.executable).with_name("airflow")
 subprocess.run([str(airflow), "dags", "reserialize"], check=True, capture_output=True)
+import os
+subprocess.run([str(airflow), "variables", "set", "kafka_archive_db", os.environ["UI_TEST_DB"]],
+               check=True, capture_output=True)
 
 from airflow import plugins_manager
 plugins, errors = plugins_manager._get_plugins()
@@ -75,7 +79,7 @@ def test_the_plugin_in_airflow(
         airflow_home,
         PROBE,
         extra_env={
-            "KAFKA_ARCHIVE_DB": db,
+            "UI_TEST_DB": db,  # set as the Airflow Variable kafka_archive_db
             "KAFKA_ARCHIVE_STORE": store,
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer,op:op",
             "AIRFLOW__API_AUTH__JWT_SECRET": "test-secret-for-the-ui-plugin",

@@ -21,13 +21,26 @@ __all__ = ["airflow_app"]
 def airflow_app() -> object:
     """The app as Airflow's API server mounts it: Airflow's auth manager, connections and DAG
     runs; settings read per request (environment > Airflow Variables > file > default)."""
-    from kafka_archive.settings import airflow_variable_reader, load_settings
+    from kafka_archive.settings import load_settings
     from kafka_archive.ui.access import AirflowAccess
     from kafka_archive.ui.api import build_app
     from kafka_archive.ui.launcher import AirflowLauncher
 
     return build_app(
-        settings=lambda: load_settings(variables=airflow_variable_reader()),
+        settings=lambda: load_settings(variables=_api_server_variables),
         access=AirflowAccess(),
         launcher=AirflowLauncher(),
     )
+
+
+def _api_server_variables(name: str) -> str | None:
+    """An Airflow Variable, read the way the API server reads them (its metadata database;
+    the task SDK's reader of :func:`kafka_archive.settings.airflow_variable_reader` needs a
+    running task). Unreadable or missing: unset."""
+    from airflow.models.variable import Variable
+
+    try:
+        got = Variable.get(name, default_var=None)
+    except Exception:  # no metadata database: the lower layers decide
+        return None
+    return None if got is None else str(got)
