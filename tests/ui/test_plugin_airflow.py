@@ -56,6 +56,13 @@ out = {
     "viewer_launch": call("POST", "/replay/launch", "viewer", json=body),
     "op_launch": call("POST", "/replay/launch", "op", json=body),
 }
+# the Airflow UI's session cookie: reads need nothing more, a POST needs the CSRF header
+cookie_client = TestClient(app, cookies={"_token": token["op"]})
+out["cookie_read"] = cookie_client.get("/kafka-archive/api/v1/whoami").json()
+out["cookie_post_bare"] = cookie_client.post(
+    "/kafka-archive/api/v1/replay/launch", json=body
+).json()
+out["cookie_page"] = cookie_client.get("/kafka-archive/").status_code
 run_id = out["op_launch"]["body"].get("run_id")
 out["op_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
 
@@ -95,6 +102,9 @@ def test_the_plugin_in_airflow(
     assert out["viewer_whoami"]["body"] == {"user": "viewer", "can_trigger": False}
     assert out["viewer_launch"]["status"] == 403, out["viewer_launch"]
     assert out["op_launch"]["status"] == 201, out["op_launch"]
+    assert out["cookie_read"] == {"user": "op", "can_trigger": True}
+    assert out["cookie_post_bare"]["error"] == "csrf"
+    assert out["cookie_page"] == 200
     (run,) = out["dag_runs"]
     assert run["run_id"] == out["op_launch"]["body"]["run_id"]
     assert run["user"] == "op"
