@@ -322,6 +322,28 @@ def test_preview_is_the_services_dry_run_and_sends_no_secret(
     assert sorted(out["partitions"]) == ["0", "2"]
 
 
+def test_a_runs_state_carries_its_replays_progress(
+    client: TestClient, launcher: RecordingLauncher, archive: tuple[History, str, str]
+) -> None:
+    from kafka_archive.airflow.replay_tasks import spec_from_params
+    from kafka_archive.services.replay import ReplayService
+
+    _hist, store, db = archive
+    body = _replay_body(partitions=[2], target="localhost:9")
+    run = client.post(f"{API}/replay/launch", headers=OP, json=body).json()
+    before = client.get(f"{API}/replay/runs/{run['run_id']}", headers=OP).json()
+    assert before["replay_id"] is None and before["replay"] is None
+    # what the DAG's plan task does: plan, register, return the replay id
+    with ReplayService(load_settings({"db": db, "store": store}, env={})) as svc:
+        plan = svc.plan(spec_from_params(run["params"]), register=True)
+        expect = svc.status(replay_id=plan.replay_id)[0]
+    launcher.replay_ids[run["run_id"]] = plan.replay_id
+    got = client.get(f"{API}/replay/runs/{run['run_id']}", headers=OP).json()
+    assert got["replay_id"] == plan.replay_id
+    assert got["replay"] == expect
+    assert got["replay"]["replay_id"] == plan.replay_id and got["replay"]["topic"] == "orders"
+
+
 def test_connections_are_listed_by_id_only(client: TestClient) -> None:
     got = client.get(f"{API}/connections", headers=VIEWER)
     assert got.json() == {"items": ["target_kafka"]}

@@ -65,6 +65,11 @@ out["cookie_post_bare"] = cookie_client.post(
 out["cookie_page"] = cookie_client.get("/kafka-archive/").status_code
 run_id = out["op_launch"]["body"].get("run_id")
 out["op_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
+# what the plan task returns, as Airflow stores it: the page learns the replay id from it
+from airflow.models.xcom import XComModel
+XComModel.set("return_value", {"replay_id": "r-0123456789abcdef", "dry_run": False},
+              dag_id="kafka_archive_replay", task_id="plan", run_id=run_id)
+out["planned_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
 
 from airflow.models.dagrun import DagRun
 from airflow.utils.session import create_session
@@ -110,3 +115,7 @@ def test_the_plugin_in_airflow(
     assert run["user"] == "op"
     assert run["conf"]["topic"] == "orders" and run["conf"]["from"] == "earliest"
     assert out["op_run"]["body"]["state"] == "queued", json.dumps(out["op_run"])
+    assert out["op_run"]["body"]["replay_id"] is None
+    planned = out["planned_run"]["body"]
+    assert planned["replay_id"] == "r-0123456789abcdef", planned
+    assert planned["replay"] is None  # not in this catalog's ledger

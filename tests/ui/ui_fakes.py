@@ -64,6 +64,8 @@ class RecordingLauncher:
     connections: dict[str, Conn] = field(default_factory=dict)
     triggered: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     states: dict[str, str] = field(default_factory=dict)
+    #: run id -> the replay id its plan task would have returned
+    replay_ids: dict[str, str] = field(default_factory=dict)
 
     def trigger(self, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
         self.triggered.append((conf, user_name))
@@ -73,7 +75,11 @@ class RecordingLauncher:
 
     def run(self, run_id: str) -> DagRunInfo | None:
         state = self.states.get(run_id)
-        return None if state is None else DagRunInfo("kafka_archive_replay", run_id, state)
+        if state is None:
+            return None
+        return DagRunInfo(
+            "kafka_archive_replay", run_id, state, replay_id=self.replay_ids.get(run_id)
+        )
 
     def connection_ids(self) -> list[str]:
         return sorted(self.connections)

@@ -35,6 +35,8 @@ class DagRunInfo:
     run_id: str
     state: str
     triggered_by: str | None = None
+    #: the replay the run's plan task registered (None until it has run)
+    replay_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         from urllib.parse import quote
@@ -44,6 +46,7 @@ class DagRunInfo:
             "run_id": self.run_id,
             "state": self.state,
             "triggered_by": self.triggered_by,
+            "replay_id": self.replay_id,
             # Airflow 3's UI route of a run
             "url": f"/dags/{quote(self.dag_id)}/runs/{quote(self.run_id, safe='')}",
         }
@@ -55,7 +58,8 @@ class Launcher(Protocol):
         ...
 
     def run(self, run_id: str) -> DagRunInfo | None:
-        """A run of :data:`REPLAY_DAG_ID`, or None when there is none of that id."""
+        """A run of :data:`REPLAY_DAG_ID`, or None when there is none of that id; its
+        ``replay_id`` is what the run's ``plan`` task returned (its XCom)."""
         ...
 
     def connection_ids(self) -> list[str]:
@@ -108,6 +112,7 @@ class AirflowLauncher:
                 str(row.run_id),
                 str(row.state),
                 getattr(row, "triggering_user_name", None),
+                _planned_replay_id(session, run_id),
             )
 
     def connection_ids(self) -> list[str]:
@@ -125,3 +130,35 @@ class AirflowLauncher:
             return Connection.get_connection_from_secrets(conn_id)
         except Exception as exc:  # Airflow raises its own NotFound types
             raise LookupError(conn_id) from exc
+
+
+def _planned_replay_id(session: Any, run_id: str) -> str | None:
+    """The ``replay_id`` in the XCom the run's ``plan`` task returned (None before it ran)."""
+    from airflow.models.xcom import XComModel
+    from sqlalchemy import select
+
+    row = session.scalar(
+        select(XComModel.value).where(
+            XComModel.dag_id == REPLAY_DAG_ID,
+            XComModel.run_id == run_id,
+            XComModel.task_id == "plan",
+            XComModel.key == "return_value",
+        )
+    )
+    value = XComModel.deserialize_value(_Row(row)) if row is not None else None
+    if isinstance(value, str):  # stored as JSON text by some paths
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    found = value.get("replay_id") if isinstance(value, dict) else None
+    return str(found) if found else None
+
+
+class _Row:
+    """What :meth:`XComModel.deserialize_value` reads: an object with ``.value``."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value

@@ -99,11 +99,13 @@ def replay_router(ctx: ApiContext) -> APIRouter:
 
     @router.get("/replay/runs/{run_id}")
     def run_state(_: Reader, run_id: str) -> dict[str, Any]:
-        """A run of ``kafka_archive_replay``: its state, for the page to poll."""
+        """A run of ``kafka_archive_replay``: its state and, once its plan task has run, the
+        replay's progress (``replay``: the ``replay status --json`` object), for the page to
+        poll."""
         run = ctx.launcher.run(run_id)
         if run is None:
             raise ApiError(404, "not_found", f"no run {run_id!r} of kafka_archive_replay")
-        return run.to_json()
+        return {**run.to_json(), "replay": _progress(ctx, run.replay_id)}
 
     @router.get("/replays")
     def replays(
@@ -151,3 +153,18 @@ def replay_router(ctx: ApiContext) -> APIRouter:
         return translate(req, apply=True)
 
     return router
+
+
+def _progress(ctx: ApiContext, replay_id: str | None) -> dict[str, Any] | None:
+    """The catalog's progress record of ``replay_id`` (None: not planned yet, or unknown)."""
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.services.replay import ReplayService
+
+    if not replay_id:
+        return None
+    with ReplayService(_call(ctx.settings)) as svc:
+        try:
+            found = svc.status(replay_id=replay_id)
+        except ReplayError:
+            return None
+    return found[0] if found else None
