@@ -113,3 +113,22 @@ def test_preview_at_t_is_the_clis_and_apply_commits_on_the_target(
     )
     consumer.close()
     assert {tp.partition: tp.offset for tp in committed} == positions
+
+
+def test_preview_checks_the_target_and_a_dead_one_is_a_502(replayed: dict[str, Any]) -> None:
+    client = replayed["client"]
+    body = {
+        "cluster": C,
+        "topic": "orders",
+        "from": "earliest",
+        "target": "target_kafka",
+        "target_topic": "orders-replayed",
+    }
+    got = client.post(f"{API}/replay/preview", headers=OP, json=body)
+    assert got.status_code == 200, got.text
+    assert got.json()["target_check"]["partitions"] == 3
+    assert got.json()["target_check"]["topic_would_be_created"] is False
+    dead = client.post(f"{API}/replay/preview", headers=OP, json={**body, "target": "127.0.0.1:1"})
+    assert dead.status_code == 502, dead.text
+    assert dead.json()["error"] == "target_unavailable"
+    assert "127.0.0.1:1" in dead.json()["message"]
