@@ -399,3 +399,17 @@ def test_holes_carry_the_times_around_them(
         headers=OP,
     ).json()
     assert span == {"start": before["timestamp"], "end": after["timestamp"]}
+
+
+def test_a_bug_is_a_json_500_without_details(
+    archive: tuple[History, str, str], launcher: RecordingLauncher
+) -> None:
+    def broken() -> Any:
+        raise RuntimeError(f"password={SECRET} in a bug")
+
+    app = build_app(settings=broken, access=TokenAccess(), launcher=launcher)
+    client = TestClient(app, raise_server_exceptions=False)
+    got = client.get("/api/v1/clusters", headers=OP)
+    assert got.status_code == 500
+    assert got.json()["error"] == "internal"
+    assert SECRET not in got.text and "Traceback" not in got.text

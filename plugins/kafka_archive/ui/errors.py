@@ -114,6 +114,16 @@ def install_error_handlers(app: FastAPI) -> None:
             exc.status_code, names.get(exc.status_code, "http_error"), str(exc.detail)
         )
 
+    async def internal(_request: Request, exc: Exception) -> JSONResponse:
+        # a bug, not bad input: the API server's log has the traceback, the browser does not
+        return error_response(
+            500,
+            "internal",
+            f"internal error ({type(exc).__name__})",
+            "see the Airflow API server's log, and report it",
+        )
+
     app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(Exception, internal)
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(StarletteHTTPException, http_error)
