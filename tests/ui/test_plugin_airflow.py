@@ -24,6 +24,9 @@ subprocess.run([str(airflow), "dags", "reserialize"], check=True, capture_output
 import os
 subprocess.run([str(airflow), "variables", "set", "kafka_archive_db", os.environ["UI_TEST_DB"]],
                check=True, capture_output=True)
+subprocess.run([str(airflow), "connections", "add", "kafka_prod", "--conn-type", "generic",
+                "--conn-host", "prod-1:9092", "--conn-password", "db-secret-pw"],
+               check=True, capture_output=True)
 
 from airflow import plugins_manager
 plugins, errors = plugins_manager._get_plugins()
@@ -63,6 +66,10 @@ out["cookie_post_bare"] = cookie_client.post(
     "/kafka-archive/api/v1/replay/launch", json=body
 ).json()
 out["cookie_page"] = cookie_client.get("/kafka-archive/").status_code
+conns = client.get("/kafka-archive/api/v1/connections",
+                   headers={"Authorization": f"Bearer {token['viewer']}"})
+out["connections"] = conns.json()
+out["connections_text"] = conns.text
 run_id = out["op_launch"]["body"].get("run_id")
 out["op_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
 # what the plan task returns, as Airflow stores it: the page learns the replay id from it
@@ -95,6 +102,9 @@ def test_the_plugin_in_airflow(
             "KAFKA_ARCHIVE_STORE": store,
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer,op:op",
             "AIRFLOW__API_AUTH__JWT_SECRET": "test-secret-for-the-ui-plugin",
+            "AIRFLOW_CONN_KAFKA_DR": json.dumps(
+                {"conn_type": "generic", "host": "dr-1:9092", "password": "env-secret-pw"}
+            ),
         },
     )
     assert out["loaded"] == 1, out
@@ -107,6 +117,9 @@ def test_the_plugin_in_airflow(
     assert out["viewer_whoami"]["body"] == {"user": "viewer", "can_trigger": False}
     assert out["viewer_launch"]["status"] == 403, out["viewer_launch"]
     assert out["op_launch"]["status"] == 201, out["op_launch"]
+    # connection ids from the metadata DB and the environment, never their secrets
+    assert {"kafka_prod", "kafka_dr"} <= set(out["connections"]["items"])
+    assert "secret-pw" not in out["connections_text"]
     assert out["cookie_read"] == {"user": "op", "can_trigger": True}
     assert out["cookie_post_bare"]["error"] == "csrf"
     assert out["cookie_page"] == 200

@@ -116,12 +116,22 @@ class AirflowLauncher:
             )
 
     def connection_ids(self) -> list[str]:
+        """The metadata database's connections and those defined by ``AIRFLOW_CONN_<ID>``
+        environment variables (other secrets backends cannot be listed; a connection id
+        typed into the form is still resolved through all of them)."""
+        import os
+
         from airflow.models import Connection
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
         with create_session() as session:
-            return sorted(str(c) for c in session.scalars(select(Connection.conn_id)))
+            ids = {str(c) for c in session.scalars(select(Connection.conn_id))}
+        prefix = "AIRFLOW_CONN_"
+        ids |= {
+            k[len(prefix) :].lower() for k in os.environ if k.startswith(prefix) and k != prefix
+        }
+        return sorted(ids)
 
     def connection(self, conn_id: str) -> Any:
         from airflow.models import Connection
