@@ -106,11 +106,11 @@ def demo(
     if not ok:
         raise typer.Exit(1)
     if ui:
-        _serve_ui(root, port, report)
+        _serve_ui(root, port, report, kafka.value)
 
 
-def _serve_ui(root: Path, port: int, report: dict[str, Any]) -> None:
-    from kafka_archive.demo import UI_USER, serve_ui
+def _serve_ui(root: Path, port: int, report: dict[str, Any], kafka: str) -> None:
+    from kafka_archive.demo import UI_TARGET_CONN, UI_USER, serve_ui
 
     at = report["offsets_at"]["timestamp"]
     link = (
@@ -120,12 +120,13 @@ def _serve_ui(root: Path, port: int, report: dict[str, Any]) -> None:
     )
     err_console.print(
         f"on-call page: {link}\n  (Airflow: http://localhost:{port}/, user {UI_USER}, password "
-        f"in {root / 'airflow' / 'simple_auth_manager_passwords.json.generated'}); Ctrl-C stops",
+        f"in {root / 'airflow' / 'simple_auth_manager_passwords.json.generated'}); replays "
+        f"from the page go to the live target of the connection {UI_TARGET_CONN}; Ctrl-C stops",
         soft_wrap=True,
         markup=False,
         highlight=False,
     )
-    raise typer.Exit(serve_ui(root, port))
+    raise typer.Exit(serve_ui(root, port, kafka))
 
 
 def _print(report: dict[str, Any]) -> None:
