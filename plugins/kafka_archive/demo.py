@@ -171,7 +171,10 @@ def ui_command(
     ``<root>/airflow/simple_auth_manager_passwords.json.generated``) and, given
     ``target_bootstrap``, the connection :data:`UI_TARGET_CONN` to it."""
     paths = DemoPaths(root)
+    bin_dir = str(Path(sys.executable).parent)
     env = airflow_env(paths) | {
+        # standalone starts its components as `airflow ...` from PATH: this environment's
+        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{UI_USER}:admin",
@@ -211,8 +214,12 @@ def ui_target(root: Path, kafka: str = "auto") -> Iterator[str]:
 
 
 def serve_ui(root: Path, port: int, kafka: str = "auto") -> int:
-    """Run :func:`ui_command` in the foreground with :func:`ui_target` live, until it ends
-    (Ctrl-C); its exit status."""
+    """Unpause the replay DAG, then run :func:`ui_command` in the foreground with
+    :func:`ui_target` live, until it ends (Ctrl-C); its exit status."""
+    paths = DemoPaths(root)
+    # the replay DAG must be known and unpaused for runs launched from the page to start
+    _airflow(paths, "ui-reserialize", "dags", "reserialize")
+    _airflow(paths, "ui-unpause", "dags", "unpause", "kafka_archive_replay")
     with ui_target(root, kafka) as bootstrap:
         argv, env = ui_command(root, port, bootstrap)
         try:

@@ -5,6 +5,7 @@ connection) for replays launched from the page."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -22,6 +23,8 @@ from kafka_archive.embedded_kafka import read_to_end
 def test_the_demo_serves_airflow_with_the_on_call_plugin(tmp_path: Path) -> None:
     argv, env = ui_command(tmp_path, 18080)
     assert Path(argv[0]).name == "airflow" and argv[1:] == ["standalone"]
+    # standalone runs its components as plain `airflow`: this environment's must come first
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(argv[0]).parent)
     plugins = Path(env["AIRFLOW__CORE__PLUGINS_FOLDER"])
     assert (plugins / "kafka_archive_ui.py").is_file()
     assert "KafkaArchiveUiPlugin" in (plugins / "kafka_archive_ui.py").read_text()

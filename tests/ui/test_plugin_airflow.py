@@ -49,7 +49,11 @@ def call(method, path, role=None, **kw):
 body = {"cluster": "c1", "topic": "orders", "from": "earliest", "target": "localhost:9"}
 out = {
     "loaded": len(ours),
-    "our_errors": {k: v for k, v in errors.items() if "kafka_archive_ui" in k},
+    # ours: anything about the plugin's entry file, its package, or its name
+    "our_errors": {
+        k: v for k, v in errors.items()
+        if "kafka_archive_ui" in k + v or "kafka_archive/ui" in k
+    },
     "views": [v["name"] for p in ours for v in p.external_views],
     "anonymous": call("GET", "/clusters"),
     "forged": client.get("/kafka-archive/api/v1/clusters",
@@ -129,6 +133,7 @@ def test_the_plugin_in_airflow(
     assert run["conf"]["topic"] == "orders" and run["conf"]["from"] == "earliest"
     assert out["op_run"]["body"]["state"] == "queued", json.dumps(out["op_run"])
     assert out["op_run"]["body"]["replay_id"] is None
+    assert out["op_launch"]["body"]["dag_paused"] is True  # Airflow's default for new DAGs
     planned = out["planned_run"]["body"]
     assert planned["replay_id"] == "r-0123456789abcdef", planned
     assert planned["replay"] is None  # not in this catalog's ledger

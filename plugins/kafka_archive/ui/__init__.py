@@ -9,13 +9,41 @@ and one self-contained page that uses it (issue 14).
 * :mod:`.catalog_routes`, :mod:`.replay_routes` - the endpoints, thin over the services;
 * :mod:`.page` - the page (``static/oncall.html``, no build step, no CDN).
 
-The Airflow plugin that mounts it is the top-level module ``kafka_archive_ui`` (the file
-``plugins/kafka_archive_ui.py``), so that Airflow's plugin loader needs to import one file.
+The Airflow plugin that mounts it is the class ``KafkaArchiveUiPlugin`` of the top-level module
+``kafka_archive_ui`` (the file ``plugins/kafka_archive_ui.py``; an installation whose plugins
+folder is elsewhere copies that file there): :func:`fastapi_app_spec` and
+:func:`external_view_spec` are what it declares. The class lives in that file only: Airflow's
+plugin loader may import any ``.py`` under its plugins folder as a module of its own, and a
+second module defining the plugin would be a "plugin already registered" import error. (Not an
+``airflow.plugins`` entry point either, for the same reason.)
 """
 
 from __future__ import annotations
 
-__all__ = ["airflow_app"]
+from typing import Any
+
+__all__ = ["airflow_app", "external_view_spec", "fastapi_app_spec"]
+
+
+def fastapi_app_spec() -> dict[str, Any]:
+    """The plugin's ``fastapi_apps`` entry: :func:`airflow_app` at ``/kafka-archive``."""
+    from kafka_archive.ui.api import URL_PREFIX
+
+    return {"app": airflow_app(), "url_prefix": URL_PREFIX, "name": "kafka-archive on-call"}
+
+
+def external_view_spec() -> dict[str, Any]:
+    """The plugin's ``external_views`` entry: "Kafka archive" in Airflow's Browse menu, the
+    page shown inside Airflow's UI."""
+    from kafka_archive.ui.api import URL_PREFIX
+
+    return {
+        "name": "Kafka archive",
+        "href": f"{URL_PREFIX}/",
+        "destination": "nav",
+        "url_route": "kafka-archive",
+        "category": "browse",
+    }
 
 
 def airflow_app() -> object:

@@ -37,6 +37,8 @@ class DagRunInfo:
     triggered_by: str | None = None
     #: the replay the run's plan task registered (None until it has run)
     replay_id: str | None = None
+    #: the DAG is paused: the run waits in ``queued`` until someone unpauses it
+    dag_paused: bool = False
 
     def to_json(self) -> dict[str, Any]:
         from urllib.parse import quote
@@ -47,6 +49,7 @@ class DagRunInfo:
             "state": self.state,
             "triggered_by": self.triggered_by,
             "replay_id": self.replay_id,
+            "dag_paused": self.dag_paused,
             # Airflow 3's UI route of a run
             "url": f"/dags/{quote(self.dag_id)}/runs/{quote(self.run_id, safe='')}",
         }
@@ -94,7 +97,9 @@ class AirflowLauncher:
             ) from None
         if run is None:
             raise LaunchError(f"Airflow created no run of {REPLAY_DAG_ID}")
-        return DagRunInfo(REPLAY_DAG_ID, str(run.run_id), str(run.state), user_name)
+        return DagRunInfo(
+            REPLAY_DAG_ID, str(run.run_id), str(run.state), user_name, dag_paused=_paused()
+        )
 
     def run(self, run_id: str) -> DagRunInfo | None:
         from airflow.models.dagrun import DagRun
@@ -113,6 +118,7 @@ class AirflowLauncher:
                 str(row.state),
                 getattr(row, "triggering_user_name", None),
                 _planned_replay_id(session, run_id),
+                _paused(),
             )
 
     def connection_ids(self) -> list[str]:
@@ -172,3 +178,14 @@ class _Row:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+def _paused() -> bool:
+    """Whether :data:`REPLAY_DAG_ID` is paused (new DAGs are, by Airflow's default)."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == REPLAY_DAG_ID))
+    return bool(paused)
