@@ -796,6 +796,12 @@ def test_image_dockerfile_provides_the_paths_the_chart_uses() -> None:
     dags_folder = re.search(r"^dags_folder = (\S+)$", cfg, re.M)
     assert dags_folder is not None
     assert f"COPY --chown=airflow:0 dags {dags_folder[1]}" in dockerfile
+    plugins_folder = re.search(r"^plugins_folder = (\S+)$", cfg, re.M)
+    assert plugins_folder is not None  # the on-call page's plugin, and nothing else of plugins/
+    assert (
+        f"COPY --chown=airflow:0 plugins/kafka_archive_ui.py "
+        f"{plugins_folder[1]}/kafka_archive_ui.py" in dockerfile
+    )
     template = embedded_yaml(r.get("ConfigMap", name("spark-conf")), "driver-pod-template.yaml")
     entrypoint = template["spec"]["containers"][0]["command"][0]
     assert re.search(

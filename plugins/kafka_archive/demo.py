@@ -154,6 +154,80 @@ def airflow_env(paths: DemoPaths) -> dict[str, str]:
     return env
 
 
+#: the demo's Airflow login for the on-call page (`kafka-archive demo --ui`)
+UI_USER = "oncall"
+#: the Airflow connection of the live target `demo --ui` starts for replays from the page
+UI_TARGET_CONN = "demo_target"
+#: the replay topic made ready on a mock target (librdkafka's mock cannot create topics)
+UI_REPLAY_TOPIC = "orders-replayed"
+
+
+def ui_command(
+    root: Path, port: int, target_bootstrap: str | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """``airflow standalone`` over the demo under ``root`` (its metadata DB, DAGs, plugins -
+    the on-call page at ``/kafka-archive/`` - and settings), listening on ``port``, with one
+    admin user :data:`UI_USER` (Airflow generates the password into
+    ``<root>/airflow/simple_auth_manager_passwords.json.generated``) and, given
+    ``target_bootstrap``, the connection :data:`UI_TARGET_CONN` to it."""
+    paths = DemoPaths(root)
+    bin_dir = str(Path(sys.executable).parent)
+    env = airflow_env(paths) | {
+        # standalone starts its components as `airflow ...` from PATH: this environment's
+        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{UI_USER}:admin",
+    }
+    if target_bootstrap:
+        conn = {"conn_type": "generic", "host": target_bootstrap}
+        env[f"AIRFLOW_CONN_{UI_TARGET_CONN.upper()}"] = json.dumps(conn)
+    return [str(Path(sys.executable).with_name("airflow")), "standalone"], env
+
+
+@contextlib.contextmanager
+def ui_target(root: Path, kafka: str = "auto") -> Iterator[str]:
+    """A live Kafka cluster for replays launched from the page, for as long as the block runs
+    (the demo's own clusters are stopped when it ends): one real broker under
+    ``<root>/kafka-ui-target`` where Java and Maven are present (``kafka``: as for
+    :func:`run_demo`), else librdkafka's mock cluster in this process with
+    :data:`UI_REPLAY_TOPIC` and the replay's progress topic made ready. Yields its bootstrap
+    servers."""
+    from kafka_archive.local_kafka import kafka_unavailable_reason
+
+    if kafka == "real" or (kafka == "auto" and kafka_unavailable_reason() is None):
+        from kafka_archive.local_kafka import LocalKafkaCluster
+
+        real = LocalKafkaCluster(root / "kafka-ui-target", brokers=1)
+        real.start()
+        try:
+            yield real.bootstrap_servers
+        finally:
+            real.stop()
+        return
+    from kafka_archive.embedded_kafka import EmbeddedKafka
+
+    with EmbeddedKafka(1) as mock:
+        mock.create_topic(UI_REPLAY_TOPIC, 3)
+        mock.create_topic(PROGRESS_TOPIC, 4)
+        yield mock.bootstrap_servers
+
+
+def serve_ui(root: Path, port: int, kafka: str = "auto") -> int:
+    """Unpause the replay DAG, then run :func:`ui_command` in the foreground with
+    :func:`ui_target` live, until it ends (Ctrl-C); its exit status."""
+    paths = DemoPaths(root)
+    # the replay DAG must be known and unpaused for runs launched from the page to start
+    _airflow(paths, "ui-reserialize", "dags", "reserialize")
+    _airflow(paths, "ui-unpause", "dags", "unpause", "kafka_archive_replay")
+    with ui_target(root, kafka) as bootstrap:
+        argv, env = ui_command(root, port, bootstrap)
+        try:
+            return subprocess.run(argv, env=env, check=False).returncode
+        except KeyboardInterrupt:
+            return 0
+
+
 def _airflow(paths: DemoPaths, name: str, *args: str) -> None:
     """Run one ``airflow`` command for the demo; its output goes to ``logs/<name>.log``."""
     log = paths.logs / f"{name}.log"

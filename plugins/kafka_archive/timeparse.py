@@ -32,7 +32,7 @@ def parse_time_ms(text: str, *, now_ms: int | None = None) -> int:
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if not value:
         raise TimeParseError(_help("an empty string"))
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # not "¹" or "٣": int() refuses those
         if len(value) == 10:
             raise TimeParseError(
                 f"{value!r} looks like epoch seconds; give epoch milliseconds ({value}000), "

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
+from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
 
 
@@ -36,6 +36,15 @@ def demo(
             "are present.",
         ),
     ] = KafkaMode.auto,
+    ui: Annotated[
+        bool,
+        typer.Option(
+            "--ui",
+            help="Afterwards keep Airflow running (`airflow standalone`) with the on-call page "
+            "at http://localhost:PORT/kafka-archive/ (user oncall; Ctrl-C stops it).",
+        ),
+    ] = False,
+    port: Annotated[int, typer.Option(help="Port of --ui's Airflow.", min=1, max=65535)] = 8080,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Run the main job end to end on embedded defaults.
@@ -48,7 +57,10 @@ def demo(
     T" beside the broker's own ListOffsets answer, the group's position at T beside what it
     committed, and whether the target holds exactly the expected records. Without Java or
     Maven it falls back to a writer-made cluster and librdkafka's mock target, and says so.
-    Exit status 1 when any check fails.
+    Exit status 1 when any check fails. With --ui, Airflow then keeps running over the demo's
+    catalog with the on-call page.
+
+    Example: kafka-archive demo --ui --port 8080
     """
     from kafka_archive.demo import DemoError, run_demo
 
@@ -93,6 +105,28 @@ def demo(
         _print(report)
     if not ok:
         raise typer.Exit(1)
+    if ui:
+        _serve_ui(root, port, report, kafka.value)
+
+
+def _serve_ui(root: Path, port: int, report: dict[str, Any], kafka: str) -> None:
+    from kafka_archive.demo import UI_TARGET_CONN, UI_USER, serve_ui
+
+    at = report["offsets_at"]["timestamp"]
+    link = (
+        f"http://localhost:{port}/kafka-archive/?cluster={report.get('cluster', 'demo')}"
+        f"&topic={report['offsets_at']['topic']}&at={at}"
+        f"&group={report['group_position']['group']}"
+    )
+    err_console.print(
+        f"on-call page: {link}\n  (Airflow: http://localhost:{port}/, user {UI_USER}, password "
+        f"in {root / 'airflow' / 'simple_auth_manager_passwords.json.generated'}); replays "
+        f"from the page go to the live target of the connection {UI_TARGET_CONN}; Ctrl-C stops",
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
+    )
+    raise typer.Exit(serve_ui(root, port, kafka))
 
 
 def _print(report: dict[str, Any]) -> None:

@@ -1,0 +1,129 @@
+"""The on-call API and page: one FastAPI app that Airflow's API server mounts.
+
+:func:`build_app` makes the app mounted at :data:`URL_PREFIX`: the page at ``/`` and the JSON
+API under ``/api/v1`` (OpenAPI description at ``/api/v1/openapi.json``). Every endpoint needs
+a user (:mod:`kafka_archive.ui.access`); reads need read access, launching and applying need
+permission to trigger the replay DAG, and a cookie-authenticated POST must carry
+:data:`~kafka_archive.ui.access.CSRF_HEADER`. Answers are the catalog's and the services' own
+JSON objects (``to_json()``, what the CLI's ``--json`` prints), wrapped as ``{"items": [...]}``
+with the resolved times beside them; failures are ``{error, message, hint}``
+(:mod:`kafka_archive.ui.errors`).
+
+The routes are in :mod:`kafka_archive.ui.catalog_routes` and
+:mod:`kafka_archive.ui.replay_routes`; they reach the catalog only through the services
+(:class:`~kafka_archive.services.catalog_queries.CatalogQueryService`,
+:class:`~kafka_archive.services.replay.ReplayService`,
+:class:`~kafka_archive.services.groups.GroupService`), one per request, with the settings
+:func:`build_app` was given (in Airflow: read per request, Variables included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from kafka_archive.settings import Settings
+from kafka_archive.ui.access import CSRF_HEADER, Access, NotAuthenticated, Principal
+from kafka_archive.ui.context import ApiContext
+from kafka_archive.ui.errors import ApiError, install_error_handlers
+from kafka_archive.ui.launcher import Launcher
+
+__all__ = ["API_PREFIX", "URL_PREFIX", "build_app"]
+
+#: where Airflow mounts the app
+URL_PREFIX = "/kafka-archive"
+#: the API's version prefix inside the app
+API_PREFIX = "/api/v1"
+
+
+def build_app(
+    *,
+    settings: Callable[[], Settings],
+    access: Access,
+    launcher: Launcher,
+) -> FastAPI:
+    """The app (see the module docstring). ``settings`` is called once per request."""
+    from kafka_archive.ui.catalog_routes import catalog_router
+    from kafka_archive.ui.replay_routes import replay_router
+
+    app = FastAPI(
+        title="kafka-archive on-call API",
+        version="1",
+        description=(
+            "The archive's catalog and the replay launcher, for the on-call page. Every "
+            "endpoint needs an Airflow user (JWT bearer token, or the Airflow UI's cookie "
+            f"plus the header {CSRF_HEADER} on POST)."
+        ),
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        servers=[{"url": URL_PREFIX}],
+    )
+    install_error_handlers(app)
+
+    async def authenticated(request: Request) -> Principal:
+        try:
+            return await access.authenticate(request)
+        except NotAuthenticated as exc:
+            raise ApiError(
+                401, "not_authenticated", f"log in to Airflow first ({exc})", "open /auth/login"
+            ) from None
+
+    async def reader(request: Request) -> Principal:
+        who = await authenticated(request)
+        if not access.can_read(who):
+            raise ApiError(
+                403,
+                "forbidden",
+                f"{who.name} may not read the archive's catalog",
+                "ask for read access to the kafka_archive_catalog DAG",
+            )
+        return who
+
+    async def trigger(request: Request) -> Principal:
+        who = await reader(request)
+        if "authorization" not in request.headers and CSRF_HEADER.lower() not in request.headers:
+            raise ApiError(
+                403,
+                "csrf",
+                f"a request authenticated by cookie needs the {CSRF_HEADER} header",
+                "send it from the page's script, or use a bearer token",
+            )
+        if not access.can_trigger(who):
+            raise ApiError(
+                403,
+                "forbidden",
+                f"{who.name} may not trigger kafka_archive_replay",
+                "ask for permission to trigger the kafka_archive_replay DAG",
+            )
+        return who
+
+    ctx = ApiContext(settings=settings, launcher=launcher, reader=reader, trigger=trigger)
+    app.include_router(catalog_router(ctx), prefix=API_PREFIX)
+    app.include_router(replay_router(ctx), prefix=API_PREFIX)
+
+    @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
+    def openapi(_who: Principal = Depends(reader)) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get(f"{API_PREFIX}/whoami", tags=["access"])
+    def whoami(who: Principal = Depends(reader)) -> dict[str, Any]:
+        """The user and whether they may launch replays."""
+        return {"user": who.name, "can_trigger": access.can_trigger(who)}
+
+    @app.get("/", include_in_schema=False, response_model=None)
+    async def page(request: Request) -> HTMLResponse:
+        try:
+            await access.authenticate(request)
+        except NotAuthenticated:
+            return HTMLResponse(
+                '<p>Log in to Airflow first: <a href="/auth/login">log in</a></p>', 401
+            )
+        from kafka_archive.ui.page import page_html
+
+        return HTMLResponse(page_html(), headers={"Cache-Control": "no-store"})
+
+    return app

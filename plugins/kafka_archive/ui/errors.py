@@ -1,0 +1,129 @@
+"""Every failure of the on-call API as JSON ``{error, message, hint}`` with its status.
+
+Bad input is a 4xx (400 a value that cannot be read, 404 nothing of that name in the catalog,
+409 a state that refuses the request, 422 a request the schema refuses), never a 500; a
+catalog or store that cannot be reached is a 502/503 naming what to fix. Messages and hints go
+through :func:`kafka_archive.redact.redact_text`, so no secret reaches the browser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+__all__ = ["ApiError", "error_response", "install_error_handlers", "platform_error"]
+
+
+class ApiError(Exception):
+    """A refusal with its HTTP status, a machine-readable ``error`` and a hint."""
+
+    def __init__(self, status: int, error: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.hint = hint
+
+
+def error_response(status: int, error: str, message: str, hint: str | None = None) -> JSONResponse:
+    from kafka_archive.redact import redact_text
+
+    body = {
+        "error": error,
+        "message": redact_text(message),
+        "hint": redact_text(hint) if hint else None,
+    }
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _classify(exc: Exception) -> ApiError | None:
+    """The API error for one of the platform's typed errors (None: not one of them)."""
+    from kafka_archive.catalog.db import CatalogError
+    from kafka_archive.catalog.queries import CatalogQueryError
+    from kafka_archive.replay.errors import ReplayConfigError, ReplayError, ReplayTargetError
+    from kafka_archive.settings import SettingsError
+    from kafka_archive.store import StoreError
+    from kafka_archive.timeparse import TimeParseError
+    from segment_lib.errors import SegmentError
+
+    hint = getattr(exc, "hint", None)
+    table: list[tuple[type[Exception], int, str]] = [
+        (TimeParseError, 400, "bad_time"),
+        (CatalogQueryError, 404, "not_found"),
+        (SettingsError, 503, "not_configured"),
+        (CatalogError, 503, "catalog_unavailable"),
+        (ReplayConfigError, 400, "bad_replay_request"),
+        (ReplayTargetError, 502, "target_unavailable"),
+        (ReplayError, 409, "replay_refused"),
+        (StoreError, 502, "store_unavailable"),
+        (SegmentError, 502, "archive_damaged"),
+    ]
+    for kind, status, error in table:
+        if isinstance(exc, kind):
+            if isinstance(exc, ReplayError):
+                return ApiError(status, error, exc.message, hint)
+            if isinstance(exc, SegmentError):
+                hint = "the archived bytes are damaged; the gaps view lists known problems"
+            return ApiError(status, error, str(exc), hint)
+    return None
+
+
+def platform_error(exc: Exception) -> ApiError:
+    """:func:`_classify`, or a 502 for a Kafka client failure no replay step translated."""
+    found = _classify(exc)
+    if found is not None:
+        return found
+    if type(exc).__name__ == "KafkaException":
+        return ApiError(502, "target_unavailable", str(exc), "check the target cluster")
+    raise exc
+
+
+def _validation_message(errors: list[Any]) -> str:
+    parts = []
+    for e in errors[:5]:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path"))
+        parts.append(f"{where or 'request'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every failure with the JSON shape of the module docstring."""
+
+    async def api_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.error, exc.message, exc.hint)
+
+    async def validation(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(
+            422,
+            "invalid_request",
+            _validation_message(list(exc.errors())),
+            "see /kafka-archive/api/v1/openapi.json for the request's schema",
+        )
+
+    async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        names = {404: "not_found", 405: "method_not_allowed"}
+        return error_response(
+            exc.status_code, names.get(exc.status_code, "http_error"), str(exc.detail)
+        )
+
+    async def internal(_request: Request, exc: Exception) -> JSONResponse:
+        # a bug, not bad input: the API server's log has the traceback, the browser does not
+        return error_response(
+            500,
+            "internal",
+            f"internal error ({type(exc).__name__})",
+            "see the Airflow API server's log, and report it",
+        )
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(Exception, internal)
+    app.add_exception_handler(RequestValidationError, validation)
+    app.add_exception_handler(StarletteHTTPException, http_error)

@@ -1,0 +1,79 @@
+"""The request bodies of the on-call API (their JSON Schema is the OpenAPI description's).
+
+:class:`ReplayRequest` has the replay DAG's Params, the same names, types and defaults as
+:data:`kafka_archive.airflow.replay_tasks.PARAMS_SCHEMA` (a test keeps them equal); a launch
+passes it to Airflow as the run's ``conf``, where the DAG validates it once more.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["GroupRequest", "ReplayRequest"]
+
+INT32_MAX = 2**31 - 1
+Partition = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Text = Annotated[str, Field(min_length=1, max_length=1000)]
+
+
+class ReplayRequest(BaseModel):
+    """A replay as the page's "Replay from here" form fills it (the DAG's Params)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    cluster: Text
+    topic: Text
+    partitions: list[Partition] = Field(default_factory=list, max_length=10_000)
+    from_: Text = Field(
+        alias="from",
+        description="ISO-8601, epoch ms, -2h / now-30m, offset:N, offset:P=N,..., earliest.",
+    )
+    to: str | None = Field(None, max_length=1000, description="End (exclusive), same forms.")
+    target: Text = Field(description="An Airflow connection id, or bootstrap servers.")
+    target_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="librdkafka settings (no secrets: put them in the Airflow connection).",
+    )
+    target_topic: str | None = Field(None, max_length=249)
+    partition_mapping: Literal["same", "murmur2", "round-robin"] = "same"
+    preserve_timestamps: bool = True
+    provenance_headers: bool = False
+    key_filter: str | None = Field(None, max_length=1000)
+    rate_limit_mb: float | None = Field(None, gt=0, le=1e9)
+    rate_limit_records: float | None = Field(None, gt=0, le=1e12)
+    create_topic: bool = False
+    allow_same_topic: bool = False
+    force: bool = False
+    allow_gaps: bool = False
+    execution: Literal["auto", "in-process", "spark"] = "auto"
+
+    def params(self) -> dict[str, Any]:
+        """The DAG run's ``conf`` (Params by their DAG names)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class GroupRequest(BaseModel):
+    """ "Start group G at T on the target": the replay whose offset map translates it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: Text
+    topic: Text
+    group: Text
+    at: str | None = Field(
+        None, max_length=100, description="Start at this source time (any CLI time form)."
+    )
+    commits_at: str | None = Field(
+        None,
+        max_length=100,
+        description="Else: the group's archived commits as of this time (default latest).",
+    )
+    replay_id: str | None = Field(None, max_length=200)
+    target_topic: str | None = Field(None, max_length=249)
+    target: str | None = Field(
+        None,
+        max_length=1000,
+        description="Airflow connection id holding the target's secrets (apply only).",
+    )
