@@ -8,8 +8,6 @@
   triggerer) in a process group of its own over a fresh ``AIRFLOW_HOME``, with the
   repository's DAGs and plugins, one admin user with a known password, and the replay DAG
   unpaused; it is ready when Airflow's health endpoint reports every component healthy.
-* :func:`committed_records` is what a read_committed consumer of a source partition sees from
-  an offset on: data records, aborted transactions left out.
 """
 
 from __future__ import annotations
@@ -28,9 +26,6 @@ from typing import Any
 
 import pytest
 from support.airflow import airflow_env
-
-from segment_lib.log_file import open_log
-from segment_lib.partition import PartitionView
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -172,29 +167,3 @@ class AirflowServer:
                     return
                 time.sleep(0.5)
         self.proc.wait(10)
-
-
-def committed_records(pdir: Path, from_offset: int) -> list[tuple[bytes | None, bytes | None]]:
-    """(key, value) of the data records of partition dir ``pdir`` at or after ``from_offset``
-    that a read_committed consumer sees, in offset order (control records and aborted
-    transactions left out)."""
-    pending: dict[int, list[tuple[int, bytes | None, bytes | None]]] = {}
-    kept: list[tuple[int, bytes | None, bytes | None]] = []
-    for seg in PartitionView.open(pdir).segments:
-        with open_log(seg.log) as log:
-            for batch, rec in log.iter_records(include_control=True):
-                row = (rec.offset, _bytes(rec.key), _bytes(rec.value))
-                if batch.is_control:
-                    done = pending.pop(batch.producer_id, [])
-                    key = _bytes(rec.key) or b""
-                    if int.from_bytes(key[2:4], "big") == 1:  # COMMIT marker
-                        kept.extend(done)
-                elif batch.is_transactional:
-                    pending.setdefault(batch.producer_id, []).append(row)
-                else:
-                    kept.append(row)
-    return [(k, v) for off, k, v in sorted(kept) if off >= from_offset]
-
-
-def _bytes(v: Any) -> bytes | None:
-    return None if v is None else bytes(v)
