@@ -12,7 +12,8 @@ demo). Headless Chromium (Debian's ``chromium``, driven by Playwright):
    own lookup gives on the original log dirs (the demo's check);
 4. the traffic chart is drawn (the canvas holds pixels of the records colour);
 5. "Replay from here" into the mock's bootstrap servers: preview (the plan), then launch;
-6. the DAG run the page links to reaches ``success`` in the page's own progress line;
+6. the DAG run the page links to reaches ``success`` in the page's own progress line, and in
+   Airflow's REST API it is a run triggered by the logged-in user with the form as Params;
 7. the target holds exactly the source's records from each partition's offset at T to the end
    of the archive (keys, values, headers, timestamps: the demo's own check).
 
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from browser_support import UI_PASSWORD, UI_USER, AirflowServer, launch_chromium, require_browser
@@ -158,6 +160,30 @@ def _open_from_airflow_nav(page: Any, url: str) -> Any:
     return frame
 
 
+def _check_run_in_airflow(
+    page: Any, url: str, run_link: Any, *, bootstrap: str, at_ms: int
+) -> None:
+    """The page's run, seen from Airflow: an ordinary DAG run that succeeded, triggered by the
+    logged-in user, with the form as its Params (Airflow's REST API, the browser's session);
+    then Airflow's own page of it, at the page's link."""
+    from playwright.sync_api import expect
+
+    run_id = run_link.inner_text().strip()
+    answer = page.request.get(
+        f"{url}/api/v2/dags/kafka_archive_replay/dagRuns/{quote(run_id, safe='')}"
+    )
+    assert answer.ok, answer.text()
+    run = answer.json()
+    assert (run["state"], run["triggering_user_name"]) == ("success", UI_USER), run
+    assert run["conf"]["target"] == bootstrap and _ms(run["conf"]["from"]) == at_ms, run
+    # Airflow 3.3 sandboxes plugin pages without allow-top-navigation, so the page's
+    # target=_top link does not navigate from inside Airflow's UI: open its href the way a
+    # user would (copy the link), and check it is Airflow's page of this run
+    page.goto(url + run_link.get_attribute("href"))
+    expect(page.get_by_text(run_id).first).to_be_visible()
+    _shot(page, "05-dag-run-in-airflow")
+
+
 def test_on_call_page_in_chromium(stack: dict[str, Any], tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
@@ -223,6 +249,7 @@ def test_on_call_page_in_chromium(stack: dict[str, Any], tmp_path: Path) -> None
         run_link = frame.locator("#run-out a")
         assert "/dags/kafka_archive_replay/runs/" in (run_link.get_attribute("href") or "")
         _shot(page, "04-replay-succeeded", frame.locator("#run-out"))
+        _check_run_in_airflow(page, server.url, run_link, bootstrap=bootstrap, at_ms=at_ms)
 
     # 7. the target holds the source's records from each offset at T (the demo's own check)
     want_records = expected_records(paths, stack["cluster"], starts)
