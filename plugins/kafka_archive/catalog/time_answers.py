@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Select, func, select
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import ChainPiece, Partition, PrunedRange, Segment
@@ -133,6 +133,25 @@ class TimeAnswer:
         }
 
 
+def first_pieces_query(*where: ColumnElement[bool]) -> Select[int, int, int]:
+    """Per partition matching ``where``: its chain's lowest piece (partition, ``lo``, the
+    serving segment's first timestamp). One primary-key probe of ``chain_pieces`` per
+    partition (the lowest ``lo`` is a correlated ``min``), never a scan of every piece: the
+    answer's cost does not grow with the archive (``tests/test_time_answers_plan.py``)."""
+    lowest = (
+        select(func.min(ChainPiece.lo))
+        .where(ChainPiece.partition_id == Partition.id)
+        .correlate(Partition)
+        .scalar_subquery()
+    )
+    return (
+        select(Partition.partition, ChainPiece.lo, Segment.first_timestamp)
+        .join(ChainPiece, ChainPiece.partition_id == Partition.id)
+        .join(Segment, Segment.id == ChainPiece.segment_id)
+        .where(*where, ChainPiece.lo == lowest)
+    )
+
+
 def archive_spans(
     catalog: Catalog, cluster: str, topic: str, partitions: Sequence[int] | None = None
 ) -> dict[int, ArchiveSpan]:
@@ -151,15 +170,10 @@ def archive_spans(
                 .group_by(Partition.partition)
             ).all()
         )
-        firsts: dict[int, tuple[int, int]] = {}
-        for part, lo, fts in s.execute(
-            select(Partition.partition, ChainPiece.lo, sg.first_timestamp)
-            .join(ChainPiece, ChainPiece.partition_id == Partition.id)
-            .join(sg, sg.id == ChainPiece.segment_id)
-            .where(*where)
-            .order_by(Partition.partition, ChainPiece.lo.desc())
-        ):
-            firsts[int(part)] = (int(lo), int(fts))  # the last one per partition: lowest lo
+        firsts = {
+            int(part): (int(lo), int(fts))
+            for part, lo, fts in s.execute(first_pieces_query(*where))
+        }
         pruned: dict[int, PrunedBefore] = {}
         pr = PrunedRange
         for r in s.execute(

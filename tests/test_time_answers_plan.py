@@ -1,0 +1,99 @@
+"""``archive_spans``' lowest-chain-piece query costs one primary-key probe per partition.
+
+It used to fetch every chain piece of the topic and keep the lowest in Python, so ``catalog
+offsets`` for a whole topic grew with the archive (``benchmarks/bench_scale.py``). Pinned
+here: the query returns one row per partition, the right one, and SQLite's plan finds each
+partition's piece by its full primary key, never by reading all of a partition's pieces,
+and visits only the topic's partitions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_archive.catalog.db import open_catalog
+from kafka_archive.catalog.models import Partition
+from kafka_archive.catalog.time_answers import first_pieces_query
+from sqlalchemy import text
+from sqlalchemy.dialects import sqlite
+
+PARTITIONS = 4
+PIECES = 50
+OTHER_PARTITIONS = 40
+
+
+def _load(url: str) -> dict[int, tuple[int, int]]:
+    """Partitions of one topic with ``PIECES`` chain pieces each, inserted in shuffled order;
+    returns the expected (lowest lo, its segment's first timestamp) per partition."""
+    expected: dict[int, tuple[int, int]] = {}
+    with open_catalog(url, create=True) as cat, cat.engine.begin() as conn:
+        sid = 0
+        for p in range(PARTITIONS):
+            conn.execute(
+                text(
+                    "INSERT INTO partitions (id, cluster, topic, partition) "
+                    "VALUES (:id, 'c', 't', :p)"
+                ),
+                {"id": p + 1, "p": p},
+            )
+            order = sorted(range(PIECES), key=lambda i: (i * 7919) % PIECES)
+            for i in order:
+                sid += 1
+                lo = 1000 + i * 100
+                fts = 5_000_000 + p * 1000 + i
+                conn.execute(
+                    text(
+                        "INSERT INTO segments (id, partition_id, manifest_key, object_key, "
+                        "archived_at_ms, base_offset, end_offset, first_offset, last_offset, "
+                        "first_timestamp, max_timestamp, offset_of_max_timestamp, record_count, "
+                        "batch_count, size_bytes, codecs, magics, transactional_batches, "
+                        "control_batches, epoch_runs, status, cataloged_at_ms) VALUES (:id, "
+                        ":pid, :m, :k, 0, :lo, :end, :lo, :hi, :fts, :fts, :lo, 1, 1, 1, '', "
+                        "'2', 0, 0, '[]', 'canonical', 0)"
+                    ),
+                    {"id": sid, "pid": p + 1, "m": f"m{sid}", "k": f"k{sid}", "lo": lo,
+                     "end": lo + 100, "hi": lo + 99, "fts": fts},
+                )  # fmt: skip
+                conn.execute(
+                    text(
+                        "INSERT INTO chain_pieces (partition_id, lo, hi, segment_id) "
+                        "VALUES (:pid, :lo, :hi, :sid)"
+                    ),
+                    {"pid": p + 1, "lo": lo, "hi": lo + 99, "sid": sid},
+                )
+            expected[p] = (1000, 5_000_000 + p * 1000)
+        for p in range(OTHER_PARTITIONS):  # other topics: the plan must not scan them
+            conn.execute(
+                text(
+                    "INSERT INTO partitions (id, cluster, topic, partition) "
+                    "VALUES (:id, 'c', 'other', :p)"
+                ),
+                {"id": 100 + p, "p": p},
+            )
+    return expected
+
+
+def test_one_row_per_partition_the_lowest_piece(tmp_path: Path) -> None:
+    url = str(tmp_path / "c.db")
+    expected = _load(url)
+    query = first_pieces_query(Partition.cluster == "c", Partition.topic == "t")
+    with open_catalog(url) as cat, cat.session() as s:
+        rows = s.execute(query).all()
+    assert len(rows) == PARTITIONS
+    assert {int(p): (int(lo), int(fts)) for p, lo, fts in rows} == expected
+
+
+def test_sqlite_probes_each_partition_by_primary_key(tmp_path: Path) -> None:
+    url = str(tmp_path / "c.db")
+    _load(url)
+    query = first_pieces_query(Partition.cluster == "c", Partition.topic == "t")
+    sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
+    with open_catalog(url) as cat, cat.engine.connect() as conn:
+        conn.execute(text("ANALYZE"))
+        plan = [str(r[-1]) for r in conn.execute(text("EXPLAIN QUERY PLAN " + sql))]
+    pieces = [line for line in plan if "chain_pieces" in line]
+    # the join finds the one piece by (partition_id, lo); the correlated min reads one entry
+    assert any("PRIMARY KEY (partition_id=? AND lo=?)" in line for line in pieces), plan
+    assert not any(line.startswith("SCAN chain_pieces") for line in pieces), plan
+    # and only the topic's partitions are visited
+    assert any(line.startswith("SEARCH partitions") for line in plan), plan
