@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_archive.catalog.db import open_catalog
-from kafka_archive.catalog.models import Partition
-from kafka_archive.catalog.time_answers import first_pieces_query
+from kafka_archive.catalog.models import Partition, PrunedRange
+from kafka_archive.catalog.time_answers import archive_spans, first_pieces_query, last_pruned_query
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 
@@ -97,3 +97,50 @@ def test_sqlite_probes_each_partition_by_primary_key(tmp_path: Path) -> None:
     assert not any(line.startswith("SCAN chain_pieces") for line in pieces), plan
     # and only the topic's partitions are visited
     assert any(line.startswith("SEARCH partitions") for line in plan), plan
+
+
+def _prune_history(url: str, prunes: int) -> None:
+    """``prunes`` consecutive pruned ranges for each partition of topic ``t`` (inserted
+    newest first), and one of another topic."""
+    with open_catalog(url, create=True) as cat, cat.session() as s:
+        for p in range(PARTITIONS):
+            for k in reversed(range(prunes)):
+                s.add(_pruned("t", p, k))
+        s.add(_pruned("other", 0, prunes + 5))
+        s.commit()
+
+
+def _pruned(topic: str, partition: int, k: int) -> PrunedRange:
+    return PrunedRange(
+        cluster="c", topic=topic, partition=partition, first_offset=k * 100,
+        last_offset=k * 100 + 99, first_timestamp=k, max_timestamp=k + 1, policy=f"p{k}",
+        reason="r", segments=1, bytes=1, objects="[]", status="done", planned_at_ms=k,
+        pruned_at_ms=k,
+    )  # fmt: skip
+
+
+def test_only_the_highest_pruned_range_per_partition_is_loaded(tmp_path: Path) -> None:
+    url = str(tmp_path / "c.db")
+    _prune_history(url, prunes=6)
+    with open_catalog(url) as cat, cat.session() as s:
+        rows = s.execute(last_pruned_query("c", "t")).scalars().all()
+        one = s.execute(last_pruned_query("c", "t", [2])).scalars().all()
+    assert sorted((r.partition, r.last_offset) for r in rows) == [
+        (p, 599) for p in range(PARTITIONS)
+    ]
+    assert [(r.partition, r.last_offset, r.policy) for r in one] == [(2, 599, "p5")]
+
+
+def test_archive_spans_reports_the_last_prune(tmp_path: Path) -> None:
+    url = str(tmp_path / "c.db")
+    _load(url)
+    _prune_history(url, prunes=3)
+    with open_catalog(url) as cat:
+        spans = archive_spans(cat, "c", "t")
+        one = archive_spans(cat, "c", "t", [1])
+    assert set(spans) == set(range(PARTITIONS))
+    for span in spans.values():
+        assert span.pruned is not None
+        assert (span.pruned.last_offset, span.pruned.policy) == (299, "p2")
+    assert set(one) == {1}
+    assert one[1].pruned is not None and one[1].pruned.last_offset == 299
