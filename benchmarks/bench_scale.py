@@ -328,6 +328,27 @@ def run_db(
     return rows
 
 
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as the Markdown table of docs/performance.md (p50 / p95 in ms)."""
+    head = (
+        "| db | segments | build ms / new segment | offsets, 1 partition | offsets, topic | "
+        "locate | group offsets | gaps | topics | prune ms / segment | catalog MB |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    for r in rows:
+        q = [
+            f"{r[k]['p50_ms']:.3g} / {r[k]['p95_ms']:.3g}"
+            for k in ("offsets_one", "offsets_topic", "locate", "group_offsets", "gaps", "topics")
+        ]
+        prune_ms = r["prune"]["ms_per_segment"]
+        lines.append(
+            f"| {r['db']} | {r['segments']:,} | {r['build_ms_per_new_segment']:.3g} | "
+            + " | ".join(q)
+            + f" | {prune_ms:.3g} | {r['catalog_bytes'] / 1e6:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -366,7 +387,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--prune-fraction", type=float, default=0.1)
     ap.add_argument("--plot", action="store_true", help="draw docs/images/scale-curve.png")
+    ap.add_argument("--from-json", type=Path, help="only redraw the table and plot of a result")
     args = ap.parse_args()
+    if args.from_json:
+        saved: list[dict[str, Any]] = json.loads(args.from_json.read_text())["rows"]
+        print(markdown_table(saved))
+        if args.plot:
+            plot(saved, REPO / "docs" / "images" / "scale-curve.png")
+        return
     sizes = sorted(int(s) for s in args.sizes.split(","))
     rows: list[dict[str, Any]] = []
     for kind in args.db.split(","):
@@ -393,6 +421,7 @@ def main() -> None:
         + "\n"
     )
     print(f"written to {out}")
+    print(markdown_table(rows))
     if args.plot:
         plot(rows, REPO / "docs" / "images" / "scale-curve.png")
 
