@@ -64,6 +64,7 @@ TOPIC = "scale"
 TEMPLATE_TOPIC = "template"
 GROUPS = ("billing", "audit", "search")
 T0 = 1_700_000_000_000
+QUERIES = ("offsets_one", "offsets_topic", "locate", "group_offsets", "gaps", "topics")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -337,10 +338,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     )
     lines = [head, "|" + "---|" * 11]
     for r in rows:
-        q = [
-            f"{r[k]['p50_ms']:.3g} / {r[k]['p95_ms']:.3g}"
-            for k in ("offsets_one", "offsets_topic", "locate", "group_offsets", "gaps", "topics")
-        ]
+        q = [f"{r[k]['p50_ms']:.3g} / {r[k]['p95_ms']:.3g}" for k in QUERIES]
         prune_ms = r["prune"]["ms_per_segment"]
         lines.append(
             f"| {r['db']} | {r['segments']:,} | {r['build_ms_per_new_segment']:.3g} | "
@@ -361,13 +359,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     for kind in sorted({r["db"] for r in rows}):
         rs = [r for r in rows if r["db"] == kind]
         xs = [r["segments"] for r in rs]
-        for q in ("offsets_one", "offsets_topic", "locate", "group_offsets", "gaps", "topics"):
+        for c, q in enumerate(QUERIES):
             ys = [r[q]["p50_ms"] for r in rs]
-            ax1.plot(xs, ys, styles[kind], marker="o", label=f"{q} ({kind})")
-        ax2.plot(xs, [r["build_ms_per_new_segment"] for r in rs], styles[kind], marker="o",
-                 label=f"build per new segment ({kind})")  # fmt: skip
-        ax2.plot(xs, [r["prune"]["ms_per_segment"] for r in rs], styles[kind], marker="s",
-                 label=f"prune per pruned segment ({kind})")  # fmt: skip
+            ax1.plot(xs, ys, styles[kind], color=f"C{c}", marker="o", label=f"{q} ({kind})")
+        ax2.plot(xs, [r["build_ms_per_new_segment"] for r in rs], styles[kind], color="C0",
+                 marker="o", label=f"build per new segment ({kind})")  # fmt: skip
+        ax2.plot(xs, [r["prune"]["ms_per_segment"] for r in rs], styles[kind], color="C1",
+                 marker="s", label=f"prune per pruned segment ({kind})")  # fmt: skip
     for ax, title in ((ax1, "query latency, median (ms)"), (ax2, "ms per segment")):
         ax.set_xscale("log")
         ax.set_yscale("log")
