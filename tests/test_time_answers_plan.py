@@ -4,17 +4,20 @@ It used to fetch every chain piece of the topic and keep the lowest in Python, s
 offsets`` for a whole topic grew with the archive (``benchmarks/bench_scale.py``). Pinned
 here: the query returns one row per partition, the right one, and SQLite's plan finds each
 partition's piece by its full primary key, never by reading all of a partition's pieces,
-and visits only the topic's partitions.
+and visits only the topic's partitions. Also: the pruned ranges ``offsets`` loads, and the
+number of segment reads of ``gaps``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kafka_archive.catalog.db import open_catalog
+from kafka_archive.catalog.gaps import gaps
 from kafka_archive.catalog.models import Partition, PrunedRange
 from kafka_archive.catalog.time_answers import archive_spans, first_pieces_query, last_pruned_query
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.dialects import sqlite
 
 PARTITIONS = 4
@@ -144,3 +147,20 @@ def test_archive_spans_reports_the_last_prune(tmp_path: Path) -> None:
         assert (span.pruned.last_offset, span.pruned.policy) == (299, "p2")
     assert set(one) == {1}
     assert one[1].pruned is not None and one[1].pruned.last_offset == 299
+
+
+def test_gaps_reads_the_segments_in_one_query(tmp_path: Path) -> None:
+    """``gaps`` over a topic reads its segments with one statement, not one per partition."""
+    url = str(tmp_path / "c.db")
+    _load(url)
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    with open_catalog(url) as cat:
+        event.listen(cat.engine, "before_cursor_execute", record)
+        found = gaps(cat, "c", "t")
+    assert [g.kind for g in found if g.kind == "missing"] == []  # contiguous pieces
+    reads = [x for x in statements if "FROM segments" in x]
+    assert len(reads) == 1, reads
