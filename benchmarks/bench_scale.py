@@ -395,6 +395,7 @@ def main() -> None:
             plot(saved, REPO / "docs" / "images" / "scale-curve.png")
         return
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    started = machine()  # the commit the run measures, not the one checked out when it ends
     rows: list[dict[str, Any]] = []
     for kind in args.db.split(","):
         work = scratch_dir(f"bench-scale-{kind}-")
@@ -414,7 +415,7 @@ def main() -> None:
     out = result_file("scale")
     out.write_text(
         json.dumps(
-            {"benchmark": "scale", "args": vars(args), "rows": rows, "machine": machine()},
+            {"benchmark": "scale", "args": vars(args), "rows": rows, "machine": started},
             indent=1,
         )
         + "\n"
