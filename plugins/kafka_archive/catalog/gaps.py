@@ -9,6 +9,7 @@ objects recorded in ``integrity_problems`` (:mod:`kafka_archive.catalog.problems
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,8 +111,9 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
                 + (f" topic {topic!r}" if topic else ""),
                 hint="run `kafka-archive catalog build` first",
             )
+        segments = _segments_by_partition(s, cluster, topic)
         for p in parts:
-            segs = s.execute(select(Segment).where(Segment.partition_id == p.id)).scalars().all()
+            segs = segments.get(p.id, [])
             by_id = {x.id: x for x in segs}
             versions = [
                 version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")
@@ -179,6 +181,22 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         good = [v for v in spans.get((g.topic, g.partition), []) if v.manifest_key not in bad]
         g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
     out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
+    return out
+
+
+def _segments_by_partition(s: Session, cluster: str, topic: str | None) -> dict[int, list[Segment]]:
+    """Every segment of ``cluster`` (one topic or all) by partition id, in one query (one per
+    partition made ``gaps`` a thousand round trips on a 1,000-partition topic)."""
+    q = (
+        select(Segment)
+        .join(Partition, Partition.id == Segment.partition_id)
+        .where(Partition.cluster == cluster)
+    )
+    if topic is not None:
+        q = q.where(Partition.topic == topic)
+    out: dict[int, list[Segment]] = defaultdict(list)
+    for x in s.execute(q.order_by(Segment.partition_id, Segment.id)).scalars():
+        out[x.partition_id].append(x)
     return out
 
 

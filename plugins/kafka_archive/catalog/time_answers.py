@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy.orm import aliased
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import ChainPiece, Partition, PrunedRange, Segment
@@ -133,6 +134,48 @@ class TimeAnswer:
         }
 
 
+def first_pieces_query(*where: ColumnElement[bool]) -> Select[int, int, int]:
+    """Per partition matching ``where``: its chain's lowest piece (partition, ``lo``, the
+    serving segment's first timestamp). One primary-key probe of ``chain_pieces`` per
+    partition (the lowest ``lo`` is a correlated ``min``), never a scan of every piece: the
+    answer's cost does not grow with the archive (``tests/test_time_answers_plan.py``)."""
+    lowest = (
+        select(func.min(ChainPiece.lo))
+        .where(ChainPiece.partition_id == Partition.id)
+        .correlate(Partition)
+        .scalar_subquery()
+    )
+    return (
+        select(Partition.partition, ChainPiece.lo, Segment.first_timestamp)
+        .join(ChainPiece, ChainPiece.partition_id == Partition.id)
+        .join(Segment, Segment.id == ChainPiece.segment_id)
+        .where(*where, ChainPiece.lo == lowest)
+    )
+
+
+def last_pruned_query(
+    cluster: str, topic: str, partitions: Sequence[int] | None = None
+) -> Select[PrunedRange]:
+    """Per partition of ``topic`` (``partitions``: only those), its highest pruned range, in
+    ``last_offset`` order. Each partition's ranges are found through ``ix_pruned_ranges_where``
+    and only the highest is loaded: every prune adds ranges, and loading all of them made
+    ``offsets`` slower with every prune (``tests/test_time_answers_plan.py``)."""
+    pr = PrunedRange
+    inner = aliased(PrunedRange)
+    highest = (
+        select(func.max(inner.last_offset))
+        .where(
+            inner.cluster == pr.cluster, inner.topic == pr.topic, inner.partition == pr.partition
+        )
+        .correlate(pr)
+        .scalar_subquery()
+    )
+    where = [pr.cluster == cluster, pr.topic == topic, pr.last_offset == highest]
+    if partitions:
+        where.append(pr.partition.in_(sorted(set(partitions))))
+    return select(pr).where(*where).order_by(pr.last_offset)
+
+
 def archive_spans(
     catalog: Catalog, cluster: str, topic: str, partitions: Sequence[int] | None = None
 ) -> dict[int, ArchiveSpan]:
@@ -151,20 +194,12 @@ def archive_spans(
                 .group_by(Partition.partition)
             ).all()
         )
-        firsts: dict[int, tuple[int, int]] = {}
-        for part, lo, fts in s.execute(
-            select(Partition.partition, ChainPiece.lo, sg.first_timestamp)
-            .join(ChainPiece, ChainPiece.partition_id == Partition.id)
-            .join(sg, sg.id == ChainPiece.segment_id)
-            .where(*where)
-            .order_by(Partition.partition, ChainPiece.lo.desc())
-        ):
-            firsts[int(part)] = (int(lo), int(fts))  # the last one per partition: lowest lo
+        firsts = {
+            int(part): (int(lo), int(fts))
+            for part, lo, fts in s.execute(first_pieces_query(*where))
+        }
         pruned: dict[int, PrunedBefore] = {}
-        pr = PrunedRange
-        for r in s.execute(
-            select(pr).where(pr.cluster == cluster, pr.topic == topic).order_by(pr.last_offset)
-        ).scalars():
+        for r in s.execute(last_pruned_query(cluster, topic, partitions)).scalars():
             pruned[int(r.partition)] = PrunedBefore(
                 r.policy, r.pruned_at_ms, r.first_offset, r.last_offset, r.max_timestamp
             )
