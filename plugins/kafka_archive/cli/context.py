@@ -13,7 +13,7 @@ from typing import Any
 from kafka_archive.cli.output import fail
 from kafka_archive.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cli_settings", "open_catalog_or_fail", "open_store_or_fail"]
+__all__ = ["cli_settings", "open_catalog_or_fail", "open_store_or_fail", "parse_partitions"]
 
 
 def cli_settings(as_json: bool, **explicit: object) -> Settings:
@@ -76,3 +76,21 @@ def open_store_or_fail(uri: str | None, as_json: bool, *, required: bool = True)
         return open_store(uri)
     except StoreError as exc:
         fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+
+
+def parse_partitions(text: str | None, as_json: bool) -> list[int] | None:
+    """``--partitions`` as users write it (``0,1,2``, ``0-5`` or both), ``None`` for all;
+    anything else is a usage error (exit 2)."""
+    if not text:
+        return None
+    try:
+        out: list[int] = []
+        for part in text.split(","):
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out += list(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        return out
+    except ValueError:
+        fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)

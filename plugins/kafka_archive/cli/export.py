@@ -15,7 +15,12 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from kafka_archive.cli.context import cli_settings, open_catalog_or_fail, open_store_or_fail
+from kafka_archive.cli.context import (
+    cli_settings,
+    open_catalog_or_fail,
+    open_store_or_fail,
+    parse_partitions,
+)
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 
 HELP = (
@@ -32,22 +37,6 @@ HELP = (
     "  kafka-archive export --cluster prod --topic orders --from earliest \\\n"
     "      --output /data/orders-parquet --partitions 0-3 --spark-master local[2] --json"
 )
-
-
-def _partitions(text: str | None, as_json: bool) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        out: list[int] = []
-        for part in text.split(","):
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        return out
-    except ValueError:
-        fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
 
 
 def _fail_export(exc: BaseException, as_json: bool) -> NoReturn:
@@ -141,7 +130,7 @@ def export(
                 "topic": topic,
                 "from": from_,
                 "to": to,
-                "partitions": _partitions(partitions, as_json),
+                "partitions": parse_partitions(partitions, as_json),
                 "output": output,
                 "format": fmt,
                 "allow_gaps": allow_gaps,

@@ -25,7 +25,12 @@ from rich.progress import (
 )
 
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
-from kafka_archive.cli.context import cli_settings, open_catalog_or_fail, open_store_or_fail
+from kafka_archive.cli.context import (
+    cli_settings,
+    open_catalog_or_fail,
+    open_store_or_fail,
+    parse_partitions,
+)
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.cli.replay_views import print_holes, print_plan, print_report, print_status
 
@@ -56,22 +61,6 @@ TargetConfigOpt = Annotated[
 
 def _kv(items: list[str] | None, as_json: bool) -> dict[str, str]:
     return parse_settings(items, "--target-config", as_json)
-
-
-def _partitions(text: str | None, as_json: bool) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        out: list[int] = []
-        for part in text.split(","):
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        return out
-    except ValueError:
-        fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
 
 
 def _service(store: str | None, db: str | None, as_json: bool) -> Any:
@@ -277,7 +266,7 @@ def run(
     request = {
         "cluster": cluster,
         "topic": topic,
-        "partitions": _partitions(partitions, as_json),
+        "partitions": parse_partitions(partitions, as_json),
         "from": from_,
         "to": to,
         "target_topic": target_topic,
