@@ -30,9 +30,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Param, dag, task
+from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow import dag_params, protect_task_logs
 from kafka_archive.airflow.export_tasks import (
     PARAMS_SCHEMA,
     airflow_variable_reader,
@@ -62,14 +62,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     tags=["kafka-archive", "export", "parquet"],
     doc_md=__doc__,
     default_args=DEFAULT_ARGS,
-    params={
-        name: (
-            Param(description=description, **schema)
-            if default == ""
-            else Param(default, description=description, **schema)
-        )
-        for name, (default, schema, description) in PARAMS_SCHEMA.items()
-    },
+    params=dag_params(PARAMS_SCHEMA),
 )
 def kafka_archive_export() -> None:
     @task(retries=1)

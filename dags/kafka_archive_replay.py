@@ -43,9 +43,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Param, dag, task
+from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow import dag_params, protect_task_logs
 from kafka_archive.airflow.replay_tasks import (
     PARAMS_SCHEMA,
     airflow_connection,
@@ -77,14 +77,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     doc_md=__doc__,
     default_args=DEFAULT_ARGS,
     # fields without a usable default (cluster, topic, target) are required in the form
-    params={
-        name: (
-            Param(description=description, **schema)
-            if default == ""
-            else Param(default, description=description, **schema)
-        )
-        for name, (default, schema, description) in PARAMS_SCHEMA.items()
-    },
+    params=dag_params(PARAMS_SCHEMA),
 )
 def kafka_archive_replay() -> None:
     @task(retries=1)

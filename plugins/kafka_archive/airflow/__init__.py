@@ -8,7 +8,10 @@ included, whatever handler writes it) has its secrets redacted.
 
 from __future__ import annotations
 
-__all__ = ["protect_task_logs"]
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["dag_params", "protect_task_logs"]
 
 
 def protect_task_logs() -> None:
@@ -18,3 +21,18 @@ def protect_task_logs() -> None:
     from kafka_archive.redact import install_log_redaction
 
     install_log_redaction()
+
+
+def dag_params(schema: Mapping[str, tuple[Any, dict[str, Any], str]]) -> dict[str, Any]:
+    """A trigger form's Airflow ``Param`` objects from ``name -> (default, JSON Schema,
+    description)``; a field whose default is ``""`` has none, so the form requires it."""
+    from airflow.sdk import Param
+
+    return {
+        name: (
+            Param(description=description, **json_schema)
+            if default == ""
+            else Param(default, description=description, **json_schema)
+        )
+        for name, (default, json_schema, description) in schema.items()
+    }
