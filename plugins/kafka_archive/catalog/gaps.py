@@ -17,9 +17,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from kafka_archive.catalog.chain import Version, find_holes, find_overlaps
+from kafka_archive.catalog.chain import Version
+from kafka_archive.catalog.coverage import Found, segment_rows
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import Partition, Segment
+from kafka_archive.catalog.models import CoverageGap, Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
 from kafka_archive.catalog.versions import version_of_segment
 
@@ -77,6 +78,11 @@ class GapEntry:
     detail: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def key(self) -> tuple[str, int]:
+        """``(topic, partition)``."""
+        return self.topic, self.partition
+
+    @property
     def severity(self) -> str:
         """``error``, ``warning`` or ``info`` (:func:`severity_of`)."""
         return severity_of(self.kind)
@@ -94,109 +100,67 @@ class GapEntry:
 
 
 def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEntry]:
-    """Coverage problems of ``cluster`` (one topic or all), in topic/partition/offset order."""
+    """Coverage problems of ``cluster`` (one topic or all), in topic/partition/offset order.
+
+    The segments' holes, overlaps and corrupt rows are read from ``coverage_gaps``, where the
+    build and the prune keep them (:mod:`kafka_archive.catalog.coverage`): the cost is that of
+    the problems, not of the archive. Only partitions with recorded integrity problems have
+    their segments read, to say whether other versions serve the refused offsets."""
     out: list[GapEntry] = []
     with catalog.session() as s:
-        q = select(Partition).where(Partition.cluster == cluster)
+        q = select(Partition.id, Partition.topic, Partition.partition).where(
+            Partition.cluster == cluster
+        )
         if topic is not None:
             q = q.where(Partition.topic == topic)
-        parts = s.execute(q.order_by(Partition.topic, Partition.partition)).scalars().all()
+        parts = s.execute(q.order_by(Partition.topic, Partition.partition)).all()
         problem_gaps = _problem_gaps(s, cluster, topic)
         out.extend(problem_gaps)
         out.extend(_pruned_gaps(s, cluster, topic))
-        spans: dict[tuple[str, int], list[Version]] = {}
         if not parts and not out:
             raise CatalogQueryError(
                 f"the catalog holds nothing for cluster {cluster!r}"
                 + (f" topic {topic!r}" if topic else ""),
                 hint="run `kafka-archive catalog build` first",
             )
-        segments = _segments_by_partition(s, cluster, topic)
-        for p in parts:
-            segs = segments.get(p.id, [])
-            by_id = {x.id: x for x in segs}
-            versions = [
-                version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")
-            ]
-            spans[(p.topic, p.partition)] = versions
-            found: list[GapEntry] = []
-            for hole in find_holes(versions):
-                found.append(
-                    GapEntry(
-                        "missing",
-                        p.topic,
-                        p.partition,
-                        hole.lo,
-                        hole.hi,
-                        {
-                            "after_object": by_id[hole.after].object_key
-                            if hole.after in by_id
-                            else None,
-                            "before_object": by_id[hole.before].object_key
-                            if hole.before in by_id
-                            else None,
-                        },
-                    )
-                )
-            for ov in find_overlaps(versions):
-                a, b = by_id[ov.a], by_id[ov.b]
-                detail: dict[str, Any] = {
-                    "objects": [a.object_key, b.object_key],
-                    "brokers": [a.broker_id, b.broker_id],
-                    "serving": [
-                        x.object_key for x in (a, b) if x.status in ("canonical", "partial")
-                    ],
-                }
-                if ov.divergent:
-                    detail.update(
-                        first_divergent_offset=ov.first_divergent_offset,
-                        leader_epochs=[ov.epoch_a, ov.epoch_b],
-                    )
-                found.append(
-                    GapEntry(
-                        "divergent" if ov.divergent else "overlap",
-                        p.topic,
-                        p.partition,
-                        ov.lo,
-                        ov.hi,
-                        detail,
-                    )
-                )
-            for x in segs:
-                if x.status == "corrupt":
-                    found.append(
-                        GapEntry(
-                            "corrupt",
-                            p.topic,
-                            p.partition,
-                            x.base_offset,
-                            x.base_offset,
-                            _corrupt_detail(x),
-                        )
-                    )
-            found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
-            out.extend(found)
+        stored = _stored_gaps(s, cluster, topic)
+        for pid, t, p in parts:
+            out.extend(GapEntry(k, t, p, lo, hi, d) for k, lo, hi, d in stored.get(pid, ()))
+        ids: dict[tuple[str, int], int] = {(t, p): pid for pid, t, p in parts}
+        spans = _sound_versions(s, {ids[g.key] for g in problem_gaps if g.key in ids})
     bad = {g.detail["manifest"] for g in problem_gaps}
     for g in problem_gaps:
-        good = [v for v in spans.get((g.topic, g.partition), []) if v.manifest_key not in bad]
+        good = [v for v in spans.get(ids.get(g.key, -1), []) if v.manifest_key not in bad]
         g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
     out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
     return out
 
 
-def _segments_by_partition(s: Session, cluster: str, topic: str | None) -> dict[int, list[Segment]]:
-    """Every segment of ``cluster`` (one topic or all) by partition id, in one query (one per
-    partition made ``gaps`` a thousand round trips on a 1,000-partition topic)."""
+def _stored_gaps(s: Session, cluster: str, topic: str | None) -> dict[int, list[Found]]:
+    """The ``coverage_gaps`` rows of ``cluster`` (one topic or all) by partition id, each
+    partition's in its order."""
+    cg = CoverageGap
     q = (
-        select(Segment)
-        .join(Partition, Partition.id == Segment.partition_id)
+        select(cg.partition_id, cg.kind, cg.start_offset, cg.end_offset, cg.detail)
+        .join(Partition, Partition.id == cg.partition_id)
         .where(Partition.cluster == cluster)
     )
     if topic is not None:
         q = q.where(Partition.topic == topic)
-    out: dict[int, list[Segment]] = defaultdict(list)
-    for x in s.execute(q.order_by(Segment.partition_id, Segment.id)).scalars():
-        out[x.partition_id].append(x)
+    out: dict[int, list[Found]] = defaultdict(list)
+    for pid, kind, lo, hi, detail in s.execute(q.order_by(cg.partition_id, cg.seq)):
+        out[pid].append((kind, int(lo), int(hi), json.loads(detail)))
+    return out
+
+
+def _sound_versions(s: Session, partition_ids: set[int]) -> dict[int, list[Version]]:
+    """The versions (not corrupt, not pruned) of ``partition_ids`` by partition id, read in one
+    statement of columns."""
+    out: dict[int, list[Version]] = defaultdict(list)
+    if partition_ids:
+        for x in segment_rows(s, partition_ids):
+            if x.status not in ("corrupt", "pruned"):
+                out[x.partition_id].append(version_of_segment(x))
     return out
 
 
@@ -213,17 +177,6 @@ def _covered(versions: Sequence[Version], lo: int, hi: int) -> bool:
             break
         reach = max(reach, b)
     return reach >= hi
-
-
-def _corrupt_detail(x: Segment) -> dict[str, Any]:
-    error = json.loads(x.error or "{}")
-    return {
-        "object": x.object_key,
-        "manifest": x.manifest_key,
-        "position": error.get("position"),
-        "reason": str(error.get("detail") or error.get("error") or "corrupt"),
-        "error": error,
-    }
 
 
 def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:

@@ -16,6 +16,9 @@ Vocabulary:
   running maximum never decreases, "the first offset with timestamp >= T" is in the first
   interval whose running maximum is >= T: one index seek plus one ranged read.
 * ``histogram``: records and bytes per partition per time bucket (for ``stats``).
+* ``coverage_gaps``: the partition's holes, overlaps and corrupt segments as ``catalog gaps``
+  lists them, kept by every write that changes the partition's segments
+  (:mod:`kafka_archive.catalog.coverage`), so reading them does not walk every segment.
 * ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``, from
   archived segments.
 * ``pruned_ranges``: offsets a retention policy deleted from the archive, recorded before their
@@ -38,6 +41,7 @@ __all__ = [
     "Base",
     "BuildRun",
     "ChainPiece",
+    "CoverageGap",
     "FollowedCommitRow",
     "FollowerPosition",
     "HistogramBucket",
@@ -127,6 +131,25 @@ class ChainPiece(Base):
     lo: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     hi: Mapped[int] = mapped_column(BigInteger)
     segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+
+
+class CoverageGap(Base):
+    """One coverage problem of a partition's segments (``missing``, ``overlap``,
+    ``divergent`` or ``corrupt``; :class:`~kafka_archive.catalog.gaps.GapEntry`), the
+    ``seq``-th in the partition's ``catalog gaps`` order, offsets ``start_offset..end_offset``
+    (inclusive), ``detail`` the entry's JSON detail. Derived from the ``segments`` rows:
+    rewritten whole, per partition, in the transaction that changes them
+    (:func:`kafka_archive.catalog.coverage.refresh_coverage`)."""
+
+    __tablename__ = "coverage_gaps"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(32))
+    start_offset: Mapped[int] = mapped_column(BigInteger)
+    end_offset: Mapped[int] = mapped_column(BigInteger)
+    detail: Mapped[str] = mapped_column(Text)
 
 
 class TimeIndexEntry(Base):

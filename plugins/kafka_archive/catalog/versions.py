@@ -2,12 +2,15 @@
 
 Shared by the build, which recomputes a partition's chain over old and new versions
 (:mod:`kafka_archive.catalog.plan`), and the read side, which reports holes and overlaps from
-the rows (:mod:`kafka_archive.catalog.gaps`): neither imports the other for it.
+the rows (:mod:`kafka_archive.catalog.coverage`): neither imports the other for it.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from sqlalchemy import Row
 
 from kafka_archive.catalog.chain import Version
 from kafka_archive.catalog.models import Segment
@@ -19,8 +22,9 @@ def _runs(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple((int(a), int(b), int(c)) for a, b, c in json.loads(text or "[]"))
 
 
-def version_of_segment(s: Segment) -> Version:
-    """The chain's view of a cataloged segment row."""
+def version_of_segment(s: Segment | Row[Any]) -> Version:
+    """The chain's view of a cataloged segment row (an ORM object, or a row of columns with
+    the same names: :data:`kafka_archive.catalog.coverage.SEGMENT_COLUMNS`)."""
     return Version(
         s.id,
         s.first_offset,

@@ -1,0 +1,50 @@
+"""Coverage gaps kept per partition: ``coverage_gaps`` (model ``CoverageGap``) holds the
+holes, overlaps and corrupt segments ``catalog gaps`` lists, so ``catalog gaps``/``topics``
+and the on-call page read a few rows instead of rebuilding every partition's chain from all
+its segment rows on each call.
+
+The build and the prune rewrite a partition's rows in the transaction that changes its
+segments (:func:`kafka_archive.catalog.coverage.refresh_coverage`). A catalog made before
+this revision gets its rows here, computed from its ``segments`` rows by the same function
+(one pass over the segments, once).
+
+Revision ID: 0004_coverage
+Revises: 0003_retention
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004_coverage"
+down_revision = "0003_retention"
+branch_labels = None
+depends_on = None
+
+_NO_ROWID = {"sqlite_with_rowid": False}
+
+
+def upgrade() -> None:
+    op.create_table(
+        "coverage_gaps",
+        sa.Column("partition_id", sa.Integer(), sa.ForeignKey("partitions.id"), nullable=False),
+        # the entry's place in the partition's `catalog gaps` order
+        sa.Column("seq", sa.Integer(), nullable=False, autoincrement=False),
+        # missing, overlap, divergent, corrupt
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("start_offset", sa.BigInteger(), nullable=False),
+        sa.Column("end_offset", sa.BigInteger(), nullable=False),
+        # the entry's detail, JSON
+        sa.Column("detail", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("partition_id", "seq"),
+        **_NO_ROWID,
+    )
+    from kafka_archive.catalog.coverage import refresh_all
+
+    refresh_all(op.get_bind())
+
+
+def downgrade() -> None:
+    op.drop_table("coverage_gaps")
