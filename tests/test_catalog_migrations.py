@@ -151,3 +151,54 @@ def test_an_old_catalog_at_the_last_old_revision_upgrades_on_postgres(
         with cat.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
         assert db._at_head(cat.engine)
+
+
+def test_a_catalog_made_before_coverage_gaps_gets_them_from_its_segments(
+    tmp_path: Path,
+) -> None:
+    """0004_coverage fills ``coverage_gaps`` from the segment rows an older catalog holds, so
+    ``gaps`` (which reads only that table) reports the same holes after the upgrade."""
+    from kafka_archive.catalog.gaps import gaps
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    old = create_engine(url)
+    db.upgrade(old, "0003_retention")
+    with old.begin() as conn:
+        conn.execute(
+            text("INSERT INTO partitions (id, cluster, topic, partition) VALUES (1, 'c', 't', 0)")
+        )
+        for sid, lo, hi, status in (
+            (1, 0, 99, "canonical"),
+            (2, 100, -1, "corrupt"),
+            (3, 200, 299, "canonical"),
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO segments (id, partition_id, manifest_key, object_key, "
+                    "archived_at_ms, base_offset, end_offset, first_offset, last_offset, "
+                    "first_timestamp, max_timestamp, offset_of_max_timestamp, record_count, "
+                    "batch_count, size_bytes, codecs, magics, transactional_batches, "
+                    "control_batches, epoch_runs, status, cataloged_at_ms) VALUES (:id, 1, "
+                    ":m, :k, 0, :lo, -1, :first, :hi, 0, 0, 0, 1, 1, 1, '', '2', 0, 0, '[]', "
+                    ":st, 0)"
+                ),
+                {
+                    "id": sid,
+                    "m": f"m{sid}",
+                    "k": f"k{sid}",
+                    "lo": lo,
+                    "hi": hi,
+                    "first": lo if hi >= 0 else -1,
+                    "st": status,
+                },
+            )
+    assert _versions(old) >= {"0003_retention"}
+    old.dispose()
+    with open_catalog(url) as cat:
+        assert _versions(cat.engine) == head_versions()
+        found = gaps(cat, "c", "t")
+    assert [(g.kind, g.start_offset, g.end_offset) for g in found] == [
+        ("corrupt", 100, 100),
+        ("missing", 100, 199),
+    ]
+    assert found[1].detail == {"after_object": "k1", "before_object": "k3"}

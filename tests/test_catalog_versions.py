@@ -21,6 +21,7 @@ from support.catalog_data import (
     START_MS,
     all_records,
     archive_partition,
+    assert_coverage_fresh,
     brute_force_offset,
     sample_times,
 )
@@ -110,9 +111,12 @@ def test_replicas_rolled_differently(tmp_path: Path, catalog: Catalog, store: Ob
     rep1 = build_catalog(catalog, store.uri, refs=frefs, interval_bytes=500)
     assert rep1.re_extracted == 0
     _check(catalog, store, "r", 0, recs, 1)
+    assert assert_coverage_fresh(catalog) == []
     rep2 = build_catalog(catalog, store.uri, refs=first + frefs, interval_bytes=500)
     assert rep2.re_extracted > 0  # follower versions lost offsets to the leader's
     _check(catalog, store, "r", 0, recs, 2)
+    # the second build's rows include the statuses it changed (who serves an overlap)
+    assert assert_coverage_fresh(catalog)
     found = gaps(catalog, C)
     assert found and {g.kind for g in found} == {"overlap"}
     for g in found:
@@ -135,6 +139,7 @@ def test_retention_hole_is_reported(tmp_path: Path, catalog: Catalog, store: Obj
         leader.dir,
     )
     build_catalog(catalog, store.uri, refs=refs, interval_bytes=500)
+    assert len(assert_coverage_fresh(catalog)) == 1
     found = gaps(catalog, C, "r")
     assert [(g.kind, g.start_offset, g.end_offset) for g in found] == [
         ("missing", lost.base_offset, after - 1)
@@ -166,6 +171,7 @@ def test_unclean_election_is_divergent(
         store, C, new.dir, broker_id=1, archived_at_ms=START_MS + 9, manifest_suffix="-b1"
     )
     build_catalog(catalog, store.uri, refs=refs, interval_bytes=400)
+    assert assert_coverage_fresh(catalog)
     div = [g for g in gaps(catalog, C) if g.kind == "divergent"]
     assert div
     assert min(g.detail["first_divergent_offset"] for g in div) == split
@@ -217,6 +223,7 @@ def test_compaction_rewrite_keeps_the_complete_history(
     # the rewrite first, the original later: the original still wins (earliest archived)
     build_catalog(catalog, store.uri, refs=refs_v2, interval_bytes=300)
     build_catalog(catalog, store.uri, refs=refs_v1 + refs_v2, interval_bytes=300)
+    assert assert_coverage_fresh(catalog)
     _check(catalog, store, "compacted", 0, full, 6)
     kinds = {g.kind for g in gaps(catalog, C)}
     assert kinds == {"overlap"}

@@ -30,8 +30,8 @@ from kafka_archive.catalog.retention import (
 )
 from kafka_archive.settings import SettingsError, load_settings
 from kafka_archive.store import ObjectStore, open_store
-from sqlalchemy import func, select
-from support.catalog_data import archived_catalog
+from sqlalchemy import func, select, update
+from support.catalog_data import archived_catalog, assert_coverage_fresh
 from typer.testing import CliRunner
 
 pytest_plugins = ["support.s3server", "support.postgres"]
@@ -235,6 +235,7 @@ def test_prune_by_age_deletes_whole_segments_oldest_first_and_records_them(
             first_kept = before[p][len(expected[p])]
             assert lo == first_kept.first_offset
     assert report.segments == sum(len(v) for v in expected.values())
+    assert_coverage_fresh(cat)
     # other topics had no policy: untouched
     assert all(s.status != "pruned" for p in range(3) for s in _segments(cat, "orders", p))
     # `catalog verify` does not look for the pruned objects (they are gone on purpose)
@@ -638,6 +639,33 @@ def test_gaps_report_pruned_ranges_as_info_with_policy_and_time(
     assert g.detail["policy"] == "events-age"
     assert g.detail["reason"].startswith("pruned by policy events-age at ")
     assert not [x for x in found if x.kind == "missing"]
+
+
+def test_a_hole_the_prune_leaves_before_the_archive_start_is_no_longer_missing(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """The prune rewrites the partition's coverage rows: a hole right after the pruned
+    segments is before the first archived offset now, and ``gaps`` stops reporting it."""
+    from kafka_archive.catalog.coverage import refresh_coverage
+    from kafka_archive.catalog.gaps import gaps
+
+    cat, store, _root = archive
+    segs = _segments(cat, "events", 0)
+    with cat.session() as s, s.begin():  # the 4th segment failed its checks (as a build does)
+        s.execute(update(Segment).where(Segment.id == segs[3].id).values(status="corrupt"))
+        refresh_coverage(s, [segs[3].partition_id])
+    hole = (segs[3].base_offset, segs[4].base_offset - 1)
+
+    def kinds() -> list[tuple[str, int, int]]:
+        found = gaps(cat, CLUSTER, "events")
+        return [(g.kind, g.start_offset, g.end_offset) for g in found if g.partition == 0]
+
+    assert ("missing", *hole) in kinds()
+    _pruned_orders(cat, store)  # the three oldest segments go
+    after = kinds()
+    assert [k for k in after if k[0] == "missing"] == []
+    assert ("corrupt", hole[0], hole[0]) in after
+    assert_coverage_fresh(cat)
 
 
 def test_offsets_before_the_retained_range_say_the_data_was_pruned(

@@ -300,3 +300,21 @@ def dump_catalog(cat: Catalog) -> dict[str, list[tuple[Any, ...]]]:
         for name, q in queries.items():
             out[name] = sorted(tuple(r) for r in conn.execute(text(q)))
     return out
+
+
+def assert_coverage_fresh(cat: Catalog) -> list[tuple[Any, ...]]:
+    """``coverage_gaps`` holds exactly what the segment rows make of it now (the build and the
+    prune rewrite it in the transaction that changes them); returns its rows."""
+    from kafka_archive.catalog.coverage import refresh_all
+
+    q = text(
+        "SELECT partition_id, seq, kind, start_offset, end_offset, detail FROM coverage_gaps "
+        "ORDER BY partition_id, seq"
+    )
+    with cat.engine.connect() as conn:
+        stored = [tuple(r) for r in conn.execute(q)]
+        refresh_all(conn)  # recomputed from every segment row, then rolled back
+        fresh = [tuple(r) for r in conn.execute(q)]
+        conn.rollback()
+    assert stored == fresh
+    return stored

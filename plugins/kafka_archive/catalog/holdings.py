@@ -26,7 +26,7 @@ from sqlalchemy import func, or_, select
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.gaps import gaps
-from kafka_archive.catalog.models import BuildRun, ChainPiece, HistogramBucket, Partition, Segment
+from kafka_archive.catalog.models import BuildRun, HistogramBucket, Partition, Segment
 from kafka_archive.catalog.query_errors import CatalogQueryError
 
 __all__ = ["ClusterHoldings", "PartitionHoldings", "clusters", "topics"]
@@ -94,6 +94,9 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
     with no segments. Problems not tied to a partition (an unreadable manifest whose key names
     none) are only in ``catalog gaps``.
     """
+    # (time_answers reaches this module through catalog.queries: imported here, not on top)
+    from kafka_archive.catalog.time_answers import first_pieces_query
+
     sg = Segment
     serving = sg.status.in_(("canonical", "partial"))
     found = gaps(catalog, cluster) if _has_anything(catalog, cluster) else []
@@ -133,14 +136,13 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
                 .group_by(h.partition_id)
             )
         }
+        # the first timestamp of each chain's lowest piece: one probe per partition (reading
+        # every piece of the cluster to keep the lowest grew with the archive)
         firsts: dict[int, int] = defaultdict(lambda: -1)
-        for pid, fts in s.execute(
-            select(sg.partition_id, sg.first_timestamp)
-            .join(ChainPiece, ChainPiece.segment_id == sg.id)
-            .where(ChainPiece.partition_id.in_(pids))
-            .order_by(sg.partition_id, ChainPiece.lo.desc())
+        for _part, _lo, fts, pid in s.execute(
+            first_pieces_query(Partition.cluster == cluster).add_columns(Partition.id)
         ):
-            firsts[int(pid)] = int(fts)  # the last one written per partition is the lowest lo
+            firsts[int(pid)] = int(fts)
     out = []
     for pid, t, p, n, fo, lo, mx in rows:
         sev = by_severity.pop((t, p), Counter())
