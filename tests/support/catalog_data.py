@@ -294,6 +294,8 @@ def dump_catalog(cat: Catalog) -> dict[str, list[tuple[Any, ...]]]:
         "commits": "SELECT group_id, topic, partition, kind, committed_offset, log_offset, "
         "txn_state, effective_offset, visible_ts FROM offset_commits",
         "markers": "SELECT log_offset, producer_id, committed, timestamp FROM txn_markers",
+        "coverage": "SELECT p.topic, p.partition, g.kind, g.start_offset, g.end_offset "
+        "FROM coverage_gaps g JOIN partitions p ON p.id = g.partition_id",
     }
     out = {}
     with cat.engine.connect() as conn:
