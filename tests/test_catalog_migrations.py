@@ -159,6 +159,7 @@ def test_a_catalog_made_before_coverage_gaps_gets_them_from_its_segments(
     """0004_coverage fills ``coverage_gaps`` from the segment rows an older catalog holds, so
     ``gaps`` (which reads only that table) reports the same holes after the upgrade."""
     from kafka_archive.catalog.gaps import gaps
+    from support.catalog_data import insert_segment
 
     url = f"sqlite:///{tmp_path / 'c.db'}"
     old = create_engine(url)
@@ -172,26 +173,7 @@ def test_a_catalog_made_before_coverage_gaps_gets_them_from_its_segments(
             (2, 100, -1, "corrupt"),
             (3, 200, 299, "canonical"),
         ):
-            conn.execute(
-                text(
-                    "INSERT INTO segments (id, partition_id, manifest_key, object_key, "
-                    "archived_at_ms, base_offset, end_offset, first_offset, last_offset, "
-                    "first_timestamp, max_timestamp, offset_of_max_timestamp, record_count, "
-                    "batch_count, size_bytes, codecs, magics, transactional_batches, "
-                    "control_batches, epoch_runs, status, cataloged_at_ms) VALUES (:id, 1, "
-                    ":m, :k, 0, :lo, -1, :first, :hi, 0, 0, 0, 1, 1, 1, '', '2', 0, 0, '[]', "
-                    ":st, 0)"
-                ),
-                {
-                    "id": sid,
-                    "m": f"m{sid}",
-                    "k": f"k{sid}",
-                    "lo": lo,
-                    "hi": hi,
-                    "first": lo if hi >= 0 else -1,
-                    "st": status,
-                },
-            )
+            insert_segment(conn, sid, 1, lo, -1, lo if hi >= 0 else -1, hi, status=status)
     assert _versions(old) >= {"0003_retention"}
     old.dispose()
     with open_catalog(url) as cat:

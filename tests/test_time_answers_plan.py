@@ -20,6 +20,7 @@ from kafka_archive.catalog.models import Partition, PrunedRange
 from kafka_archive.catalog.time_answers import archive_spans, first_pieces_query, last_pruned_query
 from sqlalchemy import event, text
 from sqlalchemy.dialects import sqlite
+from support.catalog_data import insert_segment
 
 PARTITIONS = 4
 PIECES = 50
@@ -45,19 +46,7 @@ def _load(url: str) -> dict[int, tuple[int, int]]:
                 sid += 1
                 lo = 1000 + i * 100
                 fts = 5_000_000 + p * 1000 + i
-                conn.execute(
-                    text(
-                        "INSERT INTO segments (id, partition_id, manifest_key, object_key, "
-                        "archived_at_ms, base_offset, end_offset, first_offset, last_offset, "
-                        "first_timestamp, max_timestamp, offset_of_max_timestamp, record_count, "
-                        "batch_count, size_bytes, codecs, magics, transactional_batches, "
-                        "control_batches, epoch_runs, status, cataloged_at_ms) VALUES (:id, "
-                        ":pid, :m, :k, 0, :lo, :end, :lo, :hi, :fts, :fts, :lo, 1, 1, 1, '', "
-                        "'2', 0, 0, '[]', 'canonical', 0)"
-                    ),
-                    {"id": sid, "pid": p + 1, "m": f"m{sid}", "k": f"k{sid}", "lo": lo,
-                     "end": lo + 100, "hi": lo + 99, "fts": fts},
-                )  # fmt: skip
+                insert_segment(conn, sid, p + 1, lo, lo + 100, lo, lo + 99, first_timestamp=fts)
                 conn.execute(
                     text(
                         "INSERT INTO chain_pieces (partition_id, lo, hi, segment_id) "

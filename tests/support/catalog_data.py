@@ -320,3 +320,32 @@ def assert_coverage_fresh(cat: Catalog) -> list[tuple[Any, ...]]:
         conn.rollback()
     assert stored == fresh
     return stored
+
+
+def insert_segment(
+    conn: Any,
+    sid: int,
+    pid: int,
+    base: int,
+    end: int,
+    first: int,
+    last: int,
+    *,
+    status: str = "canonical",
+    first_timestamp: int = 0,
+) -> None:
+    """A ``segments`` row written straight in SQL (manifest ``m<sid>``, object ``k<sid>``),
+    for tests of the read side on hand-made catalogs; what coverage and the chain read is
+    given, the rest is placeholders."""
+    conn.execute(
+        text(
+            "INSERT INTO segments (id, partition_id, manifest_key, object_key, archived_at_ms, "
+            "base_offset, end_offset, first_offset, last_offset, first_timestamp, max_timestamp, "
+            "offset_of_max_timestamp, record_count, batch_count, size_bytes, codecs, magics, "
+            "transactional_batches, control_batches, epoch_runs, status, cataloged_at_ms) "
+            "VALUES (:id, :pid, :m, :k, 0, :base, :end, :first, :last, :fts, :fts, :first, 1, 1, "
+            "1, '', '2', 0, 0, '[]', :st, 0)"
+        ),
+        {"id": sid, "pid": pid, "m": f"m{sid}", "k": f"k{sid}", "base": base, "end": end,
+         "first": first, "last": last, "fts": first_timestamp, "st": status},
+    )  # fmt: skip
