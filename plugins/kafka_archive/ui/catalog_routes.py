@@ -7,6 +7,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from kafka_archive.services.shared_catalogs import SharedCatalogs
 from kafka_archive.ui.access import Principal
 from kafka_archive.ui.context import MAX_MS, ApiContext, resolve_time
 from kafka_archive.ui.errors import platform_error
@@ -41,9 +42,14 @@ def catalog_router(ctx: ApiContext) -> APIRouter:
     router = APIRouter(tags=["catalog"])
     Reader = Annotated[Principal, Depends(ctx.reader)]
 
+    # one engine per catalog for all requests (see shared_catalogs: opening one per request
+    # was half the page's CPU time); each request still has its own service and sessions
+    catalogs = SharedCatalogs()
+
     def service(*, store: bool = True) -> CatalogQueryService:
         settings = _call(ctx.settings)
-        return CatalogQueryService(settings if store else _without_store(settings))
+        catalog = _call(catalogs.get, settings.db) if settings.db else None
+        return CatalogQueryService(settings if store else _without_store(settings), catalog=catalog)
 
     @router.get("/time")
     def time(_: Reader, at: Annotated[str, Query(max_length=100)]) -> dict[str, Any]:
