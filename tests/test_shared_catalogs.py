@@ -51,3 +51,19 @@ def test_one_engine_kept_across_requests_and_a_replaced_file_reopened(tmp_path: 
             shared.get(str(path))
     finally:
         shared.close()
+
+
+def test_requests_on_many_threads_share_one_engine(tmp_path: Path) -> None:
+    """The API answers sync routes on a thread pool: one kept engine serves them all."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "c.db"
+    _catalog(path, "only")
+    shared = SharedCatalogs()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _i: _clusters(shared, path), range(64)))
+        assert answers == [["only"]] * 64
+        assert len({id(shared.get(str(path)).engine) for _ in range(3)}) == 1
+    finally:
+        shared.close()
