@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.chain import find_holes, find_overlaps
 from kafka_archive.catalog.models import CoverageGap, Segment
+from kafka_archive.catalog.totals import refresh_totals
 from kafka_archive.catalog.versions import version_of_segment
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "partition_gaps",
     "refresh_all",
     "refresh_coverage",
+    "refresh_partitions",
     "segment_rows",
 ]
 
@@ -145,10 +147,22 @@ def refresh_coverage(conn: Connection | Session, partition_ids: Iterable[int]) -
     _insert(conn, segment_rows(conn, ids))
 
 
+def refresh_partitions(conn: Connection | Session, partition_ids: Iterable[int]) -> None:
+    """Rewrite everything kept per partition for ``partition_ids``: the coverage rows
+    (:func:`refresh_coverage`) and the totals ``catalog topics`` shows
+    (:func:`~kafka_archive.catalog.totals.refresh_totals`). What a build's or a prune's write
+    calls last, in its transaction."""
+    ids = sorted(set(partition_ids))
+    refresh_coverage(conn, ids)
+    refresh_totals(conn, ids)
+
+
 def refresh_all(conn: Connection | Session) -> None:
-    """Rewrite every partition's ``coverage_gaps`` rows (one pass over all segment rows)."""
+    """Rewrite every partition's ``coverage_gaps`` and ``partition_totals`` rows (one pass
+    over all segment rows)."""
     conn.execute(delete(CoverageGap))
     _insert(conn, segment_rows(conn))
+    refresh_totals(conn, None)
 
 
 def _insert(conn: Connection | Session, rows: Iterable[SegmentColumns]) -> None:

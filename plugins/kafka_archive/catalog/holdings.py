@@ -26,7 +26,7 @@ from sqlalchemy import func, or_, select
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.gaps import gaps
-from kafka_archive.catalog.models import BuildRun, HistogramBucket, Partition, Segment
+from kafka_archive.catalog.models import BuildRun, Partition, PartitionTotals, Segment
 from kafka_archive.catalog.query_errors import CatalogQueryError
 
 __all__ = ["ClusterHoldings", "PartitionHoldings", "clusters", "topics"]
@@ -94,61 +94,42 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
     with no segments. Problems not tied to a partition (an unreadable manifest whose key names
     none) are only in ``catalog gaps``.
     """
-    # (time_answers reaches this module through catalog.queries: imported here, not on top)
-    from kafka_archive.catalog.time_answers import first_pieces_query
-
-    sg = Segment
-    serving = sg.status.in_(("canonical", "partial"))
     found = gaps(catalog, cluster) if _has_anything(catalog, cluster) else []
     by_severity: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
     for g in found:
         if g.topic and g.partition >= 0:
             by_severity[(g.topic, g.partition)][g.severity] += 1
+    tt = PartitionTotals
     with catalog.session() as s:
+        # one row per partition, kept by the build and the prune (kafka_archive.catalog.totals):
+        # aggregating the cluster's segments and histogram per call grew with the archive
         rows = s.execute(
             select(
-                Partition.id,
                 Partition.topic,
                 Partition.partition,
-                func.count(sg.id).filter(serving),
-                func.min(sg.first_offset).filter(serving),
-                func.max(sg.last_offset).filter(serving),
-                func.max(sg.max_timestamp).filter(serving),
+                tt.segments,
+                tt.first_offset,
+                tt.last_offset,
+                tt.first_timestamp,
+                tt.max_timestamp,
+                tt.records,
+                tt.bytes,
             )
-            .join(sg, sg.partition_id == Partition.id)
+            .join(tt, tt.partition_id == Partition.id)
             .where(Partition.cluster == cluster)
-            .group_by(Partition.id, Partition.topic, Partition.partition)
             .order_by(Partition.topic, Partition.partition)
         ).all()
-        if not rows and not by_severity:
-            raise CatalogQueryError(
-                f"the catalog holds nothing for cluster {cluster!r}",
-                hint="run `kafka-archive catalog build` first, or `kafka-archive catalog "
-                "clusters` to list the clusters it holds",
-            )
-        pids = [r[0] for r in rows]
-        h = HistogramBucket
-        volume = {
-            int(pid): (int(n or 0), int(b or 0))
-            for pid, n, b in s.execute(
-                select(h.partition_id, func.sum(h.records), func.sum(h.bytes))
-                .where(h.partition_id.in_(pids))
-                .group_by(h.partition_id)
-            )
-        }
-        # the first timestamp of each chain's lowest piece: one probe per partition (reading
-        # every piece of the cluster to keep the lowest grew with the archive)
-        firsts: dict[int, int] = defaultdict(lambda: -1)
-        for _part, _lo, fts, pid in s.execute(
-            first_pieces_query(Partition.cluster == cluster).add_columns(Partition.id)
-        ):
-            firsts[int(pid)] = int(fts)
+    if not rows and not by_severity:
+        raise CatalogQueryError(
+            f"the catalog holds nothing for cluster {cluster!r}",
+            hint="run `kafka-archive catalog build` first, or `kafka-archive catalog "
+            "clusters` to list the clusters it holds",
+        )
     out = []
-    for pid, t, p, n, fo, lo, mx in rows:
+    for t, p, n, fo, lo, fts, mx, recs, nbytes in rows:
         sev = by_severity.pop((t, p), Counter())
-        recs, nbytes = volume.get(int(pid), (0, 0))
-        span = (int(n or 0), _i(fo), _i(lo), firsts[pid], _i(mx))
-        out.append(PartitionHoldings(t, p, *span, recs, nbytes, *_counts(sev)))
+        span = (int(n), int(fo), int(lo), int(fts), int(mx))
+        out.append(PartitionHoldings(t, p, *span, int(recs), int(nbytes), *_counts(sev)))
     for (t, p), sev in by_severity.items():
         out.append(PartitionHoldings(t, p, 0, -1, -1, -1, -1, 0, 0, *_counts(sev)))
     out.sort(key=lambda x: (x.topic, x.partition))

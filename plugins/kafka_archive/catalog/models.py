@@ -18,7 +18,8 @@ Vocabulary:
 * ``histogram``: records and bytes per partition per time bucket (for ``stats``).
 * ``coverage_gaps``: the partition's holes, overlaps and corrupt segments as ``catalog gaps``
   lists them, kept by every write that changes the partition's segments
-  (:mod:`kafka_archive.catalog.coverage`), so reading them does not walk every segment.
+  (:mod:`kafka_archive.catalog.coverage`), so reading them does not walk every segment;
+  ``partition_totals``: what ``catalog topics`` shows per partition, kept the same way.
 * ``offset_commits`` / ``txn_markers``: the decoded history of ``__consumer_offsets``, from
   archived segments.
 * ``pruned_ranges``: offsets a retention policy deleted from the archive, recorded before their
@@ -49,6 +50,7 @@ __all__ = [
     "ObjectLease",
     "OffsetCommitRow",
     "Partition",
+    "PartitionTotals",
     "PrunedRange",
     "Segment",
     "TimeIndexEntry",
@@ -150,6 +152,27 @@ class CoverageGap(Base):
     start_offset: Mapped[int] = mapped_column(BigInteger)
     end_offset: Mapped[int] = mapped_column(BigInteger)
     detail: Mapped[str] = mapped_column(Text)
+
+
+class PartitionTotals(Base):
+    """What ``catalog topics`` shows of one partition that has segment rows, kept like
+    :class:`CoverageGap` (:func:`kafka_archive.catalog.totals.refresh_totals`): the serving
+    (``canonical``/``partial``) segments' count, lowest first offset, highest last offset and
+    largest max timestamp, the first timestamp of the chain's lowest piece, and the
+    histogram's records and bytes (-1: none)."""
+
+    __tablename__ = "partition_totals"
+
+    partition_id: Mapped[int] = mapped_column(
+        ForeignKey("partitions.id"), primary_key=True, autoincrement=False
+    )
+    segments: Mapped[int] = mapped_column(Integer)
+    first_offset: Mapped[int] = mapped_column(BigInteger)
+    last_offset: Mapped[int] = mapped_column(BigInteger)
+    first_timestamp: Mapped[int] = mapped_column(BigInteger)
+    max_timestamp: Mapped[int] = mapped_column(BigInteger)
+    records: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
 
 
 class TimeIndexEntry(Base):

@@ -39,7 +39,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.orm import Session
 
-from kafka_archive.catalog.coverage import refresh_coverage
+from kafka_archive.catalog.coverage import refresh_partitions
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.leases import live_leases
 from kafka_archive.catalog.models import (
@@ -401,7 +401,7 @@ def _record(catalog: Catalog, pp: PartitionPrune, now: int) -> int | None:
             for tbl in (TimeIndexEntry, HistogramBucket, ChainPiece):
                 s.execute(delete(tbl).where(tbl.partition_id == pid, tbl.segment_id.in_(ids)))
             _fix_running_max(s, pid)
-            refresh_coverage(s, [pid])  # pruned segments are no longer versions
+            refresh_partitions(s, [pid])  # pruned segments: no longer versions, nor counted
             for lo, hi in live_leases(s, pp.cluster, pp.topic).get(pp.partition, []):
                 if lo <= pp.last_offset and pp.first_offset <= hi:
                     raise _Leased

@@ -4,7 +4,8 @@ It writes the new segment rows, the chain pieces of new and changed versions, th
 intervals with their running maximum timestamps (recomputed from the first changed offset on,
 so segments may arrive in any order), histogram buckets, and for ``__consumer_offsets`` the
 commits and transaction markers, resolving transactional commits against their markers; last,
-the partition's coverage problems (``coverage_gaps``: :mod:`kafka_archive.catalog.coverage`). If
+the partition's coverage problems and totals (``coverage_gaps``, ``partition_totals``:
+:mod:`kafka_archive.catalog.coverage`). If
 another build changed the partition since it was planned, nothing is written (``deferred``).
 Bulk rows go through Core executemany inserts: the ORM's per-row work costs more than the
 database's at these row counts.
@@ -27,7 +28,7 @@ from kafka_archive.catalog.build.plan import PartitionPlan, segment_status, vers
 from kafka_archive.catalog.build.report import BuildReport
 from kafka_archive.catalog.build.tasks import Pieces, TaskResult
 from kafka_archive.catalog.constants import CONSUMER_OFFSETS_TOPIC
-from kafka_archive.catalog.coverage import refresh_coverage
+from kafka_archive.catalog.coverage import refresh_partitions
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.extract import SegmentExtract
 from kafka_archive.catalog.models import (
@@ -113,8 +114,8 @@ def write_partition(catalog: Catalog, plan: PartitionPlan, report: BuildReport) 
             s.execute(insert(_table(HistogramBucket)), hist_rows)
         if topic == CONSUMER_OFFSETS_TOPIC:
             report.commits_added += _write_offsets(s, cluster, pid, extracts, ids, changed_lo)
-        # the partition's holes and overlaps, from its segment rows as this wave leaves them
-        refresh_coverage(s, [pid])
+        # the partition's holes, overlaps and totals, from its rows as this wave leaves them
+        refresh_partitions(s, [pid])
     return "written"
 
 

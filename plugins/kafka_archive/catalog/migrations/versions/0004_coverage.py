@@ -1,12 +1,13 @@
-"""Coverage gaps kept per partition: ``coverage_gaps`` (model ``CoverageGap``) holds the
-holes, overlaps and corrupt segments ``catalog gaps`` lists, so ``catalog gaps``/``topics``
-and the on-call page read a few rows instead of rebuilding every partition's chain from all
-its segment rows on each call.
+"""Coverage gaps and totals kept per partition: ``coverage_gaps`` (model ``CoverageGap``)
+holds the holes, overlaps and corrupt segments ``catalog gaps`` lists, ``partition_totals``
+(model ``PartitionTotals``) what ``catalog topics`` shows per partition, so ``catalog
+gaps``/``topics`` and the on-call page read a few rows instead of rebuilding every
+partition's chain from all its segment rows, or aggregating them, on each call.
 
 The build and the prune rewrite a partition's rows in the transaction that changes its
-segments (:func:`kafka_archive.catalog.coverage.refresh_coverage`). A catalog made before
-this revision gets its rows here, computed from its ``segments`` rows by the same function
-(one pass over the segments, once).
+segments (:func:`kafka_archive.catalog.coverage.refresh_partitions`). A catalog made before
+this revision gets its rows here, computed from its rows by the same functions (one pass
+over the segments, once).
 
 Revision ID: 0004_coverage
 Revises: 0003_retention
@@ -41,10 +42,26 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("partition_id", "seq"),
         **_NO_ROWID,
     )
+    op.create_table(
+        "partition_totals",
+        sa.Column("partition_id", sa.Integer(), sa.ForeignKey("partitions.id"), nullable=False),
+        # of the serving (canonical, partial) segments; -1: none
+        sa.Column("segments", sa.Integer(), nullable=False),
+        sa.Column("first_offset", sa.BigInteger(), nullable=False),
+        sa.Column("last_offset", sa.BigInteger(), nullable=False),
+        # the first timestamp of the chain's lowest piece; the largest max timestamp
+        sa.Column("first_timestamp", sa.BigInteger(), nullable=False),
+        sa.Column("max_timestamp", sa.BigInteger(), nullable=False),
+        # the histogram's sums
+        sa.Column("records", sa.BigInteger(), nullable=False),
+        sa.Column("bytes", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("partition_id"),
+    )
     from kafka_archive.catalog.coverage import refresh_all
 
     refresh_all(op.get_bind())
 
 
 def downgrade() -> None:
+    op.drop_table("partition_totals")
     op.drop_table("coverage_gaps")
