@@ -122,16 +122,18 @@ def write_config(paths: DemoPaths, broker_dirs: dict[int, list[Path]]) -> None:
     paths.config.write_text(json.dumps(config, indent=2))
 
 
-def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
+def write_cluster(
+    paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None, steps: int = 400
+) -> DemoCluster:
     """Stage 1 without Java: a fresh demo folder and a writer-made cluster whose records end a
-    minute ago."""
+    minute ago. ``steps``: the writer's steps (about 3 s of records each: 400 span ~20 min)."""
     fresh_root(paths)
     paths.cluster.mkdir(parents=True)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
+    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0, steps=steps)
     shutil.rmtree(paths.root / "probe")
     start = now - 60_000 - (probe.end_ms - probe.start_ms)
-    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
+    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start, steps=steps)
     write_config(paths, cluster.broker_dirs)
     return cluster
 
