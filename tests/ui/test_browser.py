@@ -146,10 +146,9 @@ def _shot(page: Any, name: str, show: Any = None) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def _rows(table: Any, key: int, value: int, has_text: str | None = None) -> dict[int, str]:
-    """``{int(cell key): cell value}`` over a table's rows of cells (header rows skipped),
-    those holding ``has_text`` when given."""
-    rows = table.locator("tr:has(td)", has_text=has_text)
+def _rows(table: Any, key: int, value: int) -> dict[int, str]:
+    """``{int(cell key): cell value}`` over a table's rows of cells (header rows skipped)."""
+    rows = table.locator("tr:has(td)")
     out: dict[int, str] = {}
     for i in range(rows.count()):
         cells = rows.nth(i).locator("td")
@@ -303,6 +302,28 @@ def _replay_from_here(page: Any, frame: Any, stack: dict[str, Any]) -> tuple[int
     return at_ms, starts
 
 
+def _group_table_is_the_catalogs(frame: Any, stack: dict[str, Any], at_ms: int) -> dict[int, int]:
+    """The page's "Consumer group at T" rows of :data:`TOPIC` are the catalog's committed
+    offsets of :data:`FAILOVER_GROUP` at ``at_ms``; those offsets."""
+    from playwright.sync_api import expect
+
+    archived = {
+        o["partition"]: o["offset"]
+        for o in group_position_at(stack["paths"], FAILOVER_GROUP, at_ms)["offsets"]
+        if o["topic"] == TOPIC
+    }
+    assert archived, f"{FAILOVER_GROUP} had no archived commits on {TOPIC} at {at_ms}"
+    want = {str(p): str(o) for p, o in archived.items()}
+    table = frame.locator("#group-table tbody")
+    for p, o in want.items():  # the table answers asynchronously: wait for these cells
+        row = table.locator("tr", has_text=TOPIC).filter(
+            has=frame.locator(f"td:nth-child(2):text-is('{p}')")
+        )
+        expect(row.locator("td").nth(2)).to_have_text(o)
+    expect(table.locator("tr", has_text=TOPIC)).to_have_count(len(archived))
+    return archived
+
+
 def _failover(page: Any, frame: Any, stack: dict[str, Any], starts: dict[int, int]) -> int:
     """(b): group G's committed position 30 minutes back (the archive's), then G started there
     on the other cluster from its archived commits at T. T."""
@@ -311,15 +332,7 @@ def _failover(page: Any, frame: Any, stack: dict[str, Any], starts: dict[int, in
     at_b, _ = _show_at(frame, T_FAILOVER, stack)
     frame.locator("#group").fill(FAILOVER_GROUP)
     frame.locator("#group-go").click()
-    archived = {
-        o["partition"]: o["offset"]
-        for o in group_position_at(stack["paths"], FAILOVER_GROUP, at_b)["offsets"]
-        if o["topic"] == TOPIC
-    }
-    assert archived, f"{FAILOVER_GROUP} had no archived commits on {TOPIC} at {at_b}"
-    expect(frame.locator("#group-table tbody tr", has_text=TOPIC)).to_have_count(len(archived))
-    shown = _rows(frame.locator("#group-table tbody"), 1, 2, has_text=TOPIC)
-    assert {p: int(o) for p, o in shown.items()} == archived
+    archived = _group_table_is_the_catalogs(frame, stack, at_b)
     _shot(page, "05-failover-group-at-T", frame.locator("#group-table"))
     expect(frame.locator("#tg-group")).to_have_value(FAILOVER_GROUP)  # pre-filled from above
     failover = _start_group(page, frame, FAILOVER_GROUP, "commits", "06-failover-applied")
@@ -334,6 +347,7 @@ def _new_group(page: Any, frame: Any, stack: dict[str, Any], starts: dict[int, i
     """(c): a group that never existed starts 10 minutes ago: on the other cluster, at the
     records of the offsets-at-T table on screen. T."""
     at_c, table = _show_at(frame, T_NEW, stack)
+    _group_table_is_the_catalogs(frame, stack, at_c)  # the group's table followed T
     new_group = f"oncall-new-{uuid.uuid4().hex[:8]}"
     fresh = _start_group(page, frame, new_group, "at", "07-new-group-applied")
     want = _target_positions(stack, starts, table)
@@ -358,6 +372,8 @@ def _follow_run_link(page: Any, frame: Any, server: AirflowServer, at_ms: int, t
     quoted = quote(run_id, safe="")
     expect(page).to_have_url(re.compile(re.escape(f"/dags/kafka_archive_replay/runs/{quoted}")))
     expect(page.get_by_text(run_id).first).to_be_visible()
+    # Airflow's page of the run has loaded its task instances (the replay DAG's last task)
+    expect(page.get_by_text("report", exact=True).first).to_be_visible()
     _shot(page, "08-dag-run-in-airflow")
     answer = page.request.get(f"{server.url}/api/v2/dags/kafka_archive_replay/dagRuns/{quoted}")
     assert answer.ok, answer.text()
