@@ -3,7 +3,7 @@ the three runbook scenarios answered on the page, without the CLI.
 
 The demo's data (``kafka-archive demo``'s writer-made 3-broker cluster: topic ``orders`` and
 others, every codec, transactions, compaction, a crashed broker, consumer groups committing;
-here 900 writer steps, records over the last ~47 minutes), archived and cataloged, is served
+here 900 writer steps, records over the last ~43 minutes), archived and cataloged, is served
 by ``airflow standalone`` with the repository's plugins folder; librdkafka's mock cluster, in
 this process, is "the other cluster" (the replay target, as in the demo). Headless Chromium
 (Debian's ``chromium``, driven by Playwright) logs in to Airflow, opens "Kafka archive" from
@@ -61,7 +61,7 @@ from segment_lib.writer import DemoCluster
 
 pytestmark = pytest.mark.timeout(1500)
 
-#: the demo's writer steps: ~47 minutes of records ending a minute before they are written,
+#: the demo's writer steps: ~43 minutes of records ending a minute before they are written,
 #: so that -40m, -30m and -10m all fall inside them while the test runs
 DEMO_STEPS = 900
 #: the three scenarios' T as typed into the page (relative, as the CLI takes them)
