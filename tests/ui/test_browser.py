@@ -183,7 +183,9 @@ def _open_from_airflow_nav(page: Any, url: str) -> Any:
     return frame
 
 
-def _show_at(frame: Any, typed: str, stack: dict[str, Any]) -> tuple[int, dict[int, int]]:
+def _show_at(
+    frame: Any, typed: str, stack: dict[str, Any], *, wait_resolved: bool = True
+) -> tuple[int, dict[int, int]]:
     """Type ``typed`` as T, see it resolved as one types, press Show: T (epoch ms, the replay
     form's From) and the offsets table, checked to be the catalog's answer at T and the
     broker's own lookup on the original log dirs."""
@@ -192,7 +194,8 @@ def _show_at(frame: Any, typed: str, stack: dict[str, Any]) -> tuple[int, dict[i
     resolved, form = frame.locator("#resolved"), frame.locator("#replay")
     before, from_before = resolved.inner_text(), form.locator("[name=from]").input_value()
     frame.locator("#at").fill(typed)
-    expect(resolved).not_to_have_text(before)  # the page asks /time as one types
+    if wait_resolved:  # the page asks /time as one types (unless held back by the test)
+        expect(resolved).not_to_have_text(before)
     frame.locator("#go").click()
     expect(form.locator("[name=from]")).not_to_have_value(from_before)
     expect(frame.locator("#offsets tbody tr")).to_have_count(len(stack["partitions"]))
@@ -209,6 +212,31 @@ def _show_at(frame: Any, typed: str, stack: dict[str, Any]) -> tuple[int, dict[i
     expect(frame.locator("#offsets td.holes", has_text="checking")).to_have_count(0)
     assert frame.locator("#status").inner_text().strip() == ""
     return at_ms, {w["partition"]: w["offset"] for w in want}
+
+
+def _late_time_answer_is_dropped(page: Any, frame: Any, stack: dict[str, Any]) -> None:
+    """The /time answer to what was typed, held back until after Show has answered, does not
+    overwrite Show's T (a relative time resolves to another millisecond each time it is asked,
+    so an overwrite would show)."""
+    held: list[Any] = []
+    pattern = "**/kafka-archive/api/v1/time*"
+    page.context.route(pattern, held.append)
+    try:
+        frame.locator("#at").fill(T_NEW)
+        for _ in range(100):  # until the page has asked (it waits for typing to pause)
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the page asked no /time while T was typed"
+        shown_at, _ = _show_at(frame, T_NEW, stack, wait_resolved=False)
+        with page.expect_response(lambda r: "/api/v1/time" in r.url):
+            for route in held:
+                route.continue_()
+        page.wait_for_timeout(500)  # let the page's script handle the late answer
+    finally:
+        page.context.unroute(pattern)
+    resolved = frame.locator("#resolved").inner_text().removeprefix("=").strip()
+    assert _ms(resolved) == shown_at
 
 
 def _target_positions(
@@ -400,6 +428,7 @@ def test_three_runbook_scenarios_in_chromium(stack: dict[str, Any], tmp_path: Pa
         frame.locator("#cluster").dispatch_event("change")
         expect(frame.locator("#topic")).to_have_value(TOPIC)
 
+        _late_time_answer_is_dropped(page, frame, stack)
         at_a, starts = _replay_from_here(page, frame, stack)
         at_b = _failover(page, frame, stack, starts)
         at_c = _new_group(page, frame, stack, starts)
