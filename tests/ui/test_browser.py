@@ -220,7 +220,11 @@ def _late_time_answer_is_dropped(page: Any, frame: Any, stack: dict[str, Any]) -
     so an overwrite would show)."""
     held: list[Any] = []
     pattern = "**/kafka-archive/api/v1/time*"
-    page.context.route(pattern, held.append)
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.context.route(pattern, hold)
     try:
         frame.locator("#at").fill(T_NEW)
         for _ in range(100):  # until the page has asked (it waits for typing to pause)
@@ -234,7 +238,7 @@ def _late_time_answer_is_dropped(page: Any, frame: Any, stack: dict[str, Any]) -
                 route.continue_()
         page.wait_for_timeout(500)  # let the page's script handle the late answer
     finally:
-        page.context.unroute(pattern)
+        page.context.unroute(pattern, hold)
     resolved = frame.locator("#resolved").inner_text().removeprefix("=").strip()
     assert _ms(resolved) == shown_at
 
