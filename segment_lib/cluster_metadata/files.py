@@ -22,9 +22,14 @@ from typing import Final
 from segment_lib.cluster_metadata.codec import decode_metadata_record
 from segment_lib.cluster_metadata.model import MetadataEntry
 from segment_lib.control import decode_control_record
-from segment_lib.log_file import open_log
+from segment_lib.log_file import LogBuffer, open_log
 
-__all__ = ["BOOTSTRAP_SNAPSHOT", "iter_metadata_file", "parse_snapshot_name"]
+__all__ = [
+    "BOOTSTRAP_SNAPSHOT",
+    "iter_metadata_buffer",
+    "iter_metadata_file",
+    "parse_snapshot_name",
+]
 
 #: the controller's bootstrap snapshot (kafka-storage format), raft's BINARY_BOOTSTRAP_FILENAME
 BOOTSTRAP_SNAPSHOT: Final = "bootstrap.checkpoint"
@@ -45,6 +50,31 @@ def _snapshot_id(name: str) -> str | None:
         return "bootstrap"
     parsed = parse_snapshot_name(name)
     return None if parsed is None else f"{parsed[0]}-{parsed[1]}"
+
+
+def iter_metadata_buffer(
+    log: LogBuffer,
+    *,
+    include_secrets: bool = False,
+    allow_torn_tail: bool = False,
+    snapshot_id: str | None = None,
+) -> Iterator[MetadataEntry]:
+    """Every record of the metadata log bytes in ``log`` (a segment or a snapshot, named by
+    ``log.path`` in errors), in order; see :func:`iter_metadata_file`."""
+    where = log.path or "<buffer>"
+    for batch in log.batches(allow_torn_tail=allow_torn_tail):
+        for record in log.records(batch):
+            if batch.is_control:
+                control = decode_control_record(record.key, record.value).type.name
+                yield MetadataEntry(record.offset, record.timestamp, None, control, snapshot_id)
+                continue
+            decoded = decode_metadata_record(
+                record.value or b"",
+                where=f"{where} (record at offset {record.offset} of the batch at byte "
+                f"{batch.position}; position in the value)",
+                include_secrets=include_secrets,
+            )
+            yield MetadataEntry(record.offset, record.timestamp, decoded, None, snapshot_id)
 
 
 def iter_metadata_file(
@@ -72,16 +102,6 @@ def iter_metadata_file(
     p = Path(path)
     sid = snapshot_id if snapshot_id is not None else _snapshot_id(p.name)
     with open_log(p) as log:
-        for batch in log.batches(allow_torn_tail=allow_torn_tail):
-            for record in log.records(batch):
-                if batch.is_control:
-                    control = decode_control_record(record.key, record.value).type.name
-                    yield MetadataEntry(record.offset, record.timestamp, None, control, sid)
-                    continue
-                decoded = decode_metadata_record(
-                    record.value or b"",
-                    where=f"{p} (record at offset {record.offset} of the batch at byte "
-                    f"{batch.position}; position in the value)",
-                    include_secrets=include_secrets,
-                )
-                yield MetadataEntry(record.offset, record.timestamp, decoded, None, sid)
+        yield from iter_metadata_buffer(
+            log, include_secrets=include_secrets, allow_torn_tail=allow_torn_tail, snapshot_id=sid
+        )

@@ -38,8 +38,8 @@ from kafka_archive.archive.metadata_snapshots import (
     snapshot_manifest_prefix,
 )
 from kafka_archive.store import ObjectStore
-from segment_lib.cluster_metadata import MetadataEntry, decode_metadata_record
-from segment_lib.control import decode_control_record
+from segment_lib.cluster_metadata import MetadataEntry
+from segment_lib.cluster_metadata.files import iter_metadata_buffer
 from segment_lib.log_file import LogBuffer
 
 __all__ = ["MetadataCoverage", "MetadataGap", "iter_archived_metadata", "metadata_coverage"]
@@ -120,16 +120,7 @@ def _read(store: ObjectStore, key: str, sha256: str) -> bytes:
 
 def _entries(data: bytes, where: str, snapshot_id: str | None) -> Iterator[MetadataEntry]:
     with LogBuffer(data, where) as log:
-        for batch in log.batches():
-            for rec in log.records(batch):
-                if batch.is_control:
-                    control = decode_control_record(rec.key, rec.value).type.name
-                    yield MetadataEntry(rec.offset, rec.timestamp, None, control, snapshot_id)
-                    continue
-                decoded = decode_metadata_record(
-                    rec.value or b"", where=f"{where} (record at offset {rec.offset})"
-                )
-                yield MetadataEntry(rec.offset, rec.timestamp, decoded, None, snapshot_id)
+        yield from iter_metadata_buffer(log, snapshot_id=snapshot_id)
 
 
 def iter_archived_metadata(
