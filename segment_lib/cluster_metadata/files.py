@@ -22,6 +22,7 @@ from typing import Final
 from segment_lib.cluster_metadata.codec import decode_metadata_record
 from segment_lib.cluster_metadata.model import MetadataEntry
 from segment_lib.control import decode_control_record
+from segment_lib.errors import SegmentError
 from segment_lib.log_file import LogBuffer, open_log
 
 __all__ = [
@@ -65,7 +66,13 @@ def iter_metadata_buffer(
     for batch in log.batches(allow_torn_tail=allow_torn_tail):
         for record in log.records(batch):
             if batch.is_control:
-                control = decode_control_record(record.key, record.value).type.name
+                try:
+                    control = decode_control_record(record.key, record.value).type.name
+                except SegmentError as exc:  # positions are the key's: name the batch too
+                    raise exc.with_location(
+                        f"{where} (control record at offset {record.offset} of the batch at "
+                        f"byte {batch.position})"
+                    ) from None
                 yield MetadataEntry(record.offset, record.timestamp, None, control, snapshot_id)
                 continue
             decoded = decode_metadata_record(

@@ -199,3 +199,36 @@ def test_a_corrupt_archived_segment_is_named(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(Exception, match=seg.log_file.key.split("/")[-1]):
         list(iter_archived_metadata(store, CLUSTER))
+
+
+def test_the_catalog_builds_over_an_archived_metadata_log(tmp_path: Path) -> None:
+    """The metadata log's segments are cataloged like a partition's; its snapshots and
+    quorum-state (not segment manifests) are not mistaken for anything."""
+    from kafka_archive.catalog.build import build_catalog
+    from kafka_archive.catalog.db import open_catalog
+
+    log_dir = metadata_log_dir(tmp_path / "n1", [0, 3, 6, 9], snapshots=[6])
+    store = LocalStore(tmp_path / "store", fsync=False)
+    run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(log_dir)], store=store)
+    catalog = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}", create=True)
+    try:
+        report = build_catalog(catalog, store.uri, cluster=CLUSTER)
+    finally:
+        catalog.close()
+    assert report.segments_added == 2
+    assert not report.failed and not report.problems and report.corrupt == 0
+
+
+def test_a_controller_metadata_dir_is_archived_without_checkpoint_warnings(
+    tmp_path: Path,
+) -> None:
+    log_dir = metadata_log_dir(tmp_path / "controller", [0, 3, 6], snapshots=[6])
+    (log_dir / "meta.properties").write_text(
+        "version=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qk\nnode.id=1\n"
+        "directory.id=AAAAAAAAAAAAAAAAAAAAAQ\n"
+    )
+    found = discover_log_dir(CLUSTER, 1, log_dir)
+    assert [c.base_offset for c in found.candidates] == [0, 3]
+    assert not found.warnings
+    (log_dir / "orders-0").mkdir()
+    assert any("is missing" in w for w in discover_log_dir(CLUSTER, 1, log_dir).warnings)

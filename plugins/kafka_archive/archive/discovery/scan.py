@@ -151,7 +151,16 @@ class _Discoverer:
     def _checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
         path = self.log_dir / name
         if not path.exists():
-            self.warnings.append(f"{path} is missing: no partition of this log dir is archived")
+            if not (self.log_dir / f"{METADATA_TOPIC}-0").is_dir() or any(
+                e.is_dir() and not e.name.startswith(METADATA_TOPIC)
+                for e in os.scandir(self.log_dir)
+            ):
+                # (a controller's metadata.log.dir holds only the metadata log, which needs
+                # no checkpoint: nothing to warn about there)
+                self.warnings.append(
+                    f"{path} is missing: no partition of this log dir is archived"
+                    " (but KRaft's metadata log, bounded by its snapshots)"
+                )
             return None
         return read_offset_checkpoint(path)
 
