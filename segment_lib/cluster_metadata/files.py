@@ -35,12 +35,19 @@ __all__ = [
 #: the controller's bootstrap snapshot (kafka-storage format), raft's BINARY_BOOTSTRAP_FILENAME
 BOOTSTRAP_SNAPSHOT: Final = "bootstrap.checkpoint"
 _SNAPSHOT_NAME: Final = re.compile(r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})\.checkpoint")
+#: the archive's object name of a snapshot: ``<offset>-<epoch>-<sha16>.checkpoint``
+_ARCHIVED_SNAPSHOT_NAME: Final = re.compile(
+    r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})-[0-9a-f]{16}\.checkpoint"
+)
 
 
-def parse_snapshot_name(name: str) -> tuple[int, int] | None:
-    """``(end_offset, epoch)`` of a KRaft snapshot file name; ``None`` for any other name
+def parse_snapshot_name(name: str, *, archived: bool = False) -> tuple[int, int] | None:
+    """``(end_offset, epoch)`` of a KRaft snapshot file name (with ``archived``: also of the
+    archive's ``<offset>-<epoch>-<sha16>.checkpoint``); ``None`` for any other name
     (``.checkpoint.part`` and ``.checkpoint.deleted`` included)."""
     m = _SNAPSHOT_NAME.fullmatch(name)
+    if m is None and archived:
+        m = _ARCHIVED_SNAPSHOT_NAME.fullmatch(name)
     if m is None:
         return None
     return int(m["offset"]), int(m["epoch"])

@@ -19,8 +19,10 @@ control records) so that replaying them in order rebuilds the cluster's metadata
   log is yielded from its first archived offset, and :class:`MetadataGap` describes the hole
   (``gaps`` of :func:`metadata_coverage`).
 
-Every archived object read is checked against its manifest's SHA-256 by the store and its
-batches' CRCs by the reader. SCRAM secrets are never decoded.
+Every archived object read is checked against its manifest's SHA-256 and its batches' CRCs.
+Objects are read one at a time, whole (mapped from a local store, in memory from S3: a
+metadata segment is at most ``metadata.log.segment.bytes``, 1 GiB by default, and usually a few
+MiB). SCRAM secrets are never decoded.
 """
 
 from __future__ import annotations
@@ -111,14 +113,16 @@ def metadata_coverage(
     return MetadataCoverage(snapshot, [m for m in segments if m.end_offset > first], gaps)
 
 
-def _read(store: ObjectStore, key: str, sha256: str) -> bytes:
-    data = store.get_bytes(key)
+def _read(store: ObjectStore, key: str, size: int, sha256: str) -> memoryview:
+    """The object's bytes (mapped, not copied, from a local store), checked against the
+    manifest's SHA-256."""
+    data = store.get_range_view(key, 0, size)
     if digest_buffer(data).sha256 != sha256:
         raise ValueError(f"{key}: the stored bytes do not match the manifest's SHA-256")
     return data
 
 
-def _entries(data: bytes, where: str, snapshot_id: str | None) -> Iterator[MetadataEntry]:
+def _entries(data: memoryview, where: str, snapshot_id: str | None) -> Iterator[MetadataEntry]:
     with LogBuffer(data, where) as log:
         yield from iter_metadata_buffer(log, snapshot_id=snapshot_id)
 
@@ -141,14 +145,16 @@ def iter_archived_metadata(
     if snap is not None:
         sid = f"{snap.end_offset}-{snap.epoch}"
         at = snap.end_offset - 1
-        for e in _entries(_read(store, snap.key, snap.sha256), snap.key, sid):
+        data = _read(store, snap.key, snap.size, snap.sha256)
+        for e in _entries(data, snap.key, sid):
             yield dataclasses.replace(e, offset=at, timestamp_ms=snap.last_contained_log_timestamp)
         last = max(last, at)
     for m in plan.segments:
         log_file = m.log_file
         if m.end_offset <= last + 1:
             continue
-        for e in _entries(_read(store, log_file.key, log_file.sha256), log_file.key, None):
+        data = _read(store, log_file.key, log_file.size, log_file.sha256)
+        for e in _entries(data, log_file.key, None):
             if e.offset > last:
                 yield e
                 last = e.offset

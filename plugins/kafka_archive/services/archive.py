@@ -151,8 +151,15 @@ class ArchiveService:
     ) -> MetadataFilesResult:
         """Archive the KRaft metadata snapshots and quorum-state of one log dir (nothing when
         it holds no ``__cluster_metadata-0``), on the worker that can see it."""
-        from kafka_archive.archive.metadata_snapshots import archive_metadata_files
+        from pathlib import Path
 
+        from kafka_archive.archive.metadata_snapshots import (
+            MetadataFilesResult,
+            archive_metadata_files,
+        )
+
+        if not (Path(target.log_dir) / "__cluster_metadata-0").is_dir():
+            return MetadataFilesResult()  # the common case: no store connection for nothing
         store = self.open_store(target.cluster)
         try:
             return archive_metadata_files(
