@@ -24,7 +24,7 @@ from kafka_archive.archive.metadata_snapshots import (
     snapshot_manifest_prefix,
 )
 from kafka_archive.archive.runner import run_archive
-from kafka_archive.store import LocalStore
+from kafka_archive.store import LocalStore, StoreError
 
 from segment_lib.cluster_metadata import MetadataEntry, iter_metadata_file
 from segment_lib.control import ControlType
@@ -232,3 +232,22 @@ def test_a_controller_metadata_dir_is_archived_without_checkpoint_warnings(
     assert not found.warnings
     (log_dir / "orders-0").mkdir()
     assert any("is missing" in w for w in discover_log_dir(CLUSTER, 1, log_dir).warnings)
+
+
+class _SnapshotRefusingStore(LocalStore):
+    """A store that is fine for segments and fails for snapshot objects."""
+
+    def put_if_absent(self, key, source, **kw):  # type: ignore[no-untyped-def]
+        if "/snapshots/" in key:
+            raise StoreError(f"{key}: refused (test)")
+        return super().put_if_absent(key, source, **kw)
+
+
+def test_a_store_failure_on_snapshots_is_a_reported_failure(tmp_path: Path) -> None:
+    log_dir = metadata_log_dir(tmp_path / "n1", [0, 3, 6], snapshots=[6])
+    store = _SnapshotRefusingStore(tmp_path / "store", fsync=False)
+    report = run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(log_dir)], store=store)
+    assert report.segments_archived == 2
+    (failure,) = report.log_dir_failures
+    assert failure.error.error == "StoreError" and "refused (test)" in failure.error.message
+    assert not list(store.list(snapshot_manifest_prefix(CLUSTER)))

@@ -42,7 +42,8 @@ from kafka_archive.archive.digests import digest_buffer
 from kafka_archive.archive.discovery import METADATA_TOPIC, ProblemInfo
 from kafka_archive.archive.layout import partition_prefix, sha16
 from kafka_archive.archive.manifest import utc_now
-from kafka_archive.store import ObjectStore
+from kafka_archive.store import IntegrityError, ObjectStore
+from segment_lib.cluster_metadata.codec import decode_control_value
 from segment_lib.cluster_metadata.files import parse_snapshot_name
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import SegmentError
@@ -144,8 +145,6 @@ def verify_snapshot(data: bytes, path: str) -> SnapshotFacts:
             snapshot not opened by a SnapshotHeader or not closed by a SnapshotFooter (file
             and byte position).
     """
-    from segment_lib.cluster_metadata import decode_control_value
-
     batches = records = 0
     first: ControlType | None = None
     last: ControlType | None = None
@@ -213,8 +212,13 @@ def _archive_snapshot(
     facts = verify_snapshot(data, str(path))
     key = f"{_prefix(cluster)}{stem}.checkpoint"
     obj, _created = store.put_if_absent(key, data, sha256=digest.sha256)
-    if obj.size != digest.size:
-        raise SegmentError(f"store reports {obj.size} bytes for {key}, expected {digest.size}")
+    if obj.size != digest.size or (obj.sha256 is not None and obj.sha256 != digest.sha256):
+        raise IntegrityError(
+            f"store reports size {obj.size} / sha256 {obj.sha256} for {key}, expected "
+            f"{digest.size} / {digest.sha256}",
+            uri=store.uri,
+            key=key,
+        )
     manifest = SnapshotManifest(
         cluster=cluster,
         end_offset=end_offset,
@@ -276,13 +280,13 @@ def archive_metadata_files(
                 already += 1
         except FileNotFoundError:
             continue  # deleted by Kafka's snapshot cleaning meanwhile
-        except SegmentError as exc:
+        except (SegmentError, OSError) as exc:  # (store errors are not OSErrors: they propagate)
             problems.append(ProblemInfo.from_exception(exc, path=entry.path))
     stored = False
     if not dry_run:
         try:
             stored = _store_quorum_state(store, cluster, broker_id, part / QUORUM_STATE)
-        except SegmentError as exc:
+        except (SegmentError, OSError) as exc:
             problems.append(ProblemInfo.from_exception(exc))
     return MetadataFilesResult(
         snapshots_seen=seen,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kafka_archive.archive.digests import DigestCache
-from kafka_archive.archive.discovery import LogDirDiscovery, discover_log_dir
+from kafka_archive.archive.discovery import LogDirDiscovery, ProblemInfo, discover_log_dir
 from kafka_archive.archive.manifest_cache import ManifestCache
 from kafka_archive.archive.metadata_snapshots import archive_metadata_files
 from kafka_archive.archive.planner import ArchivePlan, plan_cluster
@@ -27,7 +27,7 @@ from kafka_archive.archive.report import (
     SegmentOutcome,
 )
 from kafka_archive.archive.uploader import StopSignal, archive_log_dir
-from kafka_archive.store import ObjectStore
+from kafka_archive.store import ObjectStore, StoreError
 
 __all__ = ["Progress", "assemble_report", "run_archive"]
 
@@ -132,7 +132,20 @@ def run_archive(
     # the metadata log's snapshots and quorum-state (its segments went with the others)
     extra: list[LogDirFailure] = []
     for d in log_dirs:
-        meta = archive_metadata_files(store, cluster, broker_id, d, dry_run=dry_run)
+        if stop.is_set():
+            break  # the store failed: the segments' failures already say so
+        try:
+            meta = archive_metadata_files(store, cluster, broker_id, d, dry_run=dry_run)
+        except StoreError as exc:
+            extra.append(
+                LogDirFailure(
+                    cluster=cluster,
+                    broker_id=broker_id,
+                    log_dir=d,
+                    error=ProblemInfo.from_exception(exc),
+                )
+            )
+            continue
         extra += [
             LogDirFailure(cluster=cluster, broker_id=broker_id, log_dir=d, error=p)
             for p in meta.problems
