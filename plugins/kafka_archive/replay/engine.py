@@ -301,6 +301,7 @@ class PartitionReplay:
                     raise
                 self._check_claim()  # raises when a newer run owns the replay
                 takebacks += 1
+                self._retries += 1
             except ProducerFailed as exc:
                 recreated += 1
                 self._retries += 1

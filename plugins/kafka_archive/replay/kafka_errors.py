@@ -68,7 +68,8 @@ def raise_kafka(exc: BaseException, partition: int) -> NoReturn:
         raise TxnAbort(str(kafka_exception(exc))) from None
     if is_fenced(err):
         raise ReplayFencedError(
-            f"partition {partition}: producer fenced by a newer one: {err.str()}"
+            f"partition {partition}: producer fenced (by a newer run of this replay, or the "
+            f"coordinator ended a transaction older than transaction.timeout.ms): {err.str()}"
         ) from None
     if err.fatal():
         raise ProducerFailed(
