@@ -268,6 +268,8 @@ def test_each_error_class_ends_exactly_once(
     if "ABORT" in why.upper() and producers == 1:
         assert "abort_transaction" in log, why
     assert report.records_sent == len(src.parts[0].expected), why
+    # this run sent all of it, the commits its replaced producer did not see succeed included
+    assert report.records_sent_this_run == len(src.parts[0].expected), why
 
 
 def test_a_producer_failing_every_time_is_a_typed_error_and_the_rerun_completes(

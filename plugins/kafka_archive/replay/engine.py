@@ -20,23 +20,12 @@ Crash anywhere: before 4 the transaction never commits (the restarted producer's
 holds the new position even if 5 did not happen, and the resume mirrors it then. Resume order
 matters: ``init_transactions`` first, *then* read the committed progress.
 
-Errors (:mod:`.kafka_errors` sorts them), every answer bounded and keeping step 4's rule
-(data and progress in one transaction, so whatever is redone was never visible):
-
-* retriable (a commit, abort or ``init_transactions`` that timed out, a coordinator moving):
-  the same call again;
-* abortable (a delivery failure, a broker-side abort): abort (after a flush: librdkafka#4849)
-  and redo the transaction from the last committed position, with backoff;
-* fatal but not fenced (``INVALID_TXN_STATE`` from ``EndTxn``), or a commit whose outcome is
-  unknown (its retries ran out): drop the producer; a new one (``init_transactions`` ends
-  whatever the old one left open) resumes from the progress *committed in the target*, never
-  from memory - the commit may have happened;
-* fenced by a newer producer: :class:`~kafka_archive.replay.errors.ReplayFencedError`, or a
-  take-back when this run still owns the replay (:meth:`PartitionReplay.run`).
-
-When the bounds run out the run fails with a typed
-:class:`~kafka_archive.replay.errors.ReplayTargetError` saying to re-run the same command,
-which resumes after the last committed transaction.
+Errors: each class (:mod:`.kafka_errors`) has its answer, bounded, never breaking step 4's rule -
+retriable: the same call again (:mod:`.txn_calls`); abortable: abort and redo from the last
+committed position; fatal, or a commit of unknown outcome: a new producer resumes from the
+progress *committed in the target* (:meth:`PartitionReplay.run`); fenced: stop, or take the id
+back. Past the bounds: a typed :class:`~kafka_archive.replay.errors.ReplayTargetError` saying to
+re-run the same command.
 
 Offset ranges cost no per-message callback: delivery callbacks are attached only to the first
 and last record of each *run* (records of one source batch going to one target partition with
@@ -190,6 +179,8 @@ class PartitionReplay:
         self._this_run = [0, 0, 0]
         self._resumed_from: int | None = None
         self._retries = self._attempts = 0
+        self._unsure = False  # a producer was replaced: a commit may have happened unseen
+        self._run_started: float | None = None
         #: (producer, committed progress, progress partition) once :meth:`prepare` has run
         self._lock = threading.Lock()  # connect/prepare/close may come from another thread
         self._producer: Producer | None = None
@@ -293,6 +284,8 @@ class PartitionReplay:
         self._this_run = [0, 0, 0]
         self._resumed_from = None
         self._retries = self._attempts = 0
+        self._unsure = False
+        self._run_started = None
         while True:
             try:
                 return self._run_once()
@@ -310,6 +303,7 @@ class PartitionReplay:
                         f"{exc} (after {_MAX_RECREATES} new producers); {RERUN}"
                     ) from None
                 self._check_claim()  # a newer run may be why: then it owns the replay
+                self._unsure = True  # its last commit may have happened: see _run_once
                 txn_calls.backoff(min(0.5 * 2**recreated, 5.0))
 
     def _check_claim(self) -> None:
@@ -330,11 +324,15 @@ class PartitionReplay:
             self.prepare()
         assert self._prepared is not None and self._started is not None
         producer, progress, ppart = self._prepared
-        started = self._started
+        if self._run_started is None:
+            self._run_started = self._started
+        started = self._run_started
         try:
             this_run = self._this_run  # records, bytes, transactions
+            if self._unsure:
+                self._count_unseen_commits(progress)
             if progress is not None and progress.done:
-                status = "already-done" if this_run[2] == 0 else "done"
+                status = "already-done" if self._attempts == 0 else "done"
                 return self._result(
                     progress, self._resumed_from, started, this_run, self._retries, status
                 )
@@ -368,6 +366,16 @@ class PartitionReplay:
             self._producer = self._prepared = self._started = None
             with suppress(KafkaException, SystemError):  # fenced / failed: nothing to deliver
                 producer.flush(5)
+
+    def _count_unseen_commits(self, progress: ProgressRecord | None) -> None:
+        """Count in this run the transactions a replaced producer committed without seeing it
+        (its commit failed on the client after the coordinator had committed): the committed
+        ``progress`` is ahead of the last commit seen. Their bytes are not known."""
+        self._unsure = False
+        seen = self._committed
+        if progress is not None and progress.txn_seq > (seen.txn_seq if seen else 0):
+            self._this_run[0] += progress.records_sent - (seen.records_sent if seen else 0)
+            self._this_run[2] += progress.txn_seq - (seen.txn_seq if seen else 0)
 
     def _result(
         self,
