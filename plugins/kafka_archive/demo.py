@@ -419,6 +419,8 @@ def run_demo(
 
 def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
     """The demo on real Kafka: a 3-broker source cluster, a 1-broker target cluster."""
+    from confluent_kafka import KafkaException
+
     from kafka_archive.demo_live import (
         DEMO_TOPICS,
         broker_offsets_for_time,
@@ -440,7 +442,10 @@ def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
             "offsets follower reading __consumer_offsets into the catalog beside it"
         )
         with _offsets_follower(paths, source.bootstrap_servers):
-            traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
+            try:
+                traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
+            except KafkaException as exc:  # a client failure is the stage's, not a crash
+                raise DemoError(f"producing the demo's traffic failed: {exc}") from None
         write_config(paths, {b: [d] for b, d in source.log_dirs.items()})
         say("archive DAG over the brokers' live log dirs, then catalog DAG (through Airflow)")
         run_archive_and_catalog(paths)
