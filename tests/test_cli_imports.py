@@ -146,7 +146,7 @@ def test_packaged_heads_match_alembic() -> None:
 
     heads = frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
     assert packaged_heads() == heads
-    assert len(heads) == 2  # one per branch: the catalog's and the replay's
+    assert len(heads) == 3  # one per branch: the catalog's, the replay's, the metadata history's
 
 
 def test_store_package_imports_no_s3_sdk() -> None:
