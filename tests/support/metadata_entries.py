@@ -1,33 +1,28 @@
-"""Hand-built metadata log entries for the history tests, in the shape of
-``segment_lib.cluster_metadata``'s ``MetadataRecord``/``MetadataEntry`` (field names and value
-forms as Kafka's JSON: camelCase, Uuids in Kafka's base64 form), plus a scripted history of one
-cluster whose state at every step is known."""
+"""Hand-built metadata log entries for the history tests: ``segment_lib.cluster_metadata``'s
+``MetadataRecord``/``MetadataEntry`` (field names and value forms as Kafka's JSON: camelCase,
+Uuids in Kafka's base64 form), plus a scripted history of one cluster whose state at every
+step is known."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from segment_lib.cluster_metadata import MetadataEntry as Entry
+from segment_lib.cluster_metadata import MetadataRecord
 
 __all__ = ["Entry", "Rec", "entry", "scripted_history", "uuid"]
 
 
-@dataclass(frozen=True, slots=True)
-class Rec:
-    type_name: str
-    data: dict[str, Any]
-    version: int = 0
-    type_id: int = 0
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    offset: int
-    timestamp_ms: int
-    record: Rec | None
-    control: str | None = None
-    snapshot_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+def Rec(
+    type_name: str,
+    data: dict[str, Any],
+    *,
+    version: int = 0,
+    type_id: int = 0,
+    error: str | None = None,
+) -> MetadataRecord:
+    """A decoded record as the decoder returns it."""
+    return MetadataRecord(type_name, type_id, version, data, error)
 
 
 def uuid(n: int) -> str:
