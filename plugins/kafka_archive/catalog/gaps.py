@@ -66,6 +66,8 @@ class GapEntry:
     ``pruned``: offsets a retention policy deleted (``detail``: ``policy``, ``pruned_at``
     (ISO-8601, ``None`` while the prune is unfinished), ``status``, ``reason`` "pruned by
     policy X at T", the records' ``first_timestamp``/``max_timestamp``).
+    ``incarnations``: the partition's segments carry more than one topic id (the topic was
+    deleted and re-created; ``detail["topic_ids"]``: each id's offset span).
     ``severity`` (:func:`severity_of`) ranks the kind: ``info``, ``warning`` or ``error``.
     """
 
@@ -174,6 +176,7 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
                             _corrupt_detail(x),
                         )
                     )
+            found.extend(_incarnation_gaps(p.topic, p.partition, segs))
             found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
             out.extend(found)
     bad = {g.detail["manifest"] for g in problem_gaps}
@@ -182,6 +185,32 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
     out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
     return out
+
+
+def _incarnation_gaps(topic: str, partition: int, segs: Sequence[Segment]) -> list[GapEntry]:
+    """``incarnations`` (an error): the partition's segments carry more than one topic id, so
+    the topic was deleted and re-created and the archive holds both incarnations' offsets
+    under one partition; answers over their offsets could mix them."""
+    ids: dict[str, list[Segment]] = defaultdict(list)
+    for x in segs:
+        if x.topic_id and x.status != "pruned":
+            ids[x.topic_id].append(x)
+    if len(ids) < 2:
+        return []
+    spans = {
+        tid: [min(x.base_offset for x in xs), max(x.last_offset for x in xs)]
+        for tid, xs in sorted(ids.items())
+    }
+    lo = min(a for a, _b in spans.values())
+    hi = max(b for _a, b in spans.values())
+    reason = (
+        f"{len(ids)} topic ids: the topic was deleted and re-created; each incarnation's "
+        "offsets start again, so answers over this partition may mix them "
+        "(`kafka-archive catalog topic-history` shows the incarnations)"
+    )
+    return [
+        GapEntry("incarnations", topic, partition, lo, hi, {"topic_ids": spans, "reason": reason})
+    ]
 
 
 def _segments_by_partition(s: Session, cluster: str, topic: str | None) -> dict[int, list[Segment]]:

@@ -88,6 +88,7 @@ def load_existing(session: Session, key: tuple[str, str, int]) -> Existing:
             s.broker_id,
             s.log_dir,
             s.end_offset,
+            topic_id=s.topic_id,
         )
         if s.status == "pruned":
             pruned.add(s.id)  # kept so its manifest is never cataloged again; not a version
