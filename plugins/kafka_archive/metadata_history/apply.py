@@ -51,6 +51,7 @@ from kafka_archive.metadata_history.state import (
 )
 
 __all__ = [
+    "ADMIN_SNAPSHOT",
     "METADATA_LOG",
     "ApplyReport",
     "Provenance",
