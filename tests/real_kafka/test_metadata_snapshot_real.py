@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -34,6 +34,8 @@ from kafka_archive.metadata_history.defaults import TOPIC_CONFIG_DEFAULTS
 from kafka_archive.services.metadata_history import MetadataHistoryService
 from support.real_kafka import unique_name
 
+from segment_lib.cluster_metadata import iter_metadata_file
+
 CLUSTER = "snap"
 
 
@@ -41,9 +43,14 @@ def _described(admin: AdminClient, topic: str) -> dict[str, Any] | None:
     """What the cluster says of ``topic`` now (``None``: no such topic)."""
     if topic not in admin.list_topics(timeout=30).topics:
         return None
-    desc = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
-    (cfg,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
-    entries = cfg.result(timeout=30)
+    try:
+        desc = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
+        (cfg,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+        entries = cfg.result(timeout=30)
+    except KafkaException as exc:  # listed, but deleted since (or not everywhere yet)
+        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        raise
     return {
         "topic_id": str(desc.topic_id),
         "partitions": len(desc.partitions),
@@ -154,6 +161,36 @@ def test_admin_snapshots_answer_what_the_cluster_said(
         assert "partition 3 added" in whats
         acls, note = svc.acls_at(CLUSTER, seen[-1][0])
         assert acls == [] and note is not None
+
+    _check_the_metadata_log_agrees(kafka_cluster, db, topic, seen)
+
+
+def _check_the_metadata_log_agrees(
+    kafka_cluster: LocalKafkaCluster, db: Path, topic: str, seen: list[tuple[int, Any]]
+) -> None:
+    """The same moments from the cluster's own metadata log (node 1's ``__cluster_metadata``
+    files, decoded): the exact history agrees with what the cluster said at each of them."""
+    meta = kafka_cluster.log_dirs[1] / "__cluster_metadata-0"
+    entries = (
+        e
+        for seg in sorted(meta.glob("*.log"))
+        for e in iter_metadata_file(seg, allow_torn_tail=True)
+    )
+    with MetadataHistoryService(catalog=open_catalog(db)) as svc:
+        report = svc.build("from-log", entries)
+        assert report.unknown == 0 and report.gaps == []
+        for n, (at_ms, said) in enumerate(seen):
+            state = svc.topic_at("from-log", topic, at_ms)
+            if said is None:
+                assert state is None, n
+                continue
+            assert state is not None, n
+            got = (state.topic_id, state.partitions, state.replicas, state.leaders, state.configs)
+            want = (said["topic_id"], said["partitions"], said["replicas"], said["leaders"])
+            assert got == (*want, said["overrides"]), n
+            assert state.source == "metadata_log" and state.resolution_note is None
+        kinds = {e.record_type for e in svc.topic_history("from-log", topic)}
+        assert {"TOPIC_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "REMOVE_TOPIC_RECORD"} <= kinds
 
 
 @pytest.mark.parametrize("bad", ["not a list", [{"cluster": "x"}]])
