@@ -77,7 +77,12 @@ def acl_digest(acl: Acl) -> str:
 
 def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
     """The cluster's topics (internal ones left out), their overrides, and its ACLs, through
-    ``admin`` (a confluent-kafka ``AdminClient``). Kafka errors propagate (``KafkaException``)."""
+    ``admin`` (a confluent-kafka ``AdminClient`` with ``client_log.CLIENT_LOG_SETTINGS``).
+
+    Raises:
+        ClusterUnreachable: the cluster did not answer (what librdkafka said, summarised).
+        KafkaException: another Kafka error.
+    """
     from confluent_kafka import KafkaError, KafkaException, TopicCollection
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AclBindingFilter,
@@ -88,10 +93,12 @@ def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
         ResourceType,
     )
 
+    from kafka_archive.client_log import reach_metadata
+
     state = ClusterState()
-    names = sorted(
-        n for n, t in admin.list_topics(timeout=timeout_s).topics.items() if not n.startswith("__")
-    )
+    # short tries, and a quick clear error when every broker is down (a dead address)
+    listed = reach_metadata(admin, None, timeout_s=timeout_s, what="the cluster's Admin API")
+    names = sorted(n for n in listed.topics if not n.startswith("__"))
     described = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
     gone: set[str] = set()
     for name, fut in described.items():

@@ -206,12 +206,19 @@ class MetadataHistoryService:
     ) -> SnapshotReport:
         """Snapshot ``cluster``'s topics, configs and ACLs through the Admin API
         (``client_config``: librdkafka settings, at least ``bootstrap.servers``) into the
-        history (source ``admin_snapshot``)."""
+        history (source ``admin_snapshot``).
+
+        Raises:
+            ClusterUnreachable: the cluster did not answer within ``timeout_s``;
+            KafkaException: another Kafka error (a setting librdkafka refuses ...);
+            SourceConflict: the cluster's history comes from its metadata log."""
         from confluent_kafka.admin import AdminClient
 
+        from kafka_archive.client_log import CLIENT_LOG_SETTINGS
         from kafka_archive.metadata_history.admin import read_admin_state, record_admin_snapshot
 
-        admin = AdminClient(dict(client_config))
+        # the cluster is asked first: an unreachable one creates no catalog
+        admin = AdminClient({**CLIENT_LOG_SETTINGS, **client_config})
         taken = int(time.time() * 1000) if at_ms is None else at_ms
         snap = read_admin_state(admin, timeout_s=timeout_s)
         with self.resources.catalog(create=True).engine.begin() as conn:
