@@ -301,8 +301,10 @@ def set_position(
 
 
 def _snapshot_end(snapshot_id: str) -> int:
-    """The last offset a snapshot ``<endOffset>-<epoch>`` covers (endOffset is exclusive)."""
-    return int(snapshot_id.split("-", 1)[0]) - 1
+    """The last offset a snapshot ``<endOffset>-<epoch>`` covers (endOffset is exclusive);
+    -1 for ``bootstrap`` (the bootstrap checkpoint precedes the log, which repeats it)."""
+    head = snapshot_id.split("-", 1)[0]
+    return int(head) - 1 if head.isdigit() else -1
 
 
 def apply_entries(
