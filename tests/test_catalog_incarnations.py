@@ -1,7 +1,8 @@
 """Two incarnations of one topic (deleted and re-created: a new topic id, offsets from 0 again)
 archived under one cluster: the catalog keeps each segment's topic id, ``catalog topics`` and
 ``locate`` show it, and ``catalog gaps`` reports the partition's ``incarnations`` as an error,
-so that their offsets are never silently mixed."""
+so that their offsets are never silently mixed; ``catalog offsets`` names the topic id its
+answer comes from."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.gaps import gaps
 from kafka_archive.catalog.holdings import topics
 from kafka_archive.catalog.queries import locate
+from kafka_archive.catalog.time_answers import offsets_at
 from kafka_archive.store import open_store
 
 from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord, new_topic_id
@@ -64,3 +66,6 @@ def test_one_incarnation_is_no_problem(tmp_path: Path) -> None:
         assert held.topic_ids == (tid,)
         assert not [g for g in gaps(cat, C) if g.kind == "incarnations"]
         assert locate(cat, store, C, "orders", 0, 5).topic_id == tid
+        for reading in (store, None):  # exact (one ranged read) and catalog-only answers
+            (answer,) = offsets_at(cat, reading, C, "orders", START + 100)
+            assert answer.topic_id == tid and answer.to_json()["topic_id"] == tid
