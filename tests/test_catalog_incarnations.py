@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.db import open_catalog
@@ -36,23 +37,37 @@ def _broker(root: Path, broker_id: int, topic_id: str, start_ms: int) -> BrokerW
     return broker
 
 
-def test_two_incarnations_are_told_apart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("incremental", [False, True], ids=["one-build", "build-between"])
+def test_two_incarnations_are_told_apart(tmp_path: Path, incremental: bool) -> None:
     first, second = new_topic_id("orders-1"), new_topic_id("orders-2")
     store = open_store(str(tmp_path / "store"))
-    for n, (tid, start) in enumerate(((first, START), (second, START + 3_600_000)), 1):
-        b = _broker(tmp_path / f"b{n}", n, tid, start)
-        run_archive(cluster=C, broker_id=n, log_dirs=[str(d) for d in b.log_dirs], store=store)
     with open_catalog(tmp_path / "catalog.db", create=True) as cat:
+        for n, (tid, start) in enumerate(((first, START), (second, START + 3_600_000)), 1):
+            b = _broker(tmp_path / f"b{n}", n, tid, start)
+            dirs = [str(d) for d in b.log_dirs]
+            assert run_archive(cluster=C, broker_id=n, log_dirs=dirs, store=store).segments_archived
+            if incremental:
+                build_catalog(cat, store.uri, runner=InProcessRunner())
         build_catalog(cat, store.uri, runner=InProcessRunner())
         (held,) = topics(cat, C)
         assert held.topic_ids == tuple(sorted((first, second)))
         assert held.to_json()["topic_ids"] == sorted((first, second))
-        problems = [g for g in gaps(cat, C) if g.kind == "incarnations"]
+        found = gaps(cat, C)
+        # the incarnations' offsets are other records, not copies: no overlap rows
+        assert [g.kind for g in found] == ["incarnations"]
+        problems = [g for g in found if g.kind == "incarnations"]
         assert len(problems) == 1 and problems[0].severity == "error"
         assert set(problems[0].detail["topic_ids"]) == {first, second}
+        assert problems[0].detail["served"] == [second]  # the newest incarnation only
         assert held.errors >= 1  # `catalog topics` counts it
-        loc = locate(cat, store, C, "orders", 0, 5)
-        assert loc.topic_id in (first, second) and loc.to_json()["topic_id"] == loc.topic_id
+        # never mixed: every answer comes from the newest incarnation's segments
+        for offset in (0, 5, 25, 59):
+            loc = locate(cat, store, C, "orders", 0, offset)
+            assert loc.topic_id == second and loc.to_json()["topic_id"] == second
+        for at in (START + 3_600_000, START + 3_600_300):
+            (answer,) = offsets_at(cat, store, C, "orders", at)
+            assert answer.topic_id == second and answer.offset >= 0
+        assert held.first_timestamp >= START + 3_600_000
 
 
 def test_one_incarnation_is_no_problem(tmp_path: Path) -> None:

@@ -118,7 +118,9 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
             segs = segments.get(p.id, [])
             by_id = {x.id: x for x in segs}
             versions = [
-                version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")
+                version_of_segment(x)
+                for x in _served_incarnation(segs)
+                if x.status not in ("corrupt", "pruned")
             ]
             spans[(p.topic, p.partition)] = versions
             found: list[GapEntry] = []
@@ -187,10 +189,22 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
     return out
 
 
+def _served_incarnation(segs: Sequence[Segment]) -> Sequence[Segment]:
+    """The segments holes and overlaps are judged over: with two incarnations of the topic in
+    the partition, those of the one served (and of unknown id): another incarnation's
+    offsets are other records, not copies (see :func:`_incarnation_gaps`)."""
+    ids = {x.topic_id for x in segs if x.topic_id}
+    if len(ids) < 2:
+        return segs
+    served = {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    return [x for x in segs if x.topic_id is None or x.topic_id in served]
+
+
 def _incarnation_gaps(topic: str, partition: int, segs: Sequence[Segment]) -> list[GapEntry]:
     """``incarnations`` (an error): the partition's segments carry more than one topic id, so
     the topic was deleted and re-created and the archive holds both incarnations' offsets
-    under one partition; answers over their offsets could mix them."""
+    under one partition. The build serves only the newest incarnation's (``served``); the
+    older ones' segments are archived and cataloged but answer nothing."""
     ids: dict[str, list[Segment]] = defaultdict(list)
     for x in segs:
         if x.topic_id and x.status != "pruned":
@@ -203,14 +217,17 @@ def _incarnation_gaps(topic: str, partition: int, segs: Sequence[Segment]) -> li
     }
     lo = min(a for a, _b in spans.values())
     hi = max(b for _a, b in spans.values())
+    served = sorted(
+        {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    )
     reason = (
-        f"{len(ids)} topic ids: the topic was deleted and re-created; each incarnation's "
-        "offsets start again, so answers over this partition may mix them "
+        f"{len(ids)} topic ids: the topic was deleted and re-created and each incarnation's "
+        f"offsets start again; only {', '.join(served) or 'none'} is served, the others' "
+        "segments are archived but answer no query "
         "(`kafka-archive catalog topic-history` shows the incarnations)"
     )
-    return [
-        GapEntry("incarnations", topic, partition, lo, hi, {"topic_ids": spans, "reason": reason})
-    ]
+    detail = {"topic_ids": spans, "served": served, "reason": reason}
+    return [GapEntry("incarnations", topic, partition, lo, hi, detail)]
 
 
 def _segments_by_partition(s: Session, cluster: str, topic: str | None) -> dict[int, list[Segment]]:
