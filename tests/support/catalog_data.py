@@ -305,21 +305,26 @@ def dump_catalog(cat: Catalog) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def assert_coverage_fresh(cat: Catalog) -> list[tuple[Any, ...]]:
-    """``coverage_gaps`` holds exactly what the segment rows make of it now (the build and the
-    prune rewrite it in the transaction that changes them); returns its rows."""
+    """``coverage_gaps`` and ``partition_totals`` hold exactly what the segment, chain and
+    histogram rows make of them now (the build and the prune rewrite them in the transaction
+    that changes those); returns the coverage rows."""
     from kafka_archive.catalog.coverage import refresh_all
 
-    q = text(
-        "SELECT partition_id, seq, kind, start_offset, end_offset, detail FROM coverage_gaps "
-        "ORDER BY partition_id, seq"
-    )
+    queries = [
+        text(
+            "SELECT partition_id, seq, kind, start_offset, end_offset, detail FROM coverage_gaps "
+            "ORDER BY partition_id, seq"
+        ),
+        text("SELECT * FROM partition_totals ORDER BY partition_id"),
+    ]
     with cat.engine.connect() as conn:
-        stored = [tuple(r) for r in conn.execute(q)]
-        refresh_all(conn)  # recomputed from every segment row, then rolled back
-        fresh = [tuple(r) for r in conn.execute(q)]
+        stored = [[tuple(r) for r in conn.execute(q)] for q in queries]
+        refresh_all(conn)  # recomputed from every row, then rolled back
+        fresh = [[tuple(r) for r in conn.execute(q)] for q in queries]
         conn.rollback()
     assert stored == fresh
-    return stored
+    assert stored[1], "no partition_totals rows"
+    return stored[0]
 
 
 def insert_segment(

@@ -17,6 +17,7 @@ within a partition, the order the answers were always computed in.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "refresh_coverage",
     "refresh_partitions",
     "segment_rows",
+    "served_incarnation",
 ]
 
 #: A row of :data:`SEGMENT_COLUMNS` (SQLAlchemy types a row of this many columns loosely).
@@ -63,6 +65,7 @@ SEGMENT_COLUMNS = (
     _sg.status,
     _sg.object_key,
     _sg.error,
+    _sg.topic_id,
 )
 
 _CHUNK = 5_000  # partition ids per IN list, rows per executemany
@@ -85,10 +88,15 @@ def segment_rows(
 def partition_gaps(segs: Sequence[SegmentColumns]) -> list[Found]:
     """The coverage problems of one partition's segment rows (:data:`SEGMENT_COLUMNS`, in id
     order), in offset order (start, end, kind): ``missing`` offsets no version covers,
-    ``overlap``/``divergent`` versions, ``corrupt`` segments. Corrupt and pruned segments are
-    not versions (a pruned range is reported from ``pruned_ranges``)."""
+    ``overlap``/``divergent`` versions (both judged within the served incarnation of the
+    topic: :func:`served_incarnation`), ``corrupt`` segments, ``incarnations``. Corrupt and
+    pruned segments are not versions (a pruned range is reported from ``pruned_ranges``)."""
     by_id = {x.id: x for x in segs}
-    versions = [version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")]
+    versions = [
+        version_of_segment(x)
+        for x in served_incarnation(segs)
+        if x.status not in ("corrupt", "pruned")
+    ]
     found: list[Found] = []
     for hole in find_holes(versions):
         found.append(
@@ -120,8 +128,49 @@ def partition_gaps(segs: Sequence[SegmentColumns]) -> list[Found]:
     for x in segs:
         if x.status == "corrupt":
             found.append(("corrupt", x.base_offset, x.base_offset, _corrupt_detail(x)))
+    found.extend(_incarnation_gaps(segs))
     found.sort(key=lambda g: (g[1], g[2], g[0]))
     return found
+
+
+def served_incarnation(segs: Sequence[SegmentColumns]) -> Sequence[SegmentColumns]:
+    """The segments holes and overlaps are judged over: with two incarnations of the topic in
+    the partition, those of the one served (and of unknown id): another incarnation's
+    offsets are other records, not copies (see :func:`_incarnation_gaps`)."""
+    ids = {x.topic_id for x in segs if x.topic_id}
+    if len(ids) < 2:
+        return segs
+    served = {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    return [x for x in segs if x.topic_id is None or x.topic_id in served]
+
+
+def _incarnation_gaps(segs: Sequence[SegmentColumns]) -> list[Found]:
+    """``incarnations`` (an error): the partition's segments carry more than one topic id, so
+    the topic was deleted and re-created and the archive holds both incarnations' offsets
+    under one partition. The build serves only the newest incarnation's (``served``); the
+    older ones' segments are archived and cataloged but answer nothing."""
+    ids: dict[str, list[SegmentColumns]] = defaultdict(list)
+    for x in segs:
+        if x.topic_id and x.status != "pruned":
+            ids[x.topic_id].append(x)
+    if len(ids) < 2:
+        return []
+    spans = {
+        tid: [min(x.base_offset for x in xs), max(x.last_offset for x in xs)]
+        for tid, xs in sorted(ids.items())
+    }
+    lo = min(a for a, _b in spans.values())
+    hi = max(b for _a, b in spans.values())
+    served = sorted(
+        {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    )
+    reason = (
+        f"{len(ids)} topic ids: the topic was deleted and re-created and each incarnation's "
+        f"offsets start again; only {', '.join(served) or 'none'} is served, the others' "
+        "segments are archived but answer no query "
+        "(`kafka-archive catalog topic-history` shows the incarnations)"
+    )
+    return [("incarnations", lo, hi, {"topic_ids": spans, "served": served, "reason": reason})]
 
 
 def _corrupt_detail(x: SegmentColumns) -> dict[str, Any]:

@@ -12,13 +12,14 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.chain import Version
-from kafka_archive.catalog.coverage import Found, segment_rows
+from kafka_archive.catalog.coverage import Found, segment_rows, served_incarnation
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import CoverageGap, Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
@@ -67,6 +68,8 @@ class GapEntry:
     ``pruned``: offsets a retention policy deleted (``detail``: ``policy``, ``pruned_at``
     (ISO-8601, ``None`` while the prune is unfinished), ``status``, ``reason`` "pruned by
     policy X at T", the records' ``first_timestamp``/``max_timestamp``).
+    ``incarnations``: the partition's segments carry more than one topic id (the topic was
+    deleted and re-created; ``detail["topic_ids"]``: each id's offset span).
     ``severity`` (:func:`severity_of`) ranks the kind: ``info``, ``warning`` or ``error``.
     """
 
@@ -154,13 +157,16 @@ def _stored_gaps(s: Session, cluster: str, topic: str | None) -> dict[int, list[
 
 
 def _sound_versions(s: Session, partition_ids: set[int]) -> dict[int, list[Version]]:
-    """The versions (not corrupt, not pruned) of ``partition_ids`` by partition id, read in one
-    statement of columns."""
-    out: dict[int, list[Version]] = defaultdict(list)
+    """The versions (not corrupt, not pruned, of the served incarnation) of ``partition_ids``
+    by partition id, read in one statement of columns."""
+    out: dict[int, list[Version]] = {}
     if partition_ids:
-        for x in segment_rows(s, partition_ids):
-            if x.status not in ("corrupt", "pruned"):
-                out[x.partition_id].append(version_of_segment(x))
+        for pid, segs in groupby(segment_rows(s, partition_ids), key=lambda x: x.partition_id):
+            out[pid] = [
+                version_of_segment(x)
+                for x in served_incarnation(list(segs))
+                if x.status not in ("corrupt", "pruned")
+            ]
     return out
 
 

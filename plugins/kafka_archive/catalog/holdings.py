@@ -18,6 +18,7 @@ CLI shows under these names everywhere:
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,9 @@ class PartitionHoldings:
     errors: int = 0
     warnings: int = 0
     info: int = 0
+    #: the topic ids of the archived segments, serving or not (two or more: the topic was
+    #: re-created and ``catalog gaps`` reports ``incarnations``); empty when none is known
+    topic_ids: tuple[str, ...] = ()
 
     @property
     def offset_span(self) -> int:
@@ -81,6 +85,7 @@ class PartitionHoldings:
             "errors": self.errors,
             "warnings": self.warnings,
             "info": self.info,
+            "topic_ids": list(self.topic_ids),
         }
 
 
@@ -114,6 +119,7 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
                 tt.max_timestamp,
                 tt.records,
                 tt.bytes,
+                tt.topic_ids,
             )
             .join(tt, tt.partition_id == Partition.id)
             .where(Partition.cluster == cluster)
@@ -126,10 +132,11 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
             "clusters` to list the clusters it holds",
         )
     out = []
-    for t, p, n, fo, lo, fts, mx, recs, nbytes in rows:
+    for t, p, n, fo, lo, fts, mx, recs, nbytes, tids in rows:
         sev = by_severity.pop((t, p), Counter())
         span = (int(n), int(fo), int(lo), int(fts), int(mx))
-        out.append(PartitionHoldings(t, p, *span, int(recs), int(nbytes), *_counts(sev)))
+        counts = (int(recs), int(nbytes), *_counts(sev))
+        out.append(PartitionHoldings(t, p, *span, *counts, tuple(json.loads(tids))))
     for (t, p), sev in by_severity.items():
         out.append(PartitionHoldings(t, p, 0, -1, -1, -1, -1, 0, 0, *_counts(sev)))
     out.sort(key=lambda x: (x.topic, x.partition))

@@ -121,6 +121,9 @@ class Segment(Base):
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     cataloged_at_ms: Mapped[int] = mapped_column(BigInteger)
+    #: the topic id from the segment's ``partition.metadata`` (NULL: unknown); added by the
+    #: ``metadata_history`` branch's revision ``m0002_segment_topic_id``
+    topic_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class ChainPiece(Base):
@@ -158,8 +161,9 @@ class PartitionTotals(Base):
     """What ``catalog topics`` shows of one partition that has segment rows, kept like
     :class:`CoverageGap` (:func:`kafka_archive.catalog.totals.refresh_totals`): the serving
     (``canonical``/``partial``) segments' count, lowest first offset, highest last offset and
-    largest max timestamp, the first timestamp of the chain's lowest piece, and the
-    histogram's records and bytes (-1: none)."""
+    largest max timestamp, the first timestamp of the chain's lowest piece, the
+    histogram's records and bytes (-1: none), and the JSON list of the topic ids of its
+    segments that are not pruned, serving or not (sorted)."""
 
     __tablename__ = "partition_totals"
 
@@ -173,6 +177,7 @@ class PartitionTotals(Base):
     max_timestamp: Mapped[int] = mapped_column(BigInteger)
     records: Mapped[int] = mapped_column(BigInteger)
     bytes: Mapped[int] = mapped_column(BigInteger)
+    topic_ids: Mapped[str] = mapped_column(Text)
 
 
 class TimeIndexEntry(Base):

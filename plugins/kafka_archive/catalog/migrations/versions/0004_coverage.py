@@ -11,6 +11,7 @@ over the segments, once).
 
 Revision ID: 0004_coverage
 Revises: 0003_retention
+Depends on: m0002_segment_topic_id (the fill reads ``segments.topic_id``)
 Create Date: 2026-11-26
 """
 
@@ -22,7 +23,8 @@ from alembic import op
 revision = "0004_coverage"
 down_revision = "0003_retention"
 branch_labels = None
-depends_on = None
+# the fill reads segments.topic_id, added by the metadata_history branch
+depends_on = "m0002_segment_topic_id"
 
 _NO_ROWID = {"sqlite_with_rowid": False}
 
@@ -55,6 +57,8 @@ def upgrade() -> None:
         # the histogram's sums
         sa.Column("records", sa.BigInteger(), nullable=False),
         sa.Column("bytes", sa.BigInteger(), nullable=False),
+        # JSON list of the topic ids of the segments not pruned (two or more: incarnations)
+        sa.Column("topic_ids", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("partition_id"),
     )
     from kafka_archive.catalog.coverage import refresh_all
