@@ -167,17 +167,9 @@ class HistogramBucket(Base):
     bytes: Mapped[int]
 
 
-class OffsetCommitRow(Base):
-    """One offset commit (or offset tombstone, ``kind='delete'``) read from the chain of an
-    archived ``__consumer_offsets`` partition (``source_partition_id``) at ``log_offset``.
-
-    Transactional commits (``producer_id`` >= 0, from ``TxnOffsetCommit``) take effect only at
-    their producer's COMMIT marker: ``txn_state`` is ``pending`` until the marker is cataloged,
-    then ``committed`` or ``aborted``. ``effective_offset``/``visible_ts`` are where and when the
-    commit took effect (the record itself, or its COMMIT marker); NULL while pending.
-    """
-
-    __table__ = tables.offset_commits
+class _CommitFields:
+    """The attributes of one offset commit, shared by :class:`OffsetCommitRow` and
+    :class:`FollowedCommitRow` (the columns: ``tables._commit_columns``)."""
 
     id: Mapped[int]
     cluster: Mapped[str]
@@ -190,6 +182,20 @@ class OffsetCommitRow(Base):
     metadata_text: Mapped[str]
     commit_timestamp: Mapped[int]
     expire_timestamp: Mapped[int]
+
+
+class OffsetCommitRow(_CommitFields, Base):
+    """One offset commit (or offset tombstone, ``kind='delete'``) read from the chain of an
+    archived ``__consumer_offsets`` partition (``source_partition_id``) at ``log_offset``.
+
+    Transactional commits (``producer_id`` >= 0, from ``TxnOffsetCommit``) take effect only at
+    their producer's COMMIT marker: ``txn_state`` is ``pending`` until the marker is cataloged,
+    then ``committed`` or ``aborted``. ``effective_offset``/``visible_ts`` are where and when the
+    commit took effect (the record itself, or its COMMIT marker); NULL while pending.
+    """
+
+    __table__ = tables.offset_commits
+
     source_partition_id: Mapped[int]
     segment_id: Mapped[int]
     log_offset: Mapped[int]
@@ -270,7 +276,7 @@ class IntegrityProblem(Base):
     last_seen_ms: Mapped[int]
 
 
-class FollowedCommitRow(Base):
+class FollowedCommitRow(_CommitFields, Base):
     """One offset commit (or offset tombstone, ``kind='delete'``) that the follower read from
     partition ``source_partition`` of ``__consumer_offsets`` at ``log_offset``.
 
@@ -283,17 +289,6 @@ class FollowedCommitRow(Base):
 
     __table__ = tables.followed_commits
 
-    id: Mapped[int]
-    cluster: Mapped[str]
-    group_id: Mapped[str]
-    topic: Mapped[str]
-    partition: Mapped[int]
-    kind: Mapped[str]
-    committed_offset: Mapped[int]
-    leader_epoch: Mapped[int]
-    metadata_text: Mapped[str]
-    commit_timestamp: Mapped[int]
-    expire_timestamp: Mapped[int]
     source_partition: Mapped[int]
     log_offset: Mapped[int]
     record_timestamp: Mapped[int]

@@ -15,6 +15,8 @@ All timestamps are epoch milliseconds (BIGINT); -1 means "none", as in Kafka.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -47,6 +49,25 @@ __all__ = [
 
 #: every table of the catalog database (the replay's tables join it through the ORM ``Base``)
 metadata = MetaData()
+
+
+def _commit_columns() -> list[Column[Any]]:
+    """The columns of one offset commit, shared by ``offset_commits`` (from archived segments)
+    and ``followed_commits`` (read live): new objects per call, a column belongs to one table."""
+    return [
+        Column("id", Integer, primary_key=True),
+        Column("cluster", String(255), nullable=False),
+        Column("group_id", String(1024), nullable=False),
+        Column("topic", String(255), nullable=False),
+        Column("partition", Integer, nullable=False),
+        Column("kind", String(16), nullable=False),
+        Column("committed_offset", BigInteger, nullable=False),
+        Column("leader_epoch", Integer, nullable=False),
+        Column("metadata_text", Text, nullable=False),
+        Column("commit_timestamp", BigInteger, nullable=False),
+        Column("expire_timestamp", BigInteger, nullable=False),
+    ]
+
 
 partitions = Table(
     "partitions",
@@ -137,17 +158,7 @@ histogram = Table(
 offset_commits = Table(
     "offset_commits",
     metadata,
-    Column("id", Integer, primary_key=True),
-    Column("cluster", String(255), nullable=False),
-    Column("group_id", String(1024), nullable=False),
-    Column("topic", String(255), nullable=False),
-    Column("partition", Integer, nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("committed_offset", BigInteger, nullable=False),
-    Column("leader_epoch", Integer, nullable=False),
-    Column("metadata_text", Text, nullable=False),
-    Column("commit_timestamp", BigInteger, nullable=False),
-    Column("expire_timestamp", BigInteger, nullable=False),
+    *_commit_columns(),
     Column("source_partition_id", Integer, ForeignKey("partitions.id"), nullable=False),
     Column("segment_id", Integer, ForeignKey("segments.id"), nullable=False, index=True),
     Column("log_offset", BigInteger, nullable=False),
@@ -216,17 +227,7 @@ integrity_problems = Table(
 followed_commits = Table(
     "followed_commits",
     metadata,
-    Column("id", Integer, primary_key=True),
-    Column("cluster", String(255), nullable=False),
-    Column("group_id", String(1024), nullable=False),
-    Column("topic", String(255), nullable=False),
-    Column("partition", Integer, nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("committed_offset", BigInteger, nullable=False),
-    Column("leader_epoch", Integer, nullable=False),
-    Column("metadata_text", Text, nullable=False),
-    Column("commit_timestamp", BigInteger, nullable=False),
-    Column("expire_timestamp", BigInteger, nullable=False),
+    *_commit_columns(),
     Column("source_partition", Integer, nullable=False),
     Column("log_offset", BigInteger, nullable=False),
     Column("record_timestamp", BigInteger, nullable=False),
