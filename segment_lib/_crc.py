@@ -6,11 +6,11 @@ It is the compiled one of :mod:`segment_lib._speedups` when that uses CPU instru
 instructions where ours has only its table). Both give identical results
 (tests/test_scan_speedups.py compares every implementation with a reference).
 
-Why not always the package: importing it costs every process that reads a batch ~25 ms (its
-``__init__`` imports its command line's ``argparse`` and looks its own version up among the
-installed distributions): most of what ``kafka-archive catalog offsets`` spends beyond its
-libraries (docs/performance.md, CLI start-up). So the package is imported only when it is the
-one used.
+Why not always the package: importing it costs every process that reads a batch 6 ms or more
+(its ``__init__`` imports its command line's ``argparse`` and looks its own version up among
+the installed distributions; more where nothing imported ``importlib.metadata`` yet), paid by
+every ``kafka-archive catalog offsets`` (docs/performance.md, CLI start-up). So the package is
+imported only when it is the one used.
 """
 
 from __future__ import annotations

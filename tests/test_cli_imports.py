@@ -145,7 +145,7 @@ def test_catalog_offsets_runs_on_sqlalchemy_core(catalog: tuple[str, str], tmp_p
     )
     assert sorted(m for m in modules if m.startswith("alembic")) == []
     # the compiled CRC-32C where it uses CPU instructions: the crc32c package's import (its
-    # argparse, its version lookup) is ~25 ms (segment_lib/_crc.py)
+    # argparse, its version lookup) is 6 ms or more (segment_lib/_crc.py)
     try:
         from segment_lib._speedups import CRC32C_IMPL
     except ImportError:  # built without a C compiler: the package is the CRC
