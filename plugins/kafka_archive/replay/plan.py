@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_archive.replay.completeness import (
     HoleSource,
@@ -234,6 +234,17 @@ class ReplaySpec(_Frozen):
         if v <= 0:
             raise ValueError("transaction limits must be positive")
         return v
+
+    @model_validator(mode="after")
+    def _creation_options(self) -> ReplaySpec:
+        if not self.create_topic and (
+            self.topic_config or not self.source_config or self.replication_factor is not None
+        ):
+            raise ValueError(
+                "topic_config, no_source_config and replication_factor apply to a created "
+                "target topic: add create_topic (--create-topic)"
+            )
+        return self
 
     @property
     def effective_target_topic(self) -> str:
