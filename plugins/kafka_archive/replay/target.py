@@ -41,6 +41,7 @@ from kafka_archive.replay.target_config import (
     TopicConfigCheck,
     check_configs,
     create_configured,
+    unchecked,
 )
 
 __all__ = [
@@ -220,8 +221,17 @@ def _partitions_to_create(plan: ReplayPlan) -> int:
     return count
 
 
+def _answers_admin(consumer: Consumer) -> bool:
+    """Whether the target can answer admin requests: the controller its metadata names is one
+    of its brokers (librdkafka's mock cluster names none and would let DescribeConfigs wait for
+    its whole timeout)."""
+    md = consumer.list_topics(timeout=TARGET_REACH_TIMEOUT_S)
+    return md.controller_id in md.brokers
+
+
 def _configs(
     plan: ReplayPlan,
+    consumer: Consumer,
     admin: AdminClient,
     created: TopicConfigCheck | None,
     partitions: int,
@@ -229,6 +239,12 @@ def _configs(
     read_only: bool,
 ) -> TopicConfigCheck:
     assert plan.topic_settings is not None
+    if not _answers_admin(consumer):
+        return unchecked(
+            plan.topic_settings,
+            created,
+            "the target's metadata names no live controller to answer DescribeConfigs",
+        ).model_copy(update={"target_partitions": partitions})
     check = check_configs(
         admin,
         plan.topic_settings,
@@ -313,11 +329,13 @@ def _check_target(
             _create_topic(client, plan.target_topic, wanted)
         partitions = wanted if read_only else wait_until_ready(consumer, plan.target_topic, wanted)
         if settings is not None:
-            config_check = _configs(plan, admin, config_check, partitions, read_only=read_only)
+            config_check = _configs(
+                plan, consumer, admin, config_check, partitions, read_only=read_only
+            )
         created = True
     elif plan.topic_settings is not None:
         admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client})
-        config_check = _configs(plan, admin, None, partitions, read_only=read_only)
+        config_check = _configs(plan, consumer, admin, None, partitions, read_only=read_only)
     if spec.partition_mapping == "same":
         highest = max(p.partition for p in plan.partitions)
         if highest >= partitions:

@@ -48,6 +48,7 @@ __all__ = [
     "create_topic",
     "default_replication_factor",
     "describe_topic_configs",
+    "unchecked",
 ]
 
 #: how long one admin request may take
@@ -192,7 +193,7 @@ def create_topic(
         if err.code() != KafkaError.INVALID_CONFIG or name is None:
             named = _named(text, list(configs))
             raise TargetTopicMissingError(
-                f"the target refuses to create {topic} with {partitions} partition(s)"
+                f"creating {topic} with {partitions} partitions on the target failed"
                 + (f", replication factor {rf}" if rf > 0 else "")
                 + f": {text}",
                 hint=(
@@ -259,6 +260,26 @@ def create_configured(
     )
 
 
+def unchecked(
+    settings: TopicSettings, created: TopicConfigCheck | None, why: str
+) -> TopicConfigCheck:
+    """The check when the target topic's configs cannot be read (``why``): one warning saying
+    they are not checked - the replay may still run."""
+    return (created or TopicConfigCheck(settings=settings)).model_copy(
+        update={
+            "findings": [
+                ConfigFinding(
+                    level="warning",
+                    name="*",
+                    message=f"the target topic's configs could not be read ({why}): they are "
+                    "not checked against the replayed data",
+                    hint="grant DescribeConfigs on the topic to the replay's principal",
+                )
+            ]
+        }
+    )
+
+
 def check_configs(
     admin: AdminClient,
     settings: TopicSettings,
@@ -283,7 +304,14 @@ def check_configs(
         check = created
         effective = dict(created.created_with or {})
     else:
-        described = describe_topic_configs(admin, topic)
+        try:
+            described = describe_topic_configs(admin, topic)
+        except KafkaException as exc:
+            # e.g. no DescribeConfigs permission: the replay may still run; say what is unknown
+            err = exc.args[0] if exc.args else exc
+            return unchecked(
+                settings, created, err.str() if isinstance(err, KafkaError) else str(err)
+            )
         effective = described.effective
         check = created or TopicConfigCheck(
             settings=settings, diffs=config_diffs(settings.source_configs, described.overrides)
