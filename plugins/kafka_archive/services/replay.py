@@ -16,7 +16,6 @@ committed transaction, without duplicates.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -181,16 +180,17 @@ class ReplayService:
 
     def history(self) -> TopicHistory | None:
         """The metadata history the plan reads the source topic's configs at T from
-        (:class:`~kafka_archive.services.metadata_history.MetadataHistoryService` over the
-        catalog the settings name); ``None`` when this installation has none."""
+        (:class:`~kafka_archive.services.metadata_history.MetadataHistoryService` over this
+        service's catalog, unless one was given - and closed by its giver; ``None``: given as
+        none)."""
         if self._history_arg == "auto":
-            self._history_arg = None
-            try:
-                module = importlib.import_module("kafka_archive.services.metadata_history")
-            except ImportError:  # the history service is not part of this installation
-                pass
-            else:
-                self._history = module.MetadataHistoryService.from_settings(self.resources.settings)
+            from kafka_archive.services.metadata_history import MetadataHistoryService
+
+            # over this service's own catalog (the history tables live in it): it owns
+            # nothing else, so it is not closed apart from the catalog
+            self._history_arg = self._history = MetadataHistoryService(
+                self.resources.settings, catalog=self.resources.catalog()
+            )
         elif self._history_arg is not None:
             self._history = self._history_arg
         return self._history
@@ -419,9 +419,6 @@ class ReplayService:
         }
 
     def close(self) -> None:
-        close = getattr(self._history, "close", None)
-        if callable(close):
-            close()
         self.resources.close()
 
     def __enter__(self) -> Self:
