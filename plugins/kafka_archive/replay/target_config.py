@@ -88,7 +88,9 @@ class TopicConfigCheck(BaseModel):
         """Every line an operator must see before the replay starts (drops, notes, findings)."""
         out = list(self.settings.notes)
         out += [f"{d.name}={d.value} not set on the target: {d.reason}" for d in self.dropped]
-        out += [f"{f.level}: {f.name}: {f.message}" for f in self.findings]
+        out += [
+            f"{f.name}: {f.message}" + (f" ({f.hint})" if f.hint else "") for f in self.findings
+        ]
         return out
 
 
