@@ -24,18 +24,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
     ResourceType,
 )
-from kafka_archive.archive.runner import run_archive
-from kafka_archive.catalog.build import build_catalog
-from kafka_archive.catalog.db import open_catalog
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.services.metadata_history import MetadataHistoryService
-from kafka_archive.store import open_store
 from support.cli_json import cli
 
-from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.real_kafka import unique_name
-from tests.support.replay_data import write_source_topic
+from tests.support.replay_data import archived_source_topic
 
 CLUSTER = "cfg-east"
 HOUR = 3_600_000
@@ -96,16 +91,10 @@ def src(
     root = tmp_path_factory.mktemp("replay-configs")
     topic = unique_name("cfg-orders")
     start_ms = int(time.time() * 1000) - HOUR  # recent: the target keeps what it receives
-    broker = BrokerWriter(root / "b1", 1, cluster_id="cfg-src-id", offsets_partitions=1)
-    parts = write_source_topic(root, topic, 3, seed=7, broker=broker, start_ms=start_ms)
-    broker.close()
-    store = open_store(str(root / "store"))
-    run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
+    archived = archived_source_topic(
+        root, cluster=CLUSTER, topic=topic, seed=7, cluster_id="cfg-src-id", start_ms=start_ms
     )
-    db_url = f"sqlite:///{root / 'catalog.db'}"
-    catalog = open_catalog(db_url, create=True)
-    build_catalog(catalog, store.uri, cluster=CLUSTER)
+    parts, store, catalog = archived.parts, archived.store, archived.catalog
     # the source topic's life on a real cluster, snapshotted at recorded times
     history = MetadataHistoryService(catalog=catalog)
     client = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
@@ -114,10 +103,11 @@ def src(
     _alter(kafka_cluster, topic, LATER)
     admin = AdminClient(client)
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
-    time.sleep(1)  # the brokers learn the new partitions from the controller
+    while len(admin.list_topics(topic, timeout=30).topics[topic].partitions) < 5:
+        time.sleep(0.1)  # until the brokers have learned the new partitions
     history.snapshot_from_admin(CLUSTER, client, at_ms=start_ms + 2 * HOUR)
     records = sum(len(sp.expected) for sp in parts.values())
-    yield Source(topic, records, store.uri, db_url)
+    yield Source(topic, records, store.uri, archived.db_url)
     catalog.close()
 
 
@@ -135,10 +125,11 @@ def _sent(cluster: LocalKafkaCluster, topic: str, partitions: int) -> int:
 
 
 def test_create_topic_as_the_source_was_at_the_start(
-    src: Source, kafka_cluster: LocalKafkaCluster
+    src: Source, kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The created topic has the source's partition count and overrides of the first snapshot
     (not the later ones), the --topic-config override on top, and the throttle left out."""
+    monkeypatch.setenv("COLUMNS", "250")  # table rows on one line each
     target = unique_name("cfg-restored")
     extra = ("--create-topic", "--topic-config", "segment.ms=600000")
     code, out, text = cli(*_args(src, kafka_cluster, target, *extra, "--dry-run"))
@@ -152,6 +143,14 @@ def test_create_topic_as_the_source_was_at_the_start(
     assert [d["name"] for d in view["dropped"]] == ["leader.replication.throttled.replicas"]
     assert view["created_with"]["max.message.bytes"] == "2000000"
     assert out[-1]["target_check"]["topic_would_be_created"]
+    # the same, as a table for people
+    human = [a for a in _args(src, kafka_cluster, target, *extra, "--dry-run") if a != "--json"]
+    code, _out, text = cli(*human)
+    assert code == 0, text
+    rows = {tuple(c.strip() for c in line.split("│")[1:-1]) for line in text.splitlines()}
+    assert ("retention.ms", AT_START["retention.ms"], "source at T") in rows, text
+    assert ("segment.ms", "600000", "override") in rows, text
+    assert "not set: leader.replication.throttled.replicas=*" in text
 
     code, out, text = cli(*_args(src, kafka_cluster, target, *extra))
     assert code == 0, text
@@ -160,7 +159,7 @@ def test_create_topic_as_the_source_was_at_the_start(
     assert _overrides(kafka_cluster, target) == {**want, "segment.ms": "600000"}
     md = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers}).list_topics(target)
     assert len(md.topics[target].partitions) == 3  # at the start: 3 (5 only later)
-    assert _sent(kafka_cluster, target, 3) == out[-1]["records_sent"] > 0
+    assert _sent(kafka_cluster, target, 3) == out[-1]["records_sent"] == src.records > 0
     assert "leader.replication.throttled.replicas" in " ".join(out[-1]["topic_config"]["warnings"])
 
 

@@ -111,6 +111,18 @@ def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
         )
 
 
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """A titled table of ``rows`` (nothing when there are none)."""
+    if not rows:
+        return
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
 def print_topic_config(report: Any) -> None:
     """The target topic's configs of a dry run: what creation would set (name, value, source),
     what is left out and why, the differences from an existing target, the findings."""
@@ -135,24 +147,18 @@ def print_topic_config(report: Any) -> None:
             f"target topic would be created with {view.get('target_partitions')} partition(s), "
             f"replication factor {rf if rf is not None else 'the target default'}"
         )
-    choices = settings.get("configs") or []
-    if choices:
-        table = Table(title="target topic configs")
-        for col in ("config", "value", "source"):
-            table.add_column(col)
-        for c in choices:
-            table.add_row(c["name"], c["value"], c["source"])
-        console.print(table)
+    _table(
+        "target topic configs",
+        ("config", "value", "source"),
+        [(c["name"], c["value"], c["source"]) for c in settings.get("configs") or []],
+    )
     for d in view.get("dropped") or []:
         console.print(f"[yellow]not set: {d['name']}={d['value']}: {d['reason']}[/]")
-    diffs = view.get("diffs") or []
-    if diffs:
-        table = Table(title="source at T vs the existing target (overrides; - = default)")
-        for col in ("config", "source", "target"):
-            table.add_column(col)
-        for d in diffs:
-            table.add_row(d["name"], d["source"] or "-", d["target"] or "-")
-        console.print(table)
+    _table(
+        "source at T vs the existing target (overrides; - = default)",
+        ("config", "source", "target"),
+        [(d["name"], d["source"] or "-", d["target"] or "-") for d in view.get("diffs") or []],
+    )
     source_parts = settings.get("source_partitions")
     target_parts = view.get("target_partitions")
     if created is None and source_parts is not None and target_parts not in (None, source_parts):
