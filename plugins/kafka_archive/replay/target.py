@@ -211,7 +211,7 @@ def _partitions_to_create(plan: ReplayPlan) -> int:
     """The created target topic's partition count: the source's at the replay's start (the
     metadata history), else the archive's. With ``--partition-mapping same`` at least one more
     than the highest replayed partition (a range spanning an added partition needs it; the
-    settings' notes say so)."""
+    check's notes say so)."""
     settings = plan.topic_settings
     count = plan.source_partition_count
     if settings is not None and settings.source_partitions is not None:
@@ -322,6 +322,17 @@ def _check_target(
         admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client})
         if settings is not None:
             brokers = sorted(consumer.list_topics(timeout=TARGET_REACH_TIMEOUT_S).brokers)
+            if settings.source_partitions is not None and wanted > settings.source_partitions:
+                settings = settings.model_copy(
+                    update={
+                        "notes": [
+                            *settings.notes,
+                            f"created with {wanted} partitions, not the source's "
+                            f"{settings.source_partitions} at the start: the replayed range "
+                            f"holds partition {wanted - 1} (added later)",
+                        ]
+                    }
+                )
             config_check = create_configured(
                 admin, settings, plan.target_topic, wanted, brokers=brokers, validate_only=read_only
             )
