@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from kafka_archive.airflow.replay_tasks import spec_from_params
-from kafka_archive.replay.errors import TargetConfigError, TargetTopicMissingError
+from kafka_archive.replay.errors import (
+    ReplayConfigError,
+    TargetConfigError,
+    TargetTopicMissingError,
+)
 from kafka_archive.replay.plan import (
     PartitionPlan,
     PlannedSegment,
@@ -354,3 +358,6 @@ def test_creation_options_need_create_topic() -> None:
     spec = spec_from_params(params)
     assert spec.topic_config == {"retention.ms": "-1"} and not spec.source_config
     assert spec.replication_factor == 2
+    # without create_topic: one typed error (the CLI's usage error, the API's 400)
+    with pytest.raises(ReplayConfigError, match="add create_topic"):
+        spec_from_params({**params, "create_topic": False})

@@ -56,6 +56,8 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     Raises:
         ReplayConfigError: a position that cannot be read, or a value the spec refuses.
     """
+    from pydantic import ValidationError
+
     from kafka_archive.replay.errors import ReplayConfigError
     from kafka_archive.replay.plan import ReplaySpec, parse_position
 
@@ -69,7 +71,16 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     if "to" in given:
         given["to"] = parse_position(str(given["to"]))
     given["target"] = target
-    return ReplaySpec.model_validate(given)
+    try:
+        return ReplaySpec.model_validate(given)
+    except ValidationError as exc:
+        # one typed error naming each refused field (a bare ValidationError was a server
+        # error on the on-call API)
+        raise ReplayConfigError(
+            "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()
+            )
+        ) from None
 
 
 def topic_config_view(info: TargetInfo) -> dict[str, Any] | None:
