@@ -216,3 +216,69 @@ def test_an_existing_target_that_would_reject_the_data_is_refused(
     # the way out the hint names: the producer stamps the records
     code, out, text = cli(*_args(src, kafka_cluster, target, "--no-preserve-timestamps"))
     assert code == 0 and out[-1]["status"] == "complete", text
+
+
+# -- a history from the metadata log: configs an older Kafka wrote, a newer target refuses --
+
+WEST = "cfg-west"
+
+
+@pytest.fixture(scope="module")
+def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
+    """The same kind of archive for cluster ``cfg-west``, whose history is its metadata log as
+    the decoder gives it (hand-built entries in Kafka's JSON forms, applied by the history
+    service): topic with 4 partitions at the start (the archive holds 3 of them), overrides
+    of which ``message.format.version`` is gone from Kafka 4 (the target refuses it) and
+    ``confluent.placement.constraints`` belongs to Confluent Server."""
+    from support.metadata_entries import entry, uuid
+
+    root = tmp_path_factory.mktemp("replay-configs-west")
+    topic = unique_name("west-orders")
+    start_ms = int(time.time() * 1000) - HOUR
+    archived = archived_source_topic(
+        root, cluster=WEST, topic=topic, seed=8, cluster_id="west-id", start_ms=start_ms
+    )
+    tid = uuid(4242)
+    at = start_ms - HOUR
+    configs = {
+        "retention.ms": str(10 * 24 * HOUR),
+        "message.format.version": "2.8-IV1",
+        "confluent.placement.constraints": '{"version":1}',
+    }
+    entries = [
+        entry(i + 1, "CONFIG_RECORD", {"resourceType": 2, "resourceName": topic, "name": n,
+                                       "value": v}, ts=at)
+        for i, (n, v) in enumerate(configs.items())
+    ] + [entry(10, "TOPIC_RECORD", {"name": topic, "topicId": tid}, ts=at)] + [
+        entry(11 + p, "PARTITION_RECORD", {
+            "partitionId": p, "topicId": tid, "replicas": [1], "isr": [1], "removingReplicas": [],
+            "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 0,
+            "partitionEpoch": 0}, ts=at)
+        for p in range(4)
+    ]  # fmt: skip
+    report = MetadataHistoryService(catalog=archived.catalog).build(WEST, entries)
+    assert report.unknown == 0
+    records = sum(len(sp.expected) for sp in archived.parts.values())
+    yield Source(topic, records, archived.store.uri, archived.db_url)
+    archived.catalog.close()
+
+
+def test_configs_the_target_refuses_are_left_out_and_named(
+    west: Source, kafka_cluster: LocalKafkaCluster
+) -> None:
+    target = unique_name("west-restored")
+    args = [
+        a if a != CLUSTER else WEST for a in _args(west, kafka_cluster, target, "--create-topic")
+    ]
+    code, out, text = cli(*args)
+    assert code == 0, text
+    view = out[-1]["topic_config"]
+    assert view["settings"]["history_source"] == "metadata_log"
+    assert view["settings"]["topic_id"] == "AAAAAAAAAAAAAAAAAAAQkg"
+    dropped = {d["name"]: d["reason"] for d in view["dropped"]}
+    assert set(dropped) == {"message.format.version", "confluent.placement.constraints"}
+    assert dropped["message.format.version"].startswith("the target refuses it: ")
+    assert _overrides(kafka_cluster, target) == {"retention.ms": str(10 * 24 * HOUR)}
+    md = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers}).list_topics(target)
+    assert len(md.topics[target].partitions) == 4  # the source's at the start, not the archive's
+    assert _sent(kafka_cluster, target, 4) == west.records
