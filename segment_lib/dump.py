@@ -488,7 +488,7 @@ def _sniff_log(path: Path, *, named_as_log: bool) -> Event:
 def _snapshot_event(name: str) -> Event:
     """``{"end_offset", "epoch"}`` of a KRaft snapshot (``{"bootstrap": true}`` for the
     controller's ``bootstrap.checkpoint``): kafka-dump-log's first line of a snapshot."""
-    parsed = parse_snapshot_name(name)
+    parsed = parse_snapshot_name(name, archived=True)
     if parsed is None:
         return {"bootstrap": True}
     return {"end_offset": parsed[0], "epoch": parsed[1]}
@@ -537,7 +537,9 @@ def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Eve
     except InvalidFileNameError:
         kind = classify_file(p.name).kind.value
     extra: Event = {}
-    if kind in (FileKind.KRAFT_SNAPSHOT.value, FileKind.BOOTSTRAP_CHECKPOINT.value):
+    if kind in (FileKind.KRAFT_SNAPSHOT.value, FileKind.BOOTSTRAP_CHECKPOINT.value) or (
+        parse_snapshot_name(p.name, archived=True) is not None
+    ):
         extra = {"snapshot": _snapshot_event(p.name)}
         kind = ".checkpoint"
     elif kind == FileKind.UNKNOWN.value:

@@ -31,7 +31,7 @@ from segment_lib.cluster_metadata.schemas import CONTROL_MESSAGES, METADATA_MESS
 from segment_lib.consumer_offsets._wire import Writer
 from segment_lib.control import ControlType
 from segment_lib.errors import CorruptRecordError
-from segment_lib.records import Header
+from segment_lib.records import Codec, Header
 from segment_lib.writer.encode import WriteRecord, encode_batch_v2
 
 TOPIC_ID = uuid.UUID("00000000-0000-0000-0000-000000000001")
@@ -319,3 +319,66 @@ def test_mutated_records_never_raise(seed: bytes, flips: list[tuple[int, int]], 
             decode_control_value(name, bytes(buf))
         except CorruptRecordError:
             pass
+
+
+def _seed_file() -> bytes:
+    return encode_batch_v2(
+        0,
+        [WriteRecord(None, v, (), 1_700_000_000_000) for v in _SEEDS],
+        partition_leader_epoch=1,
+    ).data
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6),
+    st.integers(0, 10_000),
+    st.booleans(),
+)
+def test_mutated_metadata_files_only_raise_segment_errors(
+    flips: list[tuple[int, int]], cut: int, verify_crc: bool
+) -> None:
+    """A damaged segment or snapshot: decoded records are UNKNOWN or the read stops with the
+    typed error naming the byte, never anything else (CRC checks off: the decoder sees the
+    garbage)."""
+    from segment_lib.cluster_metadata.files import iter_metadata_buffer
+    from segment_lib.errors import SegmentError
+    from segment_lib.log_file import LogBuffer
+
+    buf = bytearray(_seed_file())
+    for pos, byte in flips:
+        buf[pos % len(buf)] = byte
+    data = bytes(buf[: max(cut, 1)])
+    try:
+        with LogBuffer(data, "fuzz.log", verify_crc=verify_crc) as log:
+            for entry in iter_metadata_buffer(log, allow_torn_tail=True):
+                if entry.record is not None:
+                    assert (entry.record.error is None) == (entry.record.type_name != "UNKNOWN")
+    except SegmentError as exc:
+        assert exc.path is not None and exc.path.startswith("fuzz.log")
+
+
+def test_a_control_batch_without_a_key_is_named(tmp_path: Path) -> None:
+    from segment_lib.errors import SegmentError
+    from segment_lib.writer.encode import _assemble_v2, _v2_attributes, encode_record_v2
+
+    payload = encode_record_v2(0, 0, None, b"x", ())
+    batch = _assemble_v2(
+        base_offset=7,
+        partition_leader_epoch=1,
+        attributes=_v2_attributes(Codec.NONE, False, False, True, False),
+        last_offset_delta=0,
+        first_timestamp=1,
+        max_timestamp=1,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        record_count=1,
+        payload=payload,
+    )
+    log = tmp_path / "00000000000000000007.log"
+    log.write_bytes(batch)
+    with pytest.raises(SegmentError) as err:
+        list(iter_metadata_file(log))
+    assert err.value.path is not None and str(log) in err.value.path
+    assert "offset 7" in err.value.path

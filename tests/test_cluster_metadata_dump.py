@@ -75,3 +75,14 @@ def test_snapshot_is_dumped_with_its_end_offset_and_secrets_redacted(tmp_path: P
         '"data":{"name":"alice","mechanism":1,"salt":"[redacted]"' in text.output
     )
     assert "c2FsdHk" not in text.output  # base64 of the salt
+
+
+def test_an_archived_snapshot_object_is_dumped_as_a_snapshot(tmp_path: Path) -> None:
+    obj = _write(
+        tmp_path / "snapshots" / "00000000000000000077-0000000002-0123456789abcdef.checkpoint",
+        [topic_record()],
+    )
+    events = _events(str(obj))
+    assert events[0]["snapshot"] == {"end_offset": 77, "epoch": 2}
+    records = [e for e in _events("--print-data-log", str(obj)) if e["kind"] == "record"]
+    assert records[0]["metadata"]["type"] == "TOPIC_RECORD"

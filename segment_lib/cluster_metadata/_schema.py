@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from segment_lib.consumer_offsets._wire import Reader
+from segment_lib.consumer_offsets.consumer_group import _PRIMITIVE_READ
 
 __all__ = ["Field", "Message", "kafka_uuid", "read_message"]
 
@@ -74,15 +75,8 @@ def kafka_uuid(raw: bytes) -> str:
 
 _ZERO_UUID: Final = kafka_uuid(bytes(16))
 
-_FIXED: Final[Mapping[str, str]] = {
-    "int8": "i8",
-    "int16": "i16",
-    "uint16": "u16",
-    "int32": "i32",
-    "int64": "i64",
-    "float64": "f64",
-    "bool": "boolean",
-}
+#: primitive kind -> the protocol reader's method (uuid is read apart: Kafka's text form)
+_FIXED: Final[Mapping[str, str]] = {k: v for k, v in _PRIMITIVE_READ.items() if k != "uuid"}
 
 
 def default_value(f: Field) -> Any:
