@@ -28,24 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import machine, result_file, scratch_dir
-
-from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
-
-
-def _write(root: Path, partitions: int, segments: int) -> list[str]:
-    clock = ManualClock(1_700_000_000_000)
-    broker = BrokerWriter(root / "broker-1", 1, clock=clock)
-    for p in range(partitions):
-        pw = broker.partition("bench", p, segment_bytes=2_000, index_interval_bytes=500)
-        n = 0
-        while len(list(pw.dir.glob("*.log"))) <= segments:  # rolled ones + the active one
-            clock.advance(10)
-            pw.append([WriteRecord(f"k{n}".encode(), b"v" * 200, (), clock.now_ms)])
-            n += 1
-        pw.roll()
-    broker.close()
-    return [str(d) for d in broker.log_dirs]
+from _data import machine, result_file, scratch_dir, write_rolled_partitions
 
 
 def _best_ms(fn: Any, rounds: int) -> float:
@@ -76,7 +59,7 @@ def main() -> None:
     from kafka_archive.store import open_store
 
     work = scratch_dir("bench-replay-plan-configs")
-    dirs = _write(work / "logs", args.partitions, args.segments)
+    dirs = write_rolled_partitions(work / "logs", args.partitions, args.segments)
     store = open_store(str(work / "store"))
     run_archive(cluster="b", broker_id=1, log_dirs=dirs, store=store)
     catalog = open_catalog(str(work / "catalog.db"), create=True)
