@@ -22,13 +22,20 @@ from support.metadata_entries import (
     scripted_history,
 )
 
+pytest_plugins = ["support.postgres"]
+
 C = "prod"
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> MetadataHistoryService:
-    cat = open_catalog(tmp_path / "catalog.db", create=True)
-    return MetadataHistoryService(catalog=cat)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> MetadataHistoryService:
+    """The service over a fresh catalog, on SQLite and on PostgreSQL."""
+    url = (
+        str(tmp_path / "catalog.db")
+        if request.param == "sqlite"
+        else str(request.getfixturevalue("pg_url"))
+    )
+    return MetadataHistoryService(catalog=open_catalog(url, create=True))
 
 
 def _dump(svc: MetadataHistoryService) -> dict[str, list[tuple[object, ...]]]:
@@ -193,6 +200,9 @@ def test_scram_users_keep_no_secret(service: MetadataHistoryService) -> None:
     dump = repr(_dump(service))
     assert "8192" in repr(_dump(service)["mh_scram_users"])
     assert SECRET_SALT not in dump
-    with service.resources.catalog().engine.connect() as conn:
-        cols = [r[1] for r in conn.execute(text("PRAGMA table_info(mh_scram_users)"))]
+    from sqlalchemy import inspect
+
+    cols = [
+        c["name"] for c in inspect(service.resources.catalog().engine).get_columns("mh_scram_users")
+    ]
     assert not {"salt", "stored_key", "server_key", "salted_password"} & set(cols)

@@ -4,6 +4,7 @@ tables, and clean errors (unknown topic at T says when it existed; no history sa
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,3 +147,24 @@ def test_acls_json_and_table(cli: CliRunner, db: str) -> None:
     )
     assert _lines(_run(cli, "acls", "--cluster", C, "--at", "15000", "--db", db, "--json")) == []
     assert "User:alice" in _run(cli, "acls", "--cluster", C, "--at", "9000", "--db", db)
+
+
+def test_metadata_snapshot_of_a_dead_address_creates_nothing(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    db = tmp_path / "new.db"
+    out = _run(
+        cli,
+        "metadata-snapshot",
+        "--cluster",
+        "x",
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--timeout",
+        "5",
+        "--db",
+        str(db),
+        code=1,
+    )
+    assert "cannot reach" in out and "hint:" in out and "Traceback" not in out
+    assert not db.exists()

@@ -115,6 +115,9 @@ class Segment(Base):
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     cataloged_at_ms: Mapped[int] = mapped_column(BigInteger)
+    #: the topic id from the segment's ``partition.metadata`` (NULL: unknown); added by the
+    #: ``metadata_history`` branch's revision ``m0002_segment_topic_id``
+    topic_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class ChainPiece(Base):

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_archive.cli.catalog import ClusterOpt, DbOpt, JsonOpt, TopicOpt, _open, _time
+from kafka_archive.cli.context import cli_settings
 from kafka_archive.cli.output import console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
 
@@ -203,6 +204,10 @@ def metadata_snapshot(
             "NAME=VALUE lines from FILE instead, which keeps secrets off the command line.",
         ),
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="Seconds to wait for the cluster.", min=1, max=600),
+    ] = 30.0,
     db: DbOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
@@ -212,22 +217,37 @@ def metadata_snapshot(
 
     Example: kafka-archive catalog metadata-snapshot --cluster legacy --bootstrap kafka-1:9092
     """
+    from kafka_archive.catalog.db import CatalogError
     from kafka_archive.cli.client_settings import parse_settings
+    from kafka_archive.client_log import ClusterUnreachable
     from kafka_archive.metadata_history.apply import SourceConflict
+    from kafka_archive.services.metadata_history import MetadataHistoryService
 
-    config = {"bootstrap.servers": bootstrap, **parse_settings(client_config, "-X", as_json)}
-    with _service(db, as_json, create=True) as svc:
+    config = {**parse_settings(client_config, "-X", as_json), "bootstrap.servers": bootstrap}
+    settings = cli_settings(as_json, db=db)
+    if not settings.db:
+        fail(
+            "no catalog given",
+            hint="pass --db PATH_OR_URL or set KAFKA_ARCHIVE_DB",
+            as_json=as_json,
+        )
+    # the service asks the cluster before it creates the catalog: a wrong address makes none
+    with MetadataHistoryService(settings) as svc:
         try:
-            report = svc.snapshot_from_admin(cluster, config)
+            report = svc.snapshot_from_admin(cluster, config, timeout_s=timeout)
         except SourceConflict as exc:
             fail(
                 str(exc), hint="use another --cluster name for Admin API snapshots", as_json=as_json
             )
-        except Exception as exc:  # confluent_kafka.KafkaException: the cluster did not answer
+        except ClusterUnreachable as exc:
+            fail(str(exc), hint="check --bootstrap and the client settings (-X)", as_json=as_json)
+        except CatalogError as exc:
+            fail(str(exc), hint=exc.hint or None, as_json=as_json)
+        except Exception as exc:  # confluent_kafka.KafkaException: e.g. a refused -X setting
             if type(exc).__name__ != "KafkaException":
                 raise
             fail(
-                f"the Admin API of {bootstrap} did not answer: {exc}",
+                f"the Admin API of {bootstrap} refused: {exc}",
                 hint="check --bootstrap and the client settings (-X)",
                 as_json=as_json,
             )

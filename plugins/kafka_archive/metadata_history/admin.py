@@ -77,7 +77,12 @@ def acl_digest(acl: Acl) -> str:
 
 def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
     """The cluster's topics (internal ones left out), their overrides, and its ACLs, through
-    ``admin`` (a confluent-kafka ``AdminClient``). Kafka errors propagate (``KafkaException``)."""
+    ``admin`` (a confluent-kafka ``AdminClient`` with ``client_log.CLIENT_LOG_SETTINGS``).
+
+    Raises:
+        ClusterUnreachable: the cluster did not answer (what librdkafka said, summarised).
+        KafkaException: another Kafka error.
+    """
     from confluent_kafka import KafkaError, KafkaException, TopicCollection
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AclBindingFilter,
@@ -88,13 +93,18 @@ def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
         ResourceType,
     )
 
+    from kafka_archive.client_log import reach_metadata
+
     state = ClusterState()
-    names = sorted(
-        n for n, t in admin.list_topics(timeout=timeout_s).topics.items() if not n.startswith("__")
-    )
+    # short tries, and a quick clear error when every broker is down (a dead address)
+    listed = reach_metadata(admin, None, timeout_s=timeout_s, what="the cluster's Admin API")
+    names = sorted(n for n in listed.topics if not n.startswith("__"))
     described = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
+    gone: set[str] = set()
     for name, fut in described.items():
-        desc = fut.result()
+        desc = _unless_gone(fut, name, gone)
+        if desc is None:
+            continue
         topic_id = str(desc.topic_id)
         state.topics[topic_id] = name
         for p in desc.partitions:
@@ -102,10 +112,15 @@ def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
             state.partitions[(topic_id, p.id)] = PartitionInfo(
                 tuple(n.id for n in p.replicas), tuple(n.id for n in p.isr), leader, 0
             )
+    names = [n for n in names if n not in gone]
     if names:
         resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
         for res, fut in admin.describe_configs(resources, request_timeout=timeout_s).items():
-            for entry in fut.result().values():
+            entries = _unless_gone(fut, res.name, gone)
+            if entries is None:
+                _drop_topic(state, res.name)
+                continue
+            for entry in entries.values():
                 source = int(getattr(entry.source, "value", entry.source))
                 if entry.value is None:
                     continue
@@ -145,6 +160,32 @@ def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
         )
         state.acls[acl_digest(acl)] = acl
     return AdminSnapshot(state, True)
+
+
+def _unless_gone(fut: Any, name: str, gone: set[str]) -> Any:
+    """``fut``'s result, or ``None`` (``name`` added to ``gone``) when the topic was deleted
+    between the listing and the question: it is then not in this snapshot (the next one
+    records its deletion consistently)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        return fut.result()
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            gone.add(name)
+            return None
+        raise
+
+
+def _drop_topic(state: ClusterState, name: str) -> None:
+    """Leave topic ``name`` out of ``state`` (it went away while being described)."""
+    for topic_id in [t for t, n in state.topics.items() if n == name]:
+        del state.topics[topic_id]
+        for key in [k for k in state.partitions if k[0] == topic_id]:
+            del state.partitions[key]
+    for ckey in [k for k in state.configs if k[0] == RESOURCE_TOPIC and k[1] == name]:
+        del state.configs[ckey]
 
 
 def record_admin_snapshot(conn: Connection, cluster: str, snap: AdminSnapshot, at_ms: int) -> int:

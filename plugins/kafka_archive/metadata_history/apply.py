@@ -22,6 +22,7 @@ tables:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable
@@ -51,6 +52,7 @@ from kafka_archive.metadata_history.state import (
 )
 
 __all__ = [
+    "ADMIN_SNAPSHOT",
     "METADATA_LOG",
     "ApplyReport",
     "Provenance",
@@ -191,6 +193,33 @@ def _prov(p: Provenance) -> dict[str, Any]:
     }
 
 
+def _lifetime(
+    conn: Connection,
+    table: Any,
+    key: dict[str, Any],
+    values: dict[str, Any] | None,
+    p: Provenance,
+    *,
+    records: bool,
+) -> None:
+    """Start (``values``) or end (``None``) the lifetime of one topic or ACL row
+    (``records``: the table names the record types that started and ended it)."""
+    if values is not None:
+        extra = {"created_record": p.record_type} if records else {}
+        conn.execute(
+            table.insert().values(
+                **key, **values, created_seq=p.seq, created_ms=p.at_ms, source=p.source, **extra
+            )
+        )
+        return
+    ended = {"deleted_record": p.record_type} if records else {}
+    conn.execute(
+        update(table)
+        .where(*(table.c[k] == v for k, v in key.items()))
+        .values(deleted_seq=p.seq, deleted_ms=p.at_ms, **ended)
+    )
+
+
 def write_changes(conn: Connection, cluster: str, changes: Iterable[Change], p: Provenance) -> int:
     """Insert the history rows of ``changes`` caused by ``p``; the number written."""
     n = 0
@@ -198,51 +227,11 @@ def write_changes(conn: Connection, cluster: str, changes: Iterable[Change], p: 
         n += 1
         base = {"cluster": cluster}
         if ch.kind == "topic":
-            (topic_id,) = ch.key
-            if ch.value is not None:
-                conn.execute(
-                    TOPICS.insert().values(
-                        **base,
-                        topic_id=topic_id,
-                        name=ch.value,
-                        created_seq=p.seq,
-                        created_ms=p.at_ms,
-                        created_record=p.record_type,
-                        source=p.source,
-                    )
-                )
-            else:
-                conn.execute(
-                    update(TOPICS)
-                    .where(TOPICS.c.cluster == cluster, TOPICS.c.topic_id == topic_id)
-                    .values(deleted_seq=p.seq, deleted_ms=p.at_ms, deleted_record=p.record_type)
-                )
+            name = None if ch.value is None else {"name": ch.value}
+            _lifetime(conn, TOPICS, {**base, "topic_id": ch.key[0]}, name, p, records=True)
         elif ch.kind == "acl":
-            (acl_id,) = ch.key
-            if ch.value is not None:
-                a: Acl = ch.value
-                conn.execute(
-                    ACLS.insert().values(
-                        **base,
-                        acl_id=acl_id,
-                        resource_type=a.resource_type,
-                        resource_name=a.resource_name,
-                        pattern_type=a.pattern_type,
-                        principal=a.principal,
-                        host=a.host,
-                        operation=a.operation,
-                        permission_type=a.permission_type,
-                        created_seq=p.seq,
-                        created_ms=p.at_ms,
-                        source=p.source,
-                    )
-                )
-            else:
-                conn.execute(
-                    update(ACLS)
-                    .where(ACLS.c.cluster == cluster, ACLS.c.acl_id == acl_id)
-                    .values(deleted_seq=p.seq, deleted_ms=p.at_ms)
-                )
+            acl = None if ch.value is None else dataclasses.asdict(ch.value)
+            _lifetime(conn, ACLS, {**base, "acl_id": ch.key[0]}, acl, p, records=False)
         elif ch.kind == "partition":
             if ch.value is None:
                 n -= 1  # a partition goes with its topic: the topic row records it
@@ -312,8 +301,10 @@ def set_position(
 
 
 def _snapshot_end(snapshot_id: str) -> int:
-    """The last offset a snapshot ``<endOffset>-<epoch>`` covers (endOffset is exclusive)."""
-    return int(snapshot_id.split("-", 1)[0]) - 1
+    """The last offset a snapshot ``<endOffset>-<epoch>`` covers (endOffset is exclusive);
+    -1 for ``bootstrap`` (the bootstrap checkpoint precedes the log, which repeats it)."""
+    head = snapshot_id.split("-", 1)[0]
+    return int(head) - 1 if head.isdigit() else -1
 
 
 def apply_entries(

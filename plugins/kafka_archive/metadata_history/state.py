@@ -172,7 +172,9 @@ def apply_record(state: ClusterState, type_name: str, data: Mapping[str, Any]) -
     history does not track, e.g. broker registrations, and for no-op records)."""
     changes: list[Change] = []
     if type_name == "TOPIC_RECORD":
-        changes.append(Change("topic", (data["topicId"],), data["name"]))
+        # a topic id is never reused by Kafka: a TopicRecord for a live id changes nothing
+        if data["topicId"] not in state.topics:
+            changes.append(Change("topic", (data["topicId"],), data["name"]))
     elif type_name == "REMOVE_TOPIC_RECORD":
         changes = _remove_topic(state, data["topicId"])
     elif type_name == "PARTITION_RECORD":

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         Incarnation,
         ResolvedConfig,
     )
+    from kafka_archive.store.base import ObjectStore
 
 __all__ = ["MetadataHistoryError", "MetadataHistoryService", "SnapshotReport", "TopicState"]
 
@@ -67,8 +68,14 @@ class MetadataHistoryService:
 
     Not thread-safe (one per request or task); close it, or use it as a context manager."""
 
-    def __init__(self, settings: Settings | None = None, *, catalog: Catalog | None = None) -> None:
-        self.resources = Resources(settings, catalog=catalog)
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        catalog: Catalog | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self.resources = Resources(settings, catalog=catalog, store=store)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Self:
@@ -151,13 +158,43 @@ class MetadataHistoryService:
 
     # -- builds ------------------------------------------------------------------------------
 
-    def build(self, cluster: str, entries: Iterable[MetadataEntryLike]) -> ApplyReport:
-        """Apply ``cluster``'s metadata log ``entries`` (snapshot + deltas, offset order) to
-        the history, in one transaction; resumes after the last applied offset."""
-        from kafka_archive.metadata_history.apply import apply_entries
+    def build(
+        self, cluster: str, entries: Iterable[MetadataEntryLike] | None = None
+    ) -> ApplyReport:
+        """Apply ``cluster``'s metadata log to the history, in one transaction, resuming after
+        the last applied offset: ``entries`` (snapshot + deltas, offset order), by default
+        the archived ``__cluster_metadata`` log read from the store
+        (:func:`kafka_archive.archive.metadata_log.iter_archived_metadata`)."""
+        from kafka_archive.metadata_history.apply import METADATA_LOG, apply_entries, build_position
 
         with self.resources.catalog(create=True).engine.begin() as conn:
+            if entries is None:
+                from kafka_archive.archive.metadata_log import iter_archived_metadata
+
+                position = build_position(conn, cluster)
+                after = position[1] if position and position[0] == METADATA_LOG else None
+                entries = iter_archived_metadata(
+                    self.resources.store(), cluster, after_offset=after
+                )
             return apply_entries(conn, cluster, entries)
+
+    def build_archived(self, clusters: Iterable[str]) -> list[ApplyReport]:
+        """:meth:`build` from the archive for each of ``clusters`` that has an archived
+        metadata log and no Admin API snapshot history (the catalog build calls this)."""
+        from kafka_archive.archive.metadata_log import metadata_coverage
+        from kafka_archive.metadata_history.apply import ADMIN_SNAPSHOT, build_position
+
+        out = []
+        for cluster in clusters:
+            with self.resources.catalog(create=True).engine.connect() as conn:
+                position = build_position(conn, cluster)
+            if position is not None and position[0] == ADMIN_SNAPSHOT:
+                continue
+            plan = metadata_coverage(self.resources.store(), cluster)
+            if plan.snapshot is None and not plan.segments:
+                continue  # no metadata log archived for this cluster
+            out.append(self.build(cluster))
+        return out
 
     def snapshot_from_admin(
         self,
@@ -169,12 +206,19 @@ class MetadataHistoryService:
     ) -> SnapshotReport:
         """Snapshot ``cluster``'s topics, configs and ACLs through the Admin API
         (``client_config``: librdkafka settings, at least ``bootstrap.servers``) into the
-        history (source ``admin_snapshot``)."""
+        history (source ``admin_snapshot``).
+
+        Raises:
+            ClusterUnreachable: the cluster did not answer within ``timeout_s``;
+            KafkaException: another Kafka error (a setting librdkafka refuses ...);
+            SourceConflict: the cluster's history comes from its metadata log."""
         from confluent_kafka.admin import AdminClient
 
+        from kafka_archive.client_log import CLIENT_LOG_SETTINGS
         from kafka_archive.metadata_history.admin import read_admin_state, record_admin_snapshot
 
-        admin = AdminClient(dict(client_config))
+        # the cluster is asked first: an unreachable one creates no catalog
+        admin = AdminClient({**CLIENT_LOG_SETTINGS, **client_config})
         taken = int(time.time() * 1000) if at_ms is None else at_ms
         snap = read_admin_state(admin, timeout_s=timeout_s)
         with self.resources.catalog(create=True).engine.begin() as conn:

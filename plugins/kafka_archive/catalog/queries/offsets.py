@@ -37,9 +37,16 @@ class OffsetAnswer:
     partition: int
     offset: int
     timestamp: int
+    #: the topic id of the segment answering (``None``: unknown, or no record)
+    topic_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"partition": self.partition, "offset": self.offset, "timestamp": self.timestamp}
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "topic_id": self.topic_id,
+        }
 
 
 def _first_record_at_or_after(
@@ -72,6 +79,8 @@ class IntervalToRead:
     byte_end: int
     start_offset: int
     end_offset: int
+    #: the topic id of the segment holding the interval (``None``: unknown)
+    topic_id: str | None = None
 
 
 def offset_intervals(
@@ -113,6 +122,7 @@ def offset_intervals(
                             row.byte_end,
                             row.start_offset,
                             row.end_offset,
+                            row.topic_id,
                         ),
                     )
                 )
@@ -146,7 +156,13 @@ def _interval_query(
             .lateral("hit")
         )
         return (
-            select(Partition.id.label("pid"), Partition.partition, *hit.c, Segment.object_key)
+            select(
+                Partition.id.label("pid"),
+                Partition.partition,
+                *hit.c,
+                Segment.object_key,
+                Segment.topic_id,
+            )
             .select_from(Partition)
             .outerjoin(hit, true())
             .outerjoin(Segment, Segment.id == hit.c.segment_id)
@@ -163,7 +179,13 @@ def _interval_query(
         .scalar_subquery()
     )
     return (
-        select(Partition.id.label("pid"), Partition.partition, *cols, Segment.object_key)
+        select(
+            Partition.id.label("pid"),
+            Partition.partition,
+            *cols,
+            Segment.object_key,
+            Segment.topic_id,
+        )
         .select_from(Partition)
         .outerjoin(ti, and_(ti.c.partition_id == Partition.id, ti.c.start_offset == first))
         .outerjoin(Segment, Segment.id == ti.c.segment_id)
@@ -199,7 +221,7 @@ def offsets_for_time(
                 f"at or after {timestamp} although the catalog says it does",
                 hint="the catalog and the archive disagree: rebuild the catalog",
             )
-        answers.append(OffsetAnswer(part, hit[0], hit[1]))
+        answers.append(OffsetAnswer(part, hit[0], hit[1], iv.topic_id))
     return answers
 
 
@@ -212,6 +234,7 @@ _INTERVAL_COLUMNS = (
     TimeIndexEntry.record_max_ts,
     TimeIndexEntry.segment_id,
     Segment.object_key,
+    Segment.topic_id,
 )
 
 
