@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from segment_lib.cluster_metadata.dump_view import control_fields, metadata_fields
+from segment_lib.cluster_metadata.files import parse_snapshot_name
 from segment_lib.control import decode_control_record
 from segment_lib.errors import (
     CorruptBatchError,
@@ -64,7 +66,13 @@ Event = dict[str, Any]
 class DumpOptions:
     """Switches of ``segments dump`` (mirroring kafka-dump-log.sh)."""
 
-    __slots__ = ("index_sanity_check", "offsets_decoder", "print_data_log", "verify_index_only")
+    __slots__ = (
+        "cluster_metadata_decoder",
+        "index_sanity_check",
+        "offsets_decoder",
+        "print_data_log",
+        "verify_index_only",
+    )
 
     def __init__(
         self,
@@ -73,9 +81,11 @@ class DumpOptions:
         offsets_decoder: bool = False,
         index_sanity_check: bool = False,
         verify_index_only: bool = False,
+        cluster_metadata_decoder: bool = False,
     ) -> None:
-        self.print_data_log = print_data_log or offsets_decoder
+        self.print_data_log = print_data_log or offsets_decoder or cluster_metadata_decoder
         self.offsets_decoder = offsets_decoder
+        self.cluster_metadata_decoder = cluster_metadata_decoder
         self.index_sanity_check = index_sanity_check
         self.verify_index_only = verify_index_only
 
@@ -157,15 +167,24 @@ def record_event(record: Record, batch: BatchHeader | None = None) -> Event:
     }
 
 
-def _is_consumer_offsets(path: Path) -> bool:
-    """In a broker's ``__consumer_offsets-<n>/`` folder, or in the archive's layout
-    ``.../__consumer_offsets/<n>/<object>``."""
-    if path.parent.name.isdigit() and path.parent.parent.name == "__consumer_offsets":
+def _in_topic(path: Path, topic: str) -> bool:
+    """In a broker's ``<topic>-<n>/`` folder, or in the archive's layout
+    ``.../<topic>/<n>/<object>``."""
+    if path.parent.name.isdigit() and path.parent.parent.name == topic:
         return True
     try:
-        return parse_partition_dir_name(path.parent.name).topic == "__consumer_offsets"
+        return parse_partition_dir_name(path.parent.name).topic == topic
     except SegmentError:
         return False
+
+
+def _is_consumer_offsets(path: Path) -> bool:
+    return _in_topic(path, "__consumer_offsets")
+
+
+def _is_cluster_metadata(path: Path) -> bool:
+    """A file of KRaft's metadata log (its folder), or a snapshot (``.checkpoint``)."""
+    return _in_topic(path, "__cluster_metadata") or path.name.endswith(".checkpoint")
 
 
 def _jsonable(value: Any) -> Any:
@@ -248,7 +267,10 @@ def _batch_events(
                     "type": control.type.name,
                     "raw_type": control.raw_type,
                     "coordinator_epoch": control.coordinator_epoch,
+                    **control_fields(control.type.name, record.value, str(log.path)),
                 }
+            elif opts.cluster_metadata_decoder:
+                event.update(metadata_fields(record.value, record.offset, str(log.path)))
             elif opts.offsets_decoder:
                 event["offsets"] = _decoded_offsets(record)
             yield event
@@ -463,15 +485,41 @@ def _sniff_log(path: Path, *, named_as_log: bool) -> Event:
     )
 
 
+def _snapshot_event(name: str) -> Event:
+    """``{"end_offset", "epoch"}`` of a KRaft snapshot (``{"bootstrap": true}`` for the
+    controller's ``bootstrap.checkpoint``): kafka-dump-log's first line of a snapshot."""
+    parsed = parse_snapshot_name(name, archived=True)
+    if parsed is None:
+        return {"bootstrap": True}
+    return {"end_offset": parsed[0], "epoch": parsed[1]}
+
+
+def _decoders_for(p: Path, opts: DumpOptions) -> DumpOptions:
+    """The offsets decoder applies to its own topic only. The metadata decoder applies where it
+    is asked for (as kafka-dump-log's), and without being asked to a ``__cluster_metadata``
+    file or a snapshot whose records are printed: nothing else reads those."""
+    metadata = opts.cluster_metadata_decoder or (opts.print_data_log and _is_cluster_metadata(p))
+    offsets = opts.offsets_decoder and _is_consumer_offsets(p)
+    if (metadata, offsets) == (opts.cluster_metadata_decoder, opts.offsets_decoder):
+        return opts
+    return DumpOptions(
+        print_data_log=opts.print_data_log,
+        offsets_decoder=offsets,
+        cluster_metadata_decoder=metadata,
+    )
+
+
 def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Event]:
     """Events describing one file. The first event is ``{"kind": "file", ...}``.
 
     The type comes from the name (``.log``, ``.index``, ``.timeindex``, ``.txnindex``: a
     broker's name or an archived object's ``<baseOffset>-<sha16><suffix>``, whose base offset
-    is its leading digits). A file whose name is neither (a renamed copy) is dumped as a log
-    when its bytes are one: a complete first batch with a valid checksum (``"detected_by":
-    "content"`` in the ``file`` event). A ``.log`` ends with a ``summary`` event (see
-    :func:`_dump_log`).
+    is its leading digits; ``.checkpoint``: a KRaft snapshot, dumped as a log, its end offset
+    and epoch in the ``file`` event's ``snapshot``; ``__cluster_metadata`` records printed are
+    decoded as metadata, see :mod:`segment_lib.cluster_metadata.dump_view`). A file whose
+    name is neither (a renamed copy) is dumped as a log when its bytes are one: a complete first
+    batch with a valid checksum (``"detected_by": "content"`` in the ``file`` event). A ``.log``
+    ends with a ``summary`` event (see :func:`_dump_log`).
 
     Raises:
         NotALogError: the bytes are not a log (bad first header under a segment name; no
@@ -489,16 +537,19 @@ def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Eve
     except InvalidFileNameError:
         kind = classify_file(p.name).kind.value
     extra: Event = {}
-    if kind == FileKind.UNKNOWN.value:
+    if kind in (FileKind.KRAFT_SNAPSHOT.value, FileKind.BOOTSTRAP_CHECKPOINT.value) or (
+        parse_snapshot_name(p.name, archived=True) is not None
+    ):
+        extra = {"snapshot": _snapshot_event(p.name)}
+        kind = ".checkpoint"
+    elif kind == FileKind.UNKNOWN.value:
         extra = _sniff_log(p, named_as_log=False)
         kind = ".log"
     elif kind == ".log":
         extra = _sniff_log(p, named_as_log=True)
     yield {"kind": "file", "path": str(p), "type": kind, **extra}
-    if kind == ".log":
-        if opts.offsets_decoder and not _is_consumer_offsets(p):
-            opts = DumpOptions(print_data_log=True)  # the decoder only applies to its topic
-        yield from _dump_log(p, opts)
+    if kind in (".log", ".checkpoint"):
+        yield from _dump_log(p, _decoders_for(p, opts))
     elif kind == ".index":
         yield from _check_offset_index(p, opts, base)
     elif kind == ".timeindex":
@@ -509,7 +560,7 @@ def dump_file(path: str | Path, opts: DumpOptions | None = None) -> Iterator[Eve
         raise SegmentError(
             f"cannot dump a {kind} file",
             path=p,
-            expected="a .log, .index, .timeindex or .txnindex file",
+            expected="a .log, .index, .timeindex, .txnindex or .checkpoint file",
         )
 
 

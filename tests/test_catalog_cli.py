@@ -166,6 +166,7 @@ ANSWER_KEYS = {
     "clamped",
     "note",
     "pruned",
+    "topic_id",
 }
 
 

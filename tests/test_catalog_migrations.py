@@ -36,6 +36,7 @@ pytest_plugins = ["support.postgres"]
 
 # the replay's tables register on the catalog's Base (the schema compared below includes them)
 import_module("kafka_archive.replay.models")
+import_module("kafka_archive.metadata_history.models")
 
 PACKAGES = Path(db.__file__).resolve().parent.parent
 
@@ -88,9 +89,10 @@ def test_each_package_keeps_its_revisions_on_its_branch() -> None:
     script = ScriptDirectory.from_config(alembic_config())
     assert version_locations() == (
         PACKAGES / "catalog" / "migrations" / "versions",
+        PACKAGES / "metadata_history" / "migrations" / "versions",
         PACKAGES / "replay" / "migrations" / "versions",
     )
-    for branch in ("catalog", "replay"):
+    for branch in ("catalog", "replay", "metadata_history"):
         folder = PACKAGES / branch / "migrations" / "versions"
         own = {
             rev.revision
@@ -103,6 +105,7 @@ def test_each_package_keeps_its_revisions_on_its_branch() -> None:
     assert set(script.get_heads()) == {
         script.get_revision("catalog@head").revision,
         script.get_revision("replay@head").revision,
+        script.get_revision("metadata_history@head").revision,
     }
 
 

@@ -82,9 +82,8 @@ def test_an_older_schema_is_upgraded(tmp_path: Path) -> None:
     upgrade(engine, "0001_initial")
     engine.dispose()
     with open_catalog(db) as cat, cat.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() != (
-            "0001_initial"
-        )
+        versions = set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
+        assert versions and "0001_initial" not in versions
 
 
 @pytest.mark.parametrize(

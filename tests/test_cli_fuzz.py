@@ -54,6 +54,9 @@ READ_ONLY = {
     ("catalog", "topics"),
     ("catalog", "group-offsets"),
     ("catalog", "clusters"),
+    ("catalog", "topic-config"),
+    ("catalog", "topic-history"),
+    ("catalog", "acls"),
     ("replay", "status"),
     ("settings",),
 }

@@ -183,7 +183,7 @@ def test_packaged_heads_match_alembic() -> None:
 
     heads = frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
     assert packaged_heads() == heads
-    assert len(heads) == 2  # one per branch: the catalog's and the replay's
+    assert len(heads) == 3  # one per branch: the catalog's, the replay's, the metadata history's
 
 
 def test_store_package_imports_no_s3_sdk() -> None:
@@ -233,3 +233,27 @@ def test_registering_the_groups_again_adds_no_copies() -> None:
     before = (len(app.registered_groups), len(app.registered_commands))
     _register_groups()
     assert (len(app.registered_groups), len(app.registered_commands)) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("topic-config", "--topic", "orders", "--at", "8500"), ("acls", "--at", "9000")],
+    ids=["topic-config", "acls"],
+)
+def test_metadata_history_queries_import_only_what_they_use(
+    catalog: tuple[str, str], tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.services.metadata_history import MetadataHistoryService
+    from support.metadata_entries import scripted_history
+
+    _store, db = catalog
+    with MetadataHistoryService(catalog=open_catalog(db)) as svc:
+        svc.build(CLUSTER, scripted_history())  # a re-run adds nothing
+    packages, proc = _imported(
+        tmp_path, "catalog", *args, "--cluster", CLUSTER, "--db", db, "--json"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().startswith("{"), proc.stdout
+    _assert_light(packages)
+    assert "pydantic" not in packages

@@ -122,16 +122,18 @@ def write_config(paths: DemoPaths, broker_dirs: dict[int, list[Path]]) -> None:
     paths.config.write_text(json.dumps(config, indent=2))
 
 
-def write_cluster(paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None) -> DemoCluster:
+def write_cluster(
+    paths: DemoPaths, *, seed: int = 0, now_ms: int | None = None, steps: int = 400
+) -> DemoCluster:
     """Stage 1 without Java: a fresh demo folder and a writer-made cluster whose records end a
-    minute ago."""
+    minute ago. ``steps``: the writer's steps (about 3 s of records each: 400 span ~20 min)."""
     fresh_root(paths)
     paths.cluster.mkdir(parents=True)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0)
+    probe = write_demo_cluster(paths.root / "probe", seed=seed, start_ms=0, steps=steps)
     shutil.rmtree(paths.root / "probe")
     start = now - 60_000 - (probe.end_ms - probe.start_ms)
-    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start)
+    cluster = write_demo_cluster(paths.cluster, seed=seed, start_ms=start, steps=steps)
     write_config(paths, cluster.broker_dirs)
     return cluster
 
@@ -417,6 +419,8 @@ def run_demo(
 
 def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
     """The demo on real Kafka: a 3-broker source cluster, a 1-broker target cluster."""
+    from confluent_kafka import KafkaException
+
     from kafka_archive.demo_live import (
         DEMO_TOPICS,
         broker_offsets_for_time,
@@ -438,7 +442,10 @@ def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
             "offsets follower reading __consumer_offsets into the catalog beside it"
         )
         with _offsets_follower(paths, source.bootstrap_servers):
-            traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
+            try:
+                traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
+            except KafkaException as exc:  # a client failure is the stage's, not a crash
+                raise DemoError(f"producing the demo's traffic failed: {exc}") from None
         write_config(paths, {b: [d] for b, d in source.log_dirs.items()})
         say("archive DAG over the brokers' live log dirs, then catalog DAG (through Airflow)")
         run_archive_and_catalog(paths)

@@ -277,14 +277,35 @@ class LocalKafkaCluster:
         config: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
     ) -> str:
-        """Create topic ``name`` (replication: every broker, at most 3) and wait for the
-        controller's answer; returns the name."""
+        """Create topic ``name`` (replication: every broker, at most 3), wait for the
+        controller's answer and then until every running broker's metadata shows each partition
+        with a leader; returns the name.
+
+        The controller answers before the brokers apply the new metadata: a client asking
+        another broker right after used to hear "unknown topic" (a flaky replay test).
+        """
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         rf = replication or min(3, len(self.nodes))
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
         new = NewTopic(name, partitions, rf, config=dict(config or {}))
         admin.create_topics([new])[name].result(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        pending = [n for i, n in self.nodes.items() if self.running(i)]
+        while pending and time.monotonic() < deadline:
+            node = pending[0]
+            one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.port}"})
+            with contextlib.suppress(Exception):  # not there yet: ask again
+                topic = one.list_topics(name, timeout=5).topics.get(name)
+                if (
+                    topic is not None
+                    and topic.error is None
+                    and len(topic.partitions) == partitions
+                    and all(p.leader >= 0 for p in topic.partitions.values())
+                ):
+                    pending.pop(0)
+                    continue
+            time.sleep(0.1)
         return name
 
     def _format(self) -> None:

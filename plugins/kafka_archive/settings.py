@@ -179,6 +179,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         used_by="archive prune, prune DAG",
     ),
     Setting(
+        "metadata_snapshots",
+        "Clusters the metadata snapshot DAG snapshots through the Admin API: a list of "
+        "{cluster, bootstrap, client_config} (client_config: librdkafka NAME: VALUE settings); "
+        "unset: none.",
+        kind="json",
+        used_by="metadata snapshot DAG",
+    ),
+    Setting(
         "error_log_dir",
         "Where the CLI writes the full report of an internal error (default: "
         "$XDG_STATE_HOME/kafka-archive).",
@@ -211,6 +219,7 @@ class Settings:
     offsets_bootstrap: str | None = None
     error_log_dir: str | None = None
     retention: Any = None
+    metadata_snapshots: Any = None
     config_file: str | None = None
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
 

@@ -53,6 +53,12 @@ pytest_plugins = ["support.s3server", "support.live_archiving"]
 PRODUCE_S = 6.0
 DATA_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)$")
 OBJECT_KEY = re.compile(r"^\d{20}-[0-9a-f]{16}\.(log|index|timeindex|txnindex|snapshot)$")
+#: KRaft's metadata log keeps two more kinds beside its segments (archive/metadata_snapshots.py):
+#: verified snapshots, content-addressed, and each node's latest quorum-state
+METADATA_KEY = re.compile(
+    r"/__cluster_metadata/0/(snapshots/\d{20}-\d{10}-[0-9a-f]{16}\.checkpoint"
+    r"|quorum-state/node-\d+\.json)$"
+)
 
 
 @dataclass
@@ -172,9 +178,11 @@ def test_transient_files_and_the_active_segment_never_archived(live: Live) -> No
             assert m.end_offset <= seal
     for obj in live.store.list(f"{ARCHIVE_NAME}/"):
         name = obj.key.rsplit("/", 1)[-1]
-        assert OBJECT_KEY.match(name) or ("/manifests/" in obj.key and name.endswith(".json")), (
-            obj.key
-        )
+        assert (
+            OBJECT_KEY.match(name)
+            or ("/manifests/" in obj.key and name.endswith(".json"))
+            or METADATA_KEY.search(obj.key)
+        ), obj.key
     skipped: dict[str, int] = {}
     for r in live.archiver.reports:
         for k, v in r.skipped.items():

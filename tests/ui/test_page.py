@@ -46,7 +46,8 @@ def _called_paths(html: str) -> set[str]:
     script = html.split("<script>", 1)[1].split("</script>", 1)[0]
     topic = "/clusters/{}/topics/{}"
     found = set()
-    for m in re.finditer(r"api\((topicPath\(\)\s*\+\s*)?([\"`])(.*?)\2", script):
+    # a topic's paths: topicPath() + "...", or `path + "..."` where show() keeps topicPath()
+    for m in re.finditer(r"api\(((?:topicPath\(\)|path)\s*\+\s*)?([\"`])(.*?)\2", script):
         path = re.sub(r"\$\{[^}]*\}", "{}", m.group(3))
         found.add((topic if m.group(1) else "") + path)
     # "/replay/runs/" + enc(id)

@@ -216,6 +216,9 @@ def archive_work(
     plan = LogDirPlan.model_validate(work["plan"])
     errors = [ProblemInfo.model_validate(e) for e in work.get("discovery_errors", [])]
     outcomes = _service(config).upload(t, plan, dry_run=dry_run) if plan.tasks else []
+    # KRaft metadata snapshots + quorum-state of this log dir; a snapshot that fails its
+    # verification fails the task like a discovery error (it is retried next run)
+    errors += _service(config).archive_metadata_files(t, dry_run=dry_run).problems
     failed = [o for o in outcomes if o.failed]
     for o in outcomes:
         log.info(

@@ -132,6 +132,9 @@ class _Entry:
     key: str
     planned: bool
     overlaps: list[ManifestOverlap] = field(default_factory=list)
+    #: the topic id of the partition directory (``None``: unknown); ranges of another topic
+    #: id are another incarnation of the topic (deleted and re-created), never a replica
+    topic_id: str | None = None
 
 
 def _covered(base: int, end: int, entries: Iterable[_Entry]) -> bool:
@@ -181,6 +184,7 @@ class _PartitionIndex:
                         m.segment_sha256,
                         mk.key,
                         planned=False,
+                        topic_id=m.topic_id,
                     )
                 except InvalidManifest as exc:
                     self.warnings.append(f"ignoring unreadable manifest: {exc}")
@@ -217,8 +221,16 @@ def _overlap(c: SegmentCandidate, e: _Entry) -> ManifestOverlap:
 
 def _relations(c: SegmentCandidate, entries: Iterable[_Entry]) -> tuple[list[_Entry], list[_Entry]]:
     """Entries intersecting ``c``'s range, and those of them ``c`` is a compaction rewrite of
-    (archived by the same broker at the same base offset, with other bytes)."""
-    intersecting = [e for e in entries if e.base < c.end_offset and e.end > c.base_offset]
+    (archived by the same broker at the same base offset, with other bytes). Entries of
+    another topic id are another incarnation of the topic: their offsets are other records,
+    so they neither cover nor overlap ``c``."""
+    intersecting = [
+        e
+        for e in entries
+        if e.base < c.end_offset
+        and e.end > c.base_offset
+        and (e.topic_id is None or c.topic_id is None or e.topic_id == c.topic_id)
+    ]
     rewrite_of = [
         e
         for e in intersecting
@@ -277,7 +289,16 @@ def _plan_partition(
             # Same bytes as the archived segment: its range is covered (source unknown until
             # the manifest is fetched, which the coverage test does not need).
             entries.setdefault(
-                key, _Entry(c.base_offset, c.end_offset, None, c.log_sha256, key, False)
+                key,
+                _Entry(
+                    c.base_offset,
+                    c.end_offset,
+                    None,
+                    c.log_sha256,
+                    key,
+                    False,
+                    topic_id=c.topic_id,
+                ),
             )
         else:
             rest.append(c)
@@ -328,7 +349,9 @@ def _plan_partition(
             and c.base_offset <= e.base
             and e.end <= c.end_offset
         )
-        entry = _Entry(c.base_offset, c.end_offset, c.broker_id, c.log_sha256, key, True)
+        entry = _Entry(
+            c.base_offset, c.end_offset, c.broker_id, c.log_sha256, key, True, topic_id=c.topic_id
+        )
         for e in intersecting:
             entry.overlaps.append(_overlap(c, e))
             if e.planned:

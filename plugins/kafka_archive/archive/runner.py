@@ -1,5 +1,9 @@
 """One archive run end to end: discover -> plan -> upload -> report.
 
+KRaft's metadata log is archived in the same run: its rolled segments as any partition's, its
+snapshots and quorum-state by :mod:`kafka_archive.archive.metadata_snapshots` (a snapshot that
+fails verification is a log-dir failure of the report).
+
 The CLI calls :func:`run_archive` for one broker; the Airflow DAG runs the same three steps as
 separate tasks (:mod:`kafka_archive.airflow.archive_tasks`) and assembles the same report with
 :func:`assemble_report`.
@@ -13,8 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kafka_archive.archive.digests import DigestCache
-from kafka_archive.archive.discovery import LogDirDiscovery, discover_log_dir
+from kafka_archive.archive.discovery import LogDirDiscovery, ProblemInfo, discover_log_dir
 from kafka_archive.archive.manifest_cache import ManifestCache
+from kafka_archive.archive.metadata_snapshots import archive_metadata_files
 from kafka_archive.archive.planner import ArchivePlan, plan_cluster
 from kafka_archive.archive.report import (
     ArchiveReport,
@@ -22,7 +27,7 @@ from kafka_archive.archive.report import (
     SegmentOutcome,
 )
 from kafka_archive.archive.uploader import StopSignal, archive_log_dir
-from kafka_archive.store import ObjectStore
+from kafka_archive.store import ObjectStore, StoreError
 
 __all__ = ["Progress", "assemble_report", "run_archive"]
 
@@ -124,6 +129,35 @@ def run_archive(
                 stop=stop,
             )
         )
+    # the metadata log's snapshots and quorum-state (its segments went with the others)
+    extra: list[LogDirFailure] = []
+    for d in log_dirs:
+        if stop.is_set():
+            break  # the store failed: the segments' failures already say so
+        try:
+            meta = archive_metadata_files(store, cluster, broker_id, d, dry_run=dry_run)
+        except StoreError as exc:
+            extra.append(
+                LogDirFailure(
+                    cluster=cluster,
+                    broker_id=broker_id,
+                    log_dir=d,
+                    error=ProblemInfo.from_exception(exc),
+                )
+            )
+            continue
+        extra += [
+            LogDirFailure(cluster=cluster, broker_id=broker_id, log_dir=d, error=p)
+            for p in meta.problems
+        ]
+        if meta.snapshots_seen:
+            log.info(
+                "kafka-archive: %s metadata snapshots: %d archived, %d already archived, of %d",
+                d,
+                meta.snapshots_archived,
+                meta.snapshots_already,
+                meta.snapshots_seen,
+            )
     report = assemble_report(
         store_uri=store.uri,
         dry_run=dry_run,
@@ -131,6 +165,7 @@ def run_archive(
         discoveries=discoveries,
         plans=[plan],
         outcomes=outcomes,
+        extra_failures=extra,
     )
     report.log_summary(log)
     return report

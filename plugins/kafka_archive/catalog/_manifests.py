@@ -68,6 +68,7 @@ def ref_from_manifest(m: SegmentManifest, key: str) -> SegmentRef:
         batch_count=m.batch_count,
         record_count=m.record_count,
         leader_epochs=tuple(m.batch_leader_epochs),
+        topic_id=m.topic_id,
     )
 
 

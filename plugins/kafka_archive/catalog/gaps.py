@@ -66,6 +66,8 @@ class GapEntry:
     ``pruned``: offsets a retention policy deleted (``detail``: ``policy``, ``pruned_at``
     (ISO-8601, ``None`` while the prune is unfinished), ``status``, ``reason`` "pruned by
     policy X at T", the records' ``first_timestamp``/``max_timestamp``).
+    ``incarnations``: the partition's segments carry more than one topic id (the topic was
+    deleted and re-created; ``detail["topic_ids"]``: each id's offset span).
     ``severity`` (:func:`severity_of`) ranks the kind: ``info``, ``warning`` or ``error``.
     """
 
@@ -116,7 +118,9 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
             segs = segments.get(p.id, [])
             by_id = {x.id: x for x in segs}
             versions = [
-                version_of_segment(x) for x in segs if x.status not in ("corrupt", "pruned")
+                version_of_segment(x)
+                for x in _served_incarnation(segs)
+                if x.status not in ("corrupt", "pruned")
             ]
             spans[(p.topic, p.partition)] = versions
             found: list[GapEntry] = []
@@ -174,6 +178,7 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
                             _corrupt_detail(x),
                         )
                     )
+            found.extend(_incarnation_gaps(p.topic, p.partition, segs))
             found.sort(key=lambda g: (g.start_offset, g.end_offset, g.kind))
             out.extend(found)
     bad = {g.detail["manifest"] for g in problem_gaps}
@@ -182,6 +187,47 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
         g.detail["served"] = _covered(good, g.start_offset, g.end_offset)
     out.sort(key=lambda g: (g.topic, g.partition, g.start_offset, g.end_offset, g.kind))
     return out
+
+
+def _served_incarnation(segs: Sequence[Segment]) -> Sequence[Segment]:
+    """The segments holes and overlaps are judged over: with two incarnations of the topic in
+    the partition, those of the one served (and of unknown id): another incarnation's
+    offsets are other records, not copies (see :func:`_incarnation_gaps`)."""
+    ids = {x.topic_id for x in segs if x.topic_id}
+    if len(ids) < 2:
+        return segs
+    served = {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    return [x for x in segs if x.topic_id is None or x.topic_id in served]
+
+
+def _incarnation_gaps(topic: str, partition: int, segs: Sequence[Segment]) -> list[GapEntry]:
+    """``incarnations`` (an error): the partition's segments carry more than one topic id, so
+    the topic was deleted and re-created and the archive holds both incarnations' offsets
+    under one partition. The build serves only the newest incarnation's (``served``); the
+    older ones' segments are archived and cataloged but answer nothing."""
+    ids: dict[str, list[Segment]] = defaultdict(list)
+    for x in segs:
+        if x.topic_id and x.status != "pruned":
+            ids[x.topic_id].append(x)
+    if len(ids) < 2:
+        return []
+    spans = {
+        tid: [min(x.base_offset for x in xs), max(x.last_offset for x in xs)]
+        for tid, xs in sorted(ids.items())
+    }
+    lo = min(a for a, _b in spans.values())
+    hi = max(b for _a, b in spans.values())
+    served = sorted(
+        {x.topic_id for x in segs if x.topic_id and x.status in ("canonical", "partial")}
+    )
+    reason = (
+        f"{len(ids)} topic ids: the topic was deleted and re-created and each incarnation's "
+        f"offsets start again; only {', '.join(served) or 'none'} is served, the others' "
+        "segments are archived but answer no query "
+        "(`kafka-archive catalog topic-history` shows the incarnations)"
+    )
+    detail = {"topic_ids": spans, "served": served, "reason": reason}
+    return [GapEntry("incarnations", topic, partition, lo, hi, detail)]
 
 
 def _segments_by_partition(s: Session, cluster: str, topic: str | None) -> dict[int, list[Segment]]:

@@ -54,6 +54,9 @@ class PartitionHoldings:
     errors: int = 0
     warnings: int = 0
     info: int = 0
+    #: the topic ids of the archived segments, serving or not (two or more: the topic was
+    #: re-created and ``catalog gaps`` reports ``incarnations``); empty when none is known
+    topic_ids: tuple[str, ...] = ()
 
     @property
     def offset_span(self) -> int:
@@ -81,6 +84,7 @@ class PartitionHoldings:
             "errors": self.errors,
             "warnings": self.warnings,
             "info": self.info,
+            "topic_ids": list(self.topic_ids),
         }
 
 
@@ -141,12 +145,22 @@ def topics(catalog: Catalog, cluster: str) -> list[PartitionHoldings]:
             .order_by(sg.partition_id, ChainPiece.lo.desc())
         ):
             firsts[int(pid)] = int(fts)  # the last one written per partition is the lowest lo
+        ids: dict[int, list[str]] = defaultdict(list)
+        for pid, tid in s.execute(
+            select(sg.partition_id, sg.topic_id)
+            .distinct()
+            .where(sg.partition_id.in_(pids), sg.topic_id.is_not(None), sg.status != "pruned")
+            .order_by(sg.partition_id, sg.topic_id)
+        ):
+            ids[int(pid)].append(str(tid))
     out = []
     for pid, t, p, n, fo, lo, mx in rows:
         sev = by_severity.pop((t, p), Counter())
         recs, nbytes = volume.get(int(pid), (0, 0))
         span = (int(n or 0), _i(fo), _i(lo), firsts[pid], _i(mx))
-        out.append(PartitionHoldings(t, p, *span, recs, nbytes, *_counts(sev)))
+        out.append(
+            PartitionHoldings(t, p, *span, recs, nbytes, *_counts(sev), tuple(ids[int(pid)]))
+        )
     for (t, p), sev in by_severity.items():
         out.append(PartitionHoldings(t, p, 0, -1, -1, -1, -1, 0, 0, *_counts(sev)))
     out.sort(key=lambda x: (x.topic, x.partition))

@@ -116,6 +116,7 @@ class Segment(Base):
     status: Mapped[str]
     error: Mapped[str | None]
     cataloged_at_ms: Mapped[int]
+    topic_id: Mapped[str | None]
 
 
 class ChainPiece(Base):

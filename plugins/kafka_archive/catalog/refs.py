@@ -42,6 +42,9 @@ class SegmentRef:
     batch_count: int | None = None
     record_count: int | None = None
     leader_epochs: tuple[int, ...] | None = None
+    #: the topic id of the partition directory the segment came from (its
+    #: ``partition.metadata``; Kafka's base64 form), ``None`` when the broker wrote none
+    topic_id: str | None = None
 
     @property
     def partition_key(self) -> tuple[str, str, int]:

@@ -81,6 +81,9 @@ class TimeAnswer:
     exact: bool
     offset_max: int
     span: ArchiveSpan
+    #: the topic id of the archived segment the answer comes from (``None``: unknown or no
+    #: record that late); two incarnations of a topic in one partition: see ``catalog gaps``
+    topic_id: str | None = None
 
     @property
     def clamped(self) -> str | None:
@@ -128,6 +131,7 @@ class TimeAnswer:
             "offset_max": self.offset_max,
             "clamped": self.clamped,
             "note": self.note,
+            "topic_id": self.topic_id,
             "pruned": None
             if self.span.pruned is None or self.clamped != BEFORE_START
             else {
@@ -245,11 +249,14 @@ def offsets_at(
                 True,
                 a.offset,
                 spans.get(a.partition, none),
+                a.topic_id,
             )
             for a in offsets_for_time(catalog, store, cluster, topic, timestamp, partitions)
         ]
     out = []
     for part, iv in offset_intervals(catalog, cluster, topic, timestamp, partitions):
         lo, hi = (-1, -1) if iv is None else (iv.start_offset, iv.end_offset)
-        out.append(TimeAnswer(part, timestamp, lo, -1, iv is None, hi, spans.get(part, none)))
+        topic_id = None if iv is None else iv.topic_id
+        span = spans.get(part, none)
+        out.append(TimeAnswer(part, timestamp, lo, -1, iv is None, hi, span, topic_id))
     return out

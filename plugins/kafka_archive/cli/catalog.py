@@ -592,9 +592,10 @@ def topics(
 
 def register(root: typer.Typer) -> None:
     """Add ``catalog`` to the root command."""
-    from kafka_archive.cli import catalog_verify, catalog_views, follow
+    from kafka_archive.cli import catalog_history, catalog_verify, catalog_views, follow
 
     catalog_views.register(app)
+    catalog_history.register(app)
     follow.register(app)
     catalog_verify.register(app)
     root.add_typer(app, name="catalog")

@@ -12,6 +12,8 @@ from rich.markup import escape
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import TimeParseError, format_ms, parse_time_ms
+from segment_lib.cluster_metadata import kafka_json
+from segment_lib.cluster_metadata.dump_view import CONTROL_LABELS
 from segment_lib.dump import DumpOptions, dump_file
 from segment_lib.errors import SegmentError
 from segment_lib.lookup import find_offset, find_offset_for_timestamp
@@ -51,7 +53,15 @@ def _horizon(ms: int | None) -> str:
 
 
 def _file_text(event: dict[str, Any]) -> str:
-    return f"Dumping {event['path']}"
+    snapshot = event.get("snapshot")
+    if snapshot is None:
+        return f"Dumping {event['path']}"
+    if snapshot.get("bootstrap"):
+        return f"Dumping {event['path']}\nKRaft bootstrap snapshot"
+    return (
+        f"Dumping {event['path']}\n"
+        f"Snapshot end offset: {snapshot['end_offset']}, epoch: {snapshot['epoch']}"
+    )
 
 
 def _batch_text(event: dict[str, Any]) -> str:
@@ -85,6 +95,13 @@ def _record_text(event: dict[str, Any]) -> str:
         line += f" controlType: {event['control']['type']}"
         if event["control"]["coordinator_epoch"] is not None:
             line += f" coordinatorEpoch: {event['control']['coordinator_epoch']}"
+        if "data" in event["control"]:
+            label = CONTROL_LABELS[event["control"]["type"]]
+            line += f" {label} {kafka_json(event['control']['data'])}"
+    if "metadata" in event or "metadata_error" in event:
+        # --cluster-metadata-decoder: the payload as kafka-dump-log prints it
+        payload = event.get("metadata_error") or kafka_json(event["metadata"])
+        line = f"| offset: {event['offset']} timestamp: {event['timestamp']} payload: {payload}"
     if "offsets" in event:
         line = f"| offset: {event['offset']} timestamp: {event['timestamp']} {event['offsets']}"
     return line
@@ -189,7 +206,9 @@ def dump(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Segment files: .log .index .timeindex .txnindex", exists=True, dir_okay=False
+            help="Segment files: .log .index .timeindex .txnindex, KRaft snapshots .checkpoint",
+            exists=True,
+            dir_okay=False,
         ),
     ],
     print_data_log: Annotated[
@@ -203,6 +222,15 @@ def dump(
         typer.Option(
             "--offsets-decoder",
             help="Decode __consumer_offsets records (offset commits, group metadata).",
+        ),
+    ] = False,
+    cluster_metadata_decoder: Annotated[
+        bool,
+        typer.Option(
+            "--cluster-metadata-decoder",
+            help="Decode KRaft __cluster_metadata records (topics, partitions, configs, ACLs, "
+            "...) as kafka-dump-log does; automatic for files of __cluster_metadata and "
+            ".checkpoint snapshots. SCRAM salts and keys are printed as [redacted].",
         ),
     ] = False,
     index_sanity_check: Annotated[
@@ -225,6 +253,7 @@ def dump(
       kafka-archive segments dump /var/lib/kafka/orders-0/00000000000000000000.log
       kafka-archive segments dump --print-data-log --json 00000000000000000000.log
       kafka-archive segments dump --offsets-decoder __consumer_offsets-7/*.log
+      kafka-archive segments dump --cluster-metadata-decoder __cluster_metadata-0/*.checkpoint
       kafka-archive segments dump --verify-index-only orders-0/*.index orders-0/*.timeindex
 
     A file whose name is not a segment's is dumped as a log when its bytes are one (a
@@ -238,6 +267,7 @@ def dump(
     opts = DumpOptions(
         print_data_log=print_data_log,
         offsets_decoder=offsets_decoder,
+        cluster_metadata_decoder=cluster_metadata_decoder,
         index_sanity_check=index_sanity_check,
         verify_index_only=verify_index_only,
     )

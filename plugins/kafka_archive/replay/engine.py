@@ -20,10 +20,12 @@ Crash anywhere: before 4 the transaction never commits (the restarted producer's
 holds the new position even if 5 did not happen, and the resume mirrors it then. Resume order
 matters: ``init_transactions`` first, *then* read the committed progress.
 
-Errors (:mod:`.kafka_errors`): an abortable transaction error (a delivery failure, a
-broker-side abort) aborts the transaction and redoes it from the last committed position
-(bounded retries with backoff); a retriable commit error retries the commit; a fatal error
-(fenced by a newer run) raises :class:`~kafka_archive.replay.errors.ReplayFencedError`.
+Errors: each class (:mod:`.kafka_errors`) has its answer, bounded, never breaking step 4's rule -
+retriable: the same call again (:mod:`.txn_calls`); abortable: abort and redo from the last
+committed position; fatal, or a commit of unknown outcome: a new producer resumes from the
+progress *committed in the target* (:meth:`PartitionReplay.run`); fenced: stop, or take the id
+back. Past the bounds: a typed :class:`~kafka_archive.replay.errors.ReplayTargetError` saying to
+re-run the same command.
 
 Offset ranges cost no per-message callback: delivery callbacks are attached only to the first
 and last record of each *run* (records of one source batch going to one target partition with
@@ -51,11 +53,12 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from kafka_archive.replay import txn_calls
 from kafka_archive.replay.batch_produce import PROVENANCE_HEADER, BatchProducer, streams
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
 from kafka_archive.replay.filters import KeyFilter
 from kafka_archive.replay.gc_pause import GC_PAUSE
-from kafka_archive.replay.kafka_errors import TxnAbort, kafka_exception, raise_kafka
+from kafka_archive.replay.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.partition_result import PartitionResult
 from kafka_archive.replay.plan import PartitionPlan, ReplayPlan
@@ -72,6 +75,7 @@ from kafka_archive.replay.progress import (
 from kafka_archive.replay.ratelimit import RateLimiter
 from kafka_archive.replay.reader import PartitionReader
 from kafka_archive.replay.resume import committed_progress, progress_partition_count
+from kafka_archive.replay.txn_calls import RERUN
 from kafka_archive.replay.txn_runs import OpenTxn, merge_runs, next_progress
 from kafka_archive.store.base import ObjectStore
 
@@ -94,6 +98,10 @@ _MAX_TXN_RETRIES = 8
 #: how often a run that owns the replay (newest claim) makes a new producer after an older run
 #: fenced it on its way out
 _MAX_TAKEBACKS = 5
+
+#: how many new producers a partition makes after fatal (not fenced) failures or commits of
+#: unknown outcome (:class:`~.kafka_errors.ProducerFailed`)
+_MAX_RECREATES = 3
 
 #: the replay producer's librdkafka settings (before the target's client settings and the
 #: transactional id; ``producer_config`` overrides them). Also the reference configuration of
@@ -167,6 +175,12 @@ class PartitionReplay:
         self.claim: RunClaim | None = None
         self._committed: ProgressRecord | None = None
         self._open_txns: list[tuple[int, int]] = []
+        #: this run's records, bytes and transactions, across new producers (see run())
+        self._this_run = [0, 0, 0]
+        self._resumed_from: int | None = None
+        self._retries = self._attempts = 0
+        self._unsure = False  # a producer was replaced: a commit may have happened unseen
+        self._run_started: float | None = None
         #: (producer, committed progress, progress partition) once :meth:`prepare` has run
         self._lock = threading.Lock()  # connect/prepare/close may come from another thread
         self._producer: Producer | None = None
@@ -242,7 +256,7 @@ class PartitionReplay:
                 # 1 partition in 12 of the replay benchmark, prepared while another produced).
                 for _ in range(2):
                     producer.list_topics(self.spec.progress_topic, timeout=30)
-                self._init(producer)
+                txn_calls.init_transactions(producer, self.producer_config["transactional.id"])
                 self._check_claim()
                 progress, ppart = self._resume_point(producer)
             except BaseException:
@@ -257,8 +271,21 @@ class PartitionReplay:
         Fenced with a claim (:class:`~.progress.RunClaim`): when no newer run has claimed the
         replay, the fencer was an older run stopping on its own, so a new producer takes the
         transactional id back and the replay resumes from the committed progress.
+
+        A producer that failed fatally (:class:`~.kafka_errors.ProducerFailed`) is replaced the
+        same way, at most ``_MAX_RECREATES`` times (and never when a newer run owns the
+        replay); then the run fails with a typed error saying to re-run.
+
+        Raises:
+            ReplayFencedError: a newer run of the replay owns it.
+            ReplayTargetError: the target kept failing; re-running resumes.
         """
-        takebacks = 0
+        takebacks = recreated = 0
+        self._this_run = [0, 0, 0]
+        self._resumed_from = None
+        self._retries = self._attempts = 0
+        self._unsure = False
+        self._run_started = None
         while True:
             try:
                 return self._run_once()
@@ -267,6 +294,17 @@ class PartitionReplay:
                     raise
                 self._check_claim()  # raises when a newer run owns the replay
                 takebacks += 1
+                self._retries += 1
+            except ProducerFailed as exc:
+                recreated += 1
+                self._retries += 1
+                if recreated > _MAX_RECREATES:
+                    raise ReplayTargetError(
+                        f"{exc} (after {_MAX_RECREATES} new producers); {RERUN}"
+                    ) from None
+                self._check_claim()  # a newer run may be why: then it owns the replay
+                self._unsure = True  # its last commit may have happened: see _run_once
+                txn_calls.backoff(min(0.5 * 2**recreated, 5.0))
 
     def _check_claim(self) -> None:
         """Refuse to go on when a newer run of this replay has claimed it."""
@@ -286,51 +324,58 @@ class PartitionReplay:
             self.prepare()
         assert self._prepared is not None and self._started is not None
         producer, progress, ppart = self._prepared
-        started = self._started
+        if self._run_started is None:
+            self._run_started = self._started
+        started = self._run_started
         try:
+            this_run = self._this_run  # records, bytes, transactions
+            if self._unsure:
+                self._count_unseen_commits(progress)
             if progress is not None and progress.done:
-                return self._result(progress, None, started, (0, 0, 0), 0, "already-done")
-            resumed_from = progress.next_offset if progress is not None else None
+                status = "already-done" if self._attempts == 0 else "done"
+                return self._result(
+                    progress, self._resumed_from, started, this_run, self._retries, status
+                )
+            if self._attempts == 0 and progress is not None:
+                self._resumed_from = progress.next_offset
+            self._attempts += 1
+            # from the progress committed in the target (read by prepare()): after a new
+            # producer, what the old one committed last is known only there
             self._committed = progress
-            retries = 0
-            this_run = [0, 0, 0]  # records, bytes, transactions
+            aborts = 0
             while True:
                 try:
                     progress = self._replay_from(producer, self._committed, ppart, this_run)
                     break
                 except TxnAbort as exc:
-                    retries += 1
-                    self._abort(producer)
-                    if retries > _MAX_TXN_RETRIES:
+                    aborts += 1
+                    self._retries += 1
+                    txn_calls.abort_transaction(producer, self.partition)
+                    if aborts > _MAX_TXN_RETRIES:
                         raise ReplayTargetError(
-                            f"partition {self.partition}: transaction failed {retries} times: {exc}"
+                            f"partition {self.partition}: transaction failed {aborts} times: "
+                            f"{exc}; {RERUN}"
                         ) from None
-                    time.sleep(min(0.2 * 2**retries, 5.0))
+                    txn_calls.backoff(min(0.2 * 2**aborts, 5.0))
             assert progress is not None
-            return self._result(progress, resumed_from, started, this_run, retries, "done")
+            return self._result(
+                progress, self._resumed_from, started, this_run, self._retries, "done"
+            )
         finally:
             # a later run() prepares a fresh producer; this one is released with the object
             self._producer = self._prepared = self._started = None
             with suppress(KafkaException, SystemError):  # fenced / failed: nothing to deliver
                 producer.flush(5)
 
-    def _init(self, producer: Producer) -> None:
-        try:
-            producer.init_transactions(60)
-        except KafkaException as exc:
-            raise ReplayTargetError(
-                f"init_transactions for {self.producer_config['transactional.id']} failed: "
-                f"{exc.args[0].str() if exc.args else exc}"
-            ) from None
-
-    def _abort(self, producer: Producer) -> None:
-        try:
-            producer.abort_transaction(60)
-        except (KafkaException, SystemError) as exc:
-            err = kafka_exception(exc).args[0]
-            if err.fatal():
-                raise ReplayFencedError(f"aborting failed fatally: {err.str()}") from None
-            # an abort of a transaction the coordinator already ended: nothing to undo
+    def _count_unseen_commits(self, progress: ProgressRecord | None) -> None:
+        """Count in this run the transactions a replaced producer committed without seeing it
+        (its commit failed on the client after the coordinator had committed): the committed
+        ``progress`` is ahead of the last commit seen. Their bytes are not known."""
+        self._unsure = False
+        seen = self._committed
+        if progress is not None and progress.txn_seq > (seen.txn_seq if seen else 0):
+            self._this_run[0] += progress.records_sent - (seen.records_sent if seen else 0)
+            self._this_run[2] += progress.txn_seq - (seen.txn_seq if seen else 0)
 
     def _result(
         self,
@@ -519,36 +564,27 @@ class PartitionReplay:
         # commit_transaction() flushes first (the progress record included) and fails if any
         # message of the transaction failed; it also serves the delivery reports, so no flush of
         # our own (one round trip per transaction less)
-        self._commit_txn(producer)
+        txn_calls.commit_transaction(producer, self.partition)
         self._committed = record
         self._hook("after_commit", seq=seq)
         if not offsets:
             # committed, hence delivered: its report is at most one poll away
             deadline = time.monotonic() + 30
             while not offsets and time.monotonic() < deadline:
-                producer.poll(0.1)
+                try:
+                    producer.poll(0.1)
+                except (KafkaException, SystemError):
+                    break  # (fenced right after the commit): the report is lost, see below
             if not offsets:
                 raise ReplayTargetError(
                     f"partition {self.partition}: transaction {seq} is committed but the progress "
-                    "record's delivery report never came; the catalog mirror is behind",
+                    f"record's delivery report never came; the catalog mirror is behind; {RERUN}",
                     hint="Run the replay again: it resumes from Kafka and completes the mirror.",
                 )
         if self.ledger is not None:
             self.ledger.mirror(record, ppart, offsets[0])
         self._hook("after_catalog", seq=seq)
         return record
-
-    def _commit_txn(self, producer: Producer) -> None:
-        for attempt in range(5):
-            try:
-                producer.commit_transaction(60)
-                return
-            except (KafkaException, SystemError) as exc:
-                err = kafka_exception(exc).args[0]
-                if err.retriable() and not err.txn_requires_abort() and attempt < 4:
-                    time.sleep(0.5 * (attempt + 1))
-                    continue
-                raise_kafka(exc, self.partition)
 
 
 def _count(this_run: list[int], txn: OpenTxn) -> None:

@@ -27,6 +27,7 @@ from kafka_archive.settings import Settings, load_settings
 if TYPE_CHECKING:
     from kafka_archive.archive.config import ArchiveConfig, ArchiveTarget
     from kafka_archive.archive.discovery import LogDirDiscovery
+    from kafka_archive.archive.metadata_snapshots import MetadataFilesResult
     from kafka_archive.archive.planner import ArchivePlan, LogDirPlan
     from kafka_archive.archive.report import ArchiveReport, SegmentOutcome
     from kafka_archive.archive.runner import Progress
@@ -144,6 +145,28 @@ class ArchiveService:
         finally:
             cache.close()
         return plans
+
+    def archive_metadata_files(
+        self, target: ArchiveTarget, *, dry_run: bool = False
+    ) -> MetadataFilesResult:
+        """Archive the KRaft metadata snapshots and quorum-state of one log dir (nothing when
+        it holds no ``__cluster_metadata-0``), on the worker that can see it."""
+        from pathlib import Path
+
+        from kafka_archive.archive.metadata_snapshots import (
+            MetadataFilesResult,
+            archive_metadata_files,
+        )
+
+        if not (Path(target.log_dir) / "__cluster_metadata-0").is_dir():
+            return MetadataFilesResult()  # the common case: no store connection for nothing
+        store = self.open_store(target.cluster)
+        try:
+            return archive_metadata_files(
+                store, target.cluster, target.broker_id, target.log_dir, dry_run=dry_run
+            )
+        finally:
+            store.close()
 
     def upload(
         self, target: ArchiveTarget, plan: LogDirPlan, *, dry_run: bool = False

@@ -84,7 +84,7 @@ class CatalogBuildService:
         from kafka_archive.catalog.build import InProcessRunner, build_catalog
         from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
 
-        return build_catalog(
+        report = build_catalog(
             self.resources.catalog(create=True),
             self.resources.require("store"),
             cluster=cluster,
@@ -94,6 +94,46 @@ class CatalogBuildService:
             verify=verify or self.resources.settings.catalog_verify,
             progress=progress,
         )
+        self._build_metadata_history(report, cluster, store_options)
+        return report
+
+    def _build_metadata_history(
+        self, report: BuildReport, cluster: str | None, store_options: Mapping[str, Any] | None
+    ) -> None:
+        """Bring the metadata history of ``cluster`` (default: every cluster the catalog
+        holds) up to its archived ``__cluster_metadata`` log; a cluster whose history cannot
+        be built is a failure of the build (``failed``), never silent."""
+        from sqlalchemy import select
+
+        from kafka_archive.catalog.models import Partition
+        from kafka_archive.services.metadata_history import MetadataHistoryService
+
+        catalog = self.resources.catalog()
+        if cluster is not None:
+            clusters = [cluster]
+        else:
+            with catalog.session() as s:
+                clusters = list(s.execute(select(Partition.cluster).distinct()).scalars())
+        # borrows this service's catalog and store (closed with this service, not with it)
+        history = MetadataHistoryService(
+            self.resources.settings,
+            catalog=catalog,
+            store=self.resources.store(**dict(store_options or {})),
+        )
+        for name in sorted(clusters):
+            try:
+                built = history.build_archived([name])
+            except Exception as exc:  # damaged archived metadata, a conflicting source ...
+                from kafka_archive.redact import redact_text
+
+                report.failed.append(
+                    {
+                        "manifest_key": f"{name}/__cluster_metadata (metadata history)",
+                        "detail": redact_text(exc),
+                    }
+                )
+                continue
+            report.metadata_history += [r.to_json() for r in built]
 
     def close(self) -> None:
         self.resources.close()

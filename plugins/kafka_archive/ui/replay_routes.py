@@ -140,7 +140,16 @@ def replay_router(ctx: ApiContext) -> APIRouter:
                 apply=apply,
                 target_config=secrets,
             )
-        return {"at": at, "commits_at": commits_at, "basis": found.basis, "items": found.to_json()}
+        # where the offsets go, for the page's confirmation (bootstrap servers and the
+        # connection's name only: never its settings)
+        where = found.plan.spec.target
+        return {
+            "at": at,
+            "commits_at": commits_at,
+            "basis": found.basis,
+            "target": {"bootstrap_servers": where.bootstrap_servers, "name": where.name},
+            "items": found.to_json(),
+        }
 
     @router.post("/groups/translate/preview")
     def group_preview(_: Trigger, req: GroupRequest) -> dict[str, Any]:

@@ -6,10 +6,9 @@ passed over with the reason (:class:`SkippedItem`). Nothing is written anywhere.
 
 A segment is a candidate only if all of these hold:
 
-* its partition directory is live (``topic-N``; not ``-delete``/``-future``/``-stray``, not
-  ``__cluster_metadata`` whose Raft log has no offset checkpoints, and no cleaner ``.swap`` file
-  is present: a swap is the moment the cleaner replaces segments, when the listing is
-  inconsistent);
+* its partition directory is live (``topic-N``; not ``-delete``/``-future``/``-stray``, and
+  no cleaner ``.swap`` file is present: a swap is the moment the cleaner replaces segments,
+  when the listing is inconsistent);
 * it is **rolled** (not the segment with the highest base offset, which the broker appends to)
   and not in a transient state (``.deleted``, ``.cleaned``, ``.swap`` files are never taken);
 * its whole offset range is **flushed and committed**: every offset of a rolled segment is
@@ -20,7 +19,9 @@ A segment is a candidate only if all of these hold:
   is only more conservative. A partition missing from either file is not archived
   (``no_checkpoint``). Using ``end_offset`` rather than the last offset actually held is exact
   except for a segment whose tail was compacted away, which then waits for the checkpoints to
-  pass the next base offset (they normally already have);
+  pass the next base offset (they normally already have). KRaft's ``__cluster_metadata``
+  log has no checkpoints: its bound is its newest snapshot's end offset
+  (:func:`~kafka_archive.archive.discovery.side_files.metadata_committed_offset`);
 * its ``.log`` is not empty.
 
 Each candidate carries the SHA-256 of its ``.log`` (its identity in the store), computed through

@@ -50,7 +50,8 @@ class SkipReason(StrEnum):
     NO_CHECKPOINT = "no_checkpoint"
     #: a rolled segment holding no bytes
     EMPTY_SEGMENT = "empty_segment"
-    #: KRaft's ``__cluster_metadata`` log
+    #: retired: KRaft's ``__cluster_metadata`` log was not archived (it is now; the value
+    #: stays so that older reports still parse)
     METADATA_LOG = "metadata_log"
     #: a directory in the log dir that is not a partition directory
     NOT_A_PARTITION = "not_a_partition"

@@ -31,6 +31,7 @@ from kafka_archive.archive.discovery.side_files import (
     epochs_for_range,
     find_snapshots,
     local_file,
+    metadata_committed_offset,
     optional_local_file,
     read_epochs,
     read_topic_id,
@@ -150,7 +151,16 @@ class _Discoverer:
     def _checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
         path = self.log_dir / name
         if not path.exists():
-            self.warnings.append(f"{path} is missing: no partition of this log dir is archived")
+            if not (self.log_dir / f"{METADATA_TOPIC}-0").is_dir() or any(
+                e.is_dir() and not e.name.startswith(METADATA_TOPIC)
+                for e in os.scandir(self.log_dir)
+            ):
+                # (a controller's metadata.log.dir holds only the metadata log, which needs
+                # no checkpoint: nothing to warn about there)
+                self.warnings.append(
+                    f"{path} is missing: no partition of this log dir is archived"
+                    " (but KRaft's metadata log, bounded by its snapshots)"
+                )
             return None
         return read_offset_checkpoint(path)
 
@@ -168,6 +178,9 @@ class _Discoverer:
         key = (view.topic, view.partition)
         rp_offset = rp.get(key) if rp is not None else None
         hw_offset = hw.get(key) if hw is not None else None
+        if view.topic == METADATA_TOPIC:
+            # the Raft log has no checkpoints: its committed bound is its newest snapshot
+            rp_offset = hw_offset = metadata_committed_offset(path)
         # odd names and stray segments are reported; strays never become "the active segment"
         view, odd_files = inspect_partition(view, rp_offset, hw_offset)
         swapping = self._skip_unarchivable_files(view, odd_files, tp)
@@ -193,6 +206,8 @@ class _Discoverer:
                 mtime_ms=st.st_mtime_ns // 1_000_000,
             )
             not_yet = _not_archivable_yet(seg, end, st, swapping, rp_offset, hw_offset)
+            if not_yet is not None and view.topic == METADATA_TOPIC:
+                not_yet = _metadata_reason(not_yet, end, rp_offset)
             if not_yet is not None:
                 reason, detail = not_yet
                 self.skip(reason, seg.log, detail, **info)
@@ -212,15 +227,6 @@ class _Discoverer:
                 SkipReason.TRANSIENT_DIR,
                 path,
                 f"partition directory in state '{name.state}'",
-                topic=name.topic,
-                partition=name.partition,
-            )
-            return None
-        if name.topic == METADATA_TOPIC:
-            self.skip(
-                SkipReason.METADATA_LOG,
-                path,
-                "KRaft metadata log (no offset checkpoints; its state lives in its snapshots)",
                 topic=name.topic,
                 partition=name.partition,
             )
@@ -368,3 +374,19 @@ def _not_archivable_yet(
             f"range ends at {end}, high watermark is {hw_offset}",
         )
     return None
+
+
+def _metadata_reason(
+    not_yet: tuple[SkipReason, str], end: int, bound: int | None
+) -> tuple[SkipReason, str]:
+    """The metadata log's wording of why a rolled segment waits: its bound is a snapshot."""
+    reason, detail = not_yet
+    if reason is SkipReason.NO_CHECKPOINT:
+        return reason, "metadata log: no .checkpoint snapshot yet, so no offset is known committed"
+    if reason in (SkipReason.ABOVE_RECOVERY_POINT, SkipReason.ABOVE_HIGH_WATERMARK):
+        return (
+            SkipReason.ABOVE_HIGH_WATERMARK,
+            f"metadata log: range ends at {end}, the newest snapshot ends at {bound} "
+            "(offsets after it are not known committed yet)",
+        )
+    return reason, detail

@@ -18,6 +18,7 @@ from typing import Final
 from kafka_archive.archive.discovery.model import LocalFile
 from kafka_archive.archive.manifest import EpochRange
 from segment_lib.checkpoints import EpochEntry, read_leader_epoch_checkpoint
+from segment_lib.cluster_metadata.files import parse_snapshot_name
 from segment_lib.errors import InvalidFileNameError, SegmentError
 from segment_lib.metadata_files import read_partition_metadata
 from segment_lib.names import SNAPSHOT_SUFFIX, parse_segment_file_name, segment_file_name
@@ -43,7 +44,8 @@ HIGH_WATERMARK_CHECKPOINT: Final = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT: Final = "leader-epoch-checkpoint"
 PARTITION_METADATA: Final = "partition.metadata"
 META_PROPERTIES: Final = "meta.properties"
-#: KRaft's metadata log: a Raft log without offset checkpoints; its state is in its snapshots.
+#: KRaft's metadata log: a Raft log without offset checkpoints; its committed bound is its newest
+#: snapshot (:func:`metadata_committed_offset`)
 METADATA_TOPIC: Final = "__cluster_metadata"
 
 
@@ -108,6 +110,29 @@ def find_snapshots(path: Path) -> dict[int, Path]:
             if parsed.transient is None:
                 out[parsed.base_offset] = Path(entry.path)
     return out
+
+
+def metadata_committed_offset(path: Path) -> int | None:
+    """The committed bound of KRaft's metadata log in ``path``: the end offset of its newest
+    snapshot (``<endOffset>-<epoch>.checkpoint``; ``.checkpoint.part`` files are snapshots
+    still being written and do not count), or ``None`` without one.
+
+    Why this bound: the Raft log has no recovery-point or high-watermark checkpoint files. A
+    KRaft snapshot is only ever taken of committed records (the controller snapshots the state
+    it applied, and it applies a record only once the quorum committed it; brokers snapshot
+    what they replayed from committed batches), and a record is fsynced before the quorum
+    counts it. So every offset below a snapshot's end offset is committed and durable: a rolled
+    segment ending at or before it is final, like a data segment below the recovery point and
+    the high watermark. A segment past it waits for the next snapshot
+    (``metadata.log.max.snapshot.interval.ms``, 1 hour by default, or
+    ``metadata.log.max.record.bytes.between.snapshots``).
+    """
+    best: int | None = None
+    for entry in os.scandir(path):
+        parsed = parse_snapshot_name(entry.name)
+        if parsed is not None and (best is None or parsed[0] > best):
+            best = parsed[0]
+    return best
 
 
 def snapshot_name(offset: int) -> str:

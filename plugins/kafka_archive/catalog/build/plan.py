@@ -28,6 +28,7 @@ __all__ = [
     "Existing",
     "PartitionPlan",
     "load_existing",
+    "newest_incarnation",
     "pass2_needed",
     "plan_partitions",
     "segment_status",
@@ -46,6 +47,8 @@ class Existing:
     manifests: set[str]
     #: segments a retention prune removed (their rows stay, status ``pruned``)
     pruned: set[int] = field(default_factory=set)
+    #: each version's largest record timestamp (which incarnation of a topic is the newest)
+    max_ts: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -71,6 +74,7 @@ def load_existing(session: Session, key: tuple[str, str, int]) -> Existing:
     pieces: dict[int, list[tuple[int, int]]] = defaultdict(list)
     manifests: set[str] = set()
     pruned: set[int] = set()
+    max_ts: dict[int, int] = {}
     if pid is None:
         return Existing(None, {}, {}, {}, set())
     for s in session.execute(select(Segment).where(Segment.partition_id == pid)).scalars():
@@ -88,6 +92,7 @@ def load_existing(session: Session, key: tuple[str, str, int]) -> Existing:
             s.broker_id,
             s.log_dir,
             s.end_offset,
+            topic_id=s.topic_id,
         )
         if s.status == "pruned":
             pruned.add(s.id)  # kept so its manifest is never cataloged again; not a version
@@ -95,12 +100,13 @@ def load_existing(session: Session, key: tuple[str, str, int]) -> Existing:
         if s.status == "corrupt":
             continue
         versions[s.id] = version_of_segment(s)
+        max_ts[s.id] = s.max_timestamp
     for p in session.execute(
         select(ChainPiece).where(ChainPiece.partition_id == pid).order_by(ChainPiece.lo)
     ).scalars():
         pieces[p.segment_id].append((p.lo, p.hi))
     return Existing(
-        pid, versions, {k: tuple(v) for k, v in pieces.items()}, refs, manifests, pruned
+        pid, versions, {k: tuple(v) for k, v in pieces.items()}, refs, manifests, pruned, max_ts
     )
 
 
@@ -158,9 +164,36 @@ def plan_partitions(
                 v = version_of_result(-(i + 1), r)
                 if v is not None:
                     versions.append(v)
-            pieces = {k: tuple(v) for k, v in compute_pieces(versions).items()}
+            served = newest_incarnation(versions, existing, new)
+            pieces = {k: tuple(v) for k, v in compute_pieces(served).items()}
+            for v in versions:  # an older incarnation's versions: no share of the chain
+                pieces.setdefault(v.key, ())
             plans.append(PartitionPlan(key, existing, new, pieces))
     return plans
+
+
+def newest_incarnation(
+    versions: list[Version], existing: Existing, new: list[TaskResult]
+) -> list[Version]:
+    """The versions the chain may serve: when a partition's versions carry more than one
+    topic id (the topic was deleted and re-created, its offsets started again), only those of
+    the newest incarnation (the topic id whose records are the latest) and those of unknown
+    id, so that two incarnations' offsets are never mixed in one chain; the others stay
+    cataloged (``shadowed``) and ``catalog gaps`` reports ``incarnations``."""
+    tid: dict[int, str | None] = {k: r.topic_id for k, r in existing.refs.items()}
+    latest = dict(existing.max_ts)
+    for i, r in enumerate(new):
+        tid[-(i + 1)] = r.ref.topic_id
+        latest[-(i + 1)] = r.extract.stats.max_timestamp if r.extract is not None else -1
+    newest: dict[str, int] = {}
+    for v in versions:
+        t = tid.get(v.key)
+        if t is not None:
+            newest[t] = max(newest.get(t, -1), latest.get(v.key, -1))
+    if len(newest) < 2:
+        return versions
+    served = max(newest, key=lambda t: (newest[t], t))
+    return [v for v in versions if tid.get(v.key) in (None, served)]
 
 
 def pass2_needed(plan: PartitionPlan) -> dict[int, Pieces]:

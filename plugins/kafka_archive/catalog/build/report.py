@@ -40,6 +40,9 @@ class BuildReport:
     stale_runs: list[int] = field(default_factory=list)
     #: new manifests not cataloged because a retention prune removed all their offsets
     pruned_skipped: int = 0
+    #: what the metadata history build that follows a catalog build did per cluster with an
+    #: archived metadata log (``ApplyReport.to_json()``; a failure is also in ``failed``)
+    metadata_history: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,4 +65,5 @@ class BuildReport:
             "problem_list": self.problems,
             "stale_runs": self.stale_runs,
             "pruned_skipped": self.pruned_skipped,
+            "metadata_history": self.metadata_history,
         }

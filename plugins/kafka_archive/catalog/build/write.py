@@ -129,6 +129,7 @@ def _segment_row(pid: int, k: int, r: TaskResult, pieces: Pieces, now: int) -> d
         archived_at_ms=r.ref.archived_at_ms,
         base_offset=r.ref.base_offset,
         end_offset=r.ref.end_offset,
+        topic_id=r.ref.topic_id,
         status=segment_status(v, pieces, r.corrupt),
         cataloged_at_ms=now,
         error=json.dumps(r.error) if r.error else None,

@@ -34,6 +34,8 @@ class Location:
     batch_base_offset: int
     batch_last_offset: int
     timestamp: int
+    #: the topic id of the segment holding it (``None``: the broker wrote none)
+    topic_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,7 @@ class Location:
             "batch_base_offset": self.batch_base_offset,
             "batch_last_offset": self.batch_last_offset,
             "timestamp": self.timestamp,
+            "topic_id": self.topic_id,
         }
 
 
@@ -55,7 +58,14 @@ def locate(
 ) -> Location:
     """The batch holding ``offset`` (or the next record, see :class:`Location`)."""
     ti = TimeIndexEntry
-    cols = (ti.start_offset, ti.end_offset, ti.byte_start, ti.byte_end, Segment.object_key)
+    cols = (
+        ti.start_offset,
+        ti.end_offset,
+        ti.byte_start,
+        ti.byte_end,
+        Segment.object_key,
+        Segment.topic_id,
+    )
     with catalog.session() as s:
         ((pid, _),) = topic_partitions(s, cluster, topic, [partition])
         row = s.execute(
@@ -98,6 +108,7 @@ def locate(
                         b.base_offset,
                         b.last_offset,
                         r.timestamp,
+                        row.topic_id,
                     )
     except SegmentError as exc:
         raise exc.with_location(path, row.byte_start) from None

@@ -42,9 +42,16 @@ class OffsetAnswer:
     partition: int
     offset: int
     timestamp: int
+    #: the topic id of the segment answering (``None``: unknown, or no record)
+    topic_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"partition": self.partition, "offset": self.offset, "timestamp": self.timestamp}
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "topic_id": self.topic_id,
+        }
 
 
 def _first_record_at_or_after(
@@ -77,6 +84,8 @@ class IntervalToRead:
     byte_end: int
     start_offset: int
     end_offset: int
+    #: the topic id of the segment holding the interval (``None``: unknown)
+    topic_id: str | None = None
 
 
 def offset_intervals(
@@ -118,6 +127,7 @@ def offset_intervals(
                             row.byte_end,
                             row.start_offset,
                             row.end_offset,
+                            row.topic_id,
                         ),
                     )
                 )
@@ -151,7 +161,7 @@ def _interval_query(
             .lateral("hit")
         )
         return (
-            select(pt.c.id.label("pid"), pt.c.partition, *hit.c, sg.c.object_key)
+            select(pt.c.id.label("pid"), pt.c.partition, *hit.c, sg.c.object_key, sg.c.topic_id)
             .select_from(pt)
             .outerjoin(hit, true())
             .outerjoin(sg, sg.c.id == hit.c.segment_id)
@@ -168,7 +178,7 @@ def _interval_query(
         .scalar_subquery()
     )
     return (
-        select(pt.c.id.label("pid"), pt.c.partition, *cols, sg.c.object_key)
+        select(pt.c.id.label("pid"), pt.c.partition, *cols, sg.c.object_key, sg.c.topic_id)
         .select_from(pt)
         .outerjoin(ti, and_(ti.c.partition_id == pt.c.id, ti.c.start_offset == first))
         .outerjoin(sg, sg.c.id == ti.c.segment_id)
@@ -204,7 +214,7 @@ def offsets_for_time(
                 f"at or after {timestamp} although the catalog says it does",
                 hint="the catalog and the archive disagree: rebuild the catalog",
             )
-        answers.append(OffsetAnswer(part, hit[0], hit[1]))
+        answers.append(OffsetAnswer(part, hit[0], hit[1], iv.topic_id))
     return answers
 
 
@@ -217,6 +227,7 @@ _INTERVAL_COLUMNS = (
     time_index.c.record_max_ts,
     time_index.c.segment_id,
     sg.c.object_key,
+    sg.c.topic_id,
 )
 
 
