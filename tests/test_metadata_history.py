@@ -206,3 +206,54 @@ def test_scram_users_keep_no_secret(service: MetadataHistoryService) -> None:
         c["name"] for c in inspect(service.resources.catalog().engine).get_columns("mh_scram_users")
     ]
     assert not {"salt", "stored_key", "server_key", "salted_password"} & set(cols)
+
+
+def test_a_history_that_begins_with_a_snapshot_is_unknown_before_it(
+    service: MetadataHistoryService,
+) -> None:
+    """The log before the snapshot was not archived: before the snapshot's time the answer is
+    "unknown" (a typed error naming the snapshot), not "no topic" / "no ACL"."""
+    from kafka_archive.services.metadata_history import MetadataHistoryError
+
+    snap = "101-3"
+    service.build(
+        C,
+        [
+            Entry(
+                0,
+                50_000,
+                Rec("TOPIC_RECORD", {"name": "orders", "topicId": TOPIC_B}),
+                snapshot_id=snap,
+            ),
+            Entry(
+                1,
+                50_000,
+                Rec(
+                    "PARTITION_RECORD",
+                    {
+                        "partitionId": 0,
+                        "topicId": TOPIC_B,
+                        "replicas": [1],
+                        "isr": [1],
+                        "leader": 1,
+                    },
+                ),
+                snapshot_id=snap,
+            ),
+            entry(101, "FEATURE_LEVEL_RECORD", {"name": "x", "featureLevel": 1}, ts=60_000),
+        ],
+    )
+    for ask in (lambda t: service.topic_at(C, "orders", t), lambda t: service.acls_at(C, t)):
+        with pytest.raises(MetadataHistoryError, match=f"unknown before .*snapshot {snap}"):
+            ask(49_999)
+    s = service.topic_at(C, "orders", 50_000)
+    assert s is not None and s.topic_id == TOPIC_B
+    assert service.acls_at(C, 50_000)[0] == []
+
+
+def test_a_history_from_the_log_start_is_known_before_its_first_topic(
+    service: MetadataHistoryService,
+) -> None:
+    service.build(C, scripted_history())
+    assert service.topic_at(C, "orders", 0) is None
+    assert service.acls_at(C, 0)[0] == []

@@ -16,7 +16,16 @@ from sqlalchemy import Connection, and_, or_, select
 
 from kafka_archive.metadata_history.apply import ADMIN_SNAPSHOT, build_position, load_state
 from kafka_archive.metadata_history.defaults import TOPIC_CONFIG_DEFAULTS
-from kafka_archive.metadata_history.models import ACLS, ADMIN_SNAPSHOTS, CONFIGS, PARTITIONS, TOPICS
+from kafka_archive.metadata_history.models import (
+    ACLS,
+    ADMIN_SNAPSHOTS,
+    CONFIGS,
+    FEATURES,
+    PARTITIONS,
+    QUOTAS,
+    SCRAM,
+    TOPICS,
+)
 from kafka_archive.metadata_history.state import RESOURCE_BROKER, RESOURCE_TOPIC
 from kafka_archive.timeparse import format_ms
 
@@ -28,6 +37,7 @@ __all__ = [
     "ResolvedConfig",
     "TopicState",
     "acls_at",
+    "history_start",
     "incarnations",
     "resolution_note",
     "resolved_configs",
@@ -171,6 +181,31 @@ def incarnations(conn: Connection, cluster: str, topic: str) -> list[Incarnation
         )
         for r in rows
     ]
+
+
+def history_start(conn: Connection, cluster: str) -> tuple[int, str] | None:
+    """``(at_ms, snapshot id)`` when ``cluster``'s metadata log history begins with a KRaft
+    snapshot (its first build found the log before the snapshot not archived, e.g. cleaned by
+    Kafka): nothing is known before ``at_ms``. ``None``: the history reaches back to the log's
+    start (or comes from Admin API snapshots, whose resolution note speaks for itself).
+
+    Derived from the rows (no column of its own): the history's first change is the one with
+    the smallest ``seq``; it starts from a snapshot when that change came from one (a
+    bootstrap checkpoint, seq -1, precedes the log and does not count)."""
+    first: tuple[int, int, str | None] | None = None
+    for table in (FEATURES, CONFIGS, PARTITIONS, SCRAM, QUOTAS):
+        row = conn.execute(
+            select(table.c.seq, table.c.at_ms, table.c.snapshot_id)
+            .where(table.c.cluster == cluster, table.c.source != ADMIN_SNAPSHOT)
+            .order_by(table.c.seq)
+            .limit(1)
+        ).first()
+        # one seq is one record or one snapshot: rows of the same seq share their provenance
+        if row is not None and (first is None or row[0] < first[0]):
+            first = (int(row[0]), int(row[1]), row[2])
+    if first is None or first[2] is None or first[0] < 0:
+        return None
+    return first[1], first[2]
 
 
 def resolution_note(conn: Connection, cluster: str, at_ms: int) -> tuple[str, str | None]:
