@@ -257,3 +257,18 @@ def test_a_history_from_the_log_start_is_known_before_its_first_topic(
     service.build(C, scripted_history())
     assert service.topic_at(C, "orders", 0) is None
     assert service.acls_at(C, 0)[0] == []
+
+
+def test_admin_topic_ids_are_in_kafkas_form() -> None:
+    """confluent-kafka prints a Uuid in standard base64; Kafka (and the metadata log, and
+    partition.metadata) in URL-safe base64: an Admin API snapshot keeps Kafka's form."""
+    from confluent_kafka import Uuid
+    from kafka_archive.metadata_history.admin import kafka_topic_id
+
+    from segment_lib.metadata_files import decode_kafka_uuid
+
+    u = Uuid(-1, 5)  # bytes ff..ff 00..05: '/' in standard base64
+    assert "/" in str(u)
+    assert kafka_topic_id(u) == "__________8AAAAAAAAABQ"
+    assert decode_kafka_uuid(kafka_topic_id(u)).int == ((1 << 64) - 1) << 64 | 5
+    assert kafka_topic_id(Uuid(1, 2)) == str(Uuid(1, 2))  # no difference without '/', '+'
