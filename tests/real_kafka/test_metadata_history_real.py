@@ -65,6 +65,8 @@ from tests.real_kafka.test_metadata_dump_vs_kafka import (
     metadata_dir,
 )
 
+pytest_plugins = ["support.postgres"]
+
 CLUSTER = "mh-real"
 ANY_ACL = AclBindingFilter(
     ResourceType.ANY,
@@ -229,7 +231,7 @@ def history() -> Iterator[History]:
 # -- the catalog's answers ----------------------------------------------------------------------
 
 
-def archive_and_build(h: History, store_dir: Path, db: Path) -> None:
+def archive_and_build(h: History, store_dir: Path, db: str) -> None:
     (log_dir,) = h.cluster.log_dirs.values()
     uri = f"file://{store_dir}"
     code, _out, text = cli(
@@ -240,27 +242,25 @@ def archive_and_build(h: History, store_dir: Path, db: Path) -> None:
     build(uri, db)
 
 
-def build(uri: str, db: Path) -> dict[str, Any]:
-    code, out, text = cli(
-        "catalog", "build", "--in-process", "--json", "--store", uri, "--db", str(db)
-    )
+def build(uri: str, db: str) -> dict[str, Any]:
+    code, out, text = cli("catalog", "build", "--in-process", "--json", "--store", uri, "--db", db)
     assert code == 0, text
     (report,) = [o for o in out if o.get("kind") == "build"]
     return report  # type: ignore[no-any-return]
 
 
-def topic_config(db: Path, topic: str, at_ms: int) -> tuple[int, dict[str, Any]]:
+def topic_config(db: str, topic: str, at_ms: int) -> tuple[int, dict[str, Any]]:
     code, out, text = cli(
         "catalog", "topic-config", "--cluster", CLUSTER, "--topic", topic,
-        "--at", str(at_ms), "--db", str(db), "--json",
+        "--at", str(at_ms), "--db", db, "--json",
     )  # fmt: skip
     assert len(out) == 1, text
     return code, out[0]
 
 
-def acls_at(db: Path, at_ms: int) -> tuple[int, list[dict[str, Any]]]:
+def acls_at(db: str, at_ms: int) -> tuple[int, list[dict[str, Any]]]:
     code, out, _text = cli(
-        "catalog", "acls", "--cluster", CLUSTER, "--at", str(at_ms), "--db", str(db), "--json"
+        "catalog", "acls", "--cluster", CLUSTER, "--at", str(at_ms), "--db", db, "--json"
     )
     return code, out
 
@@ -280,20 +280,20 @@ def _acl_key(a: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def check_moment(db: Path, m: Moment) -> None:
+def check_moment(db: str, m: Moment) -> None:
     """The catalog's answers at ``m`` equal what the cluster said then (on a difference, the
     message carries the topic's history, to see which record is missing or late)."""
     try:
         _check_moment(db, m)
     except AssertionError as exc:
         story = [
-            cli("catalog", "topic-history", "--cluster", CLUSTER, "--topic", t, "--db", str(db))[2]
+            cli("catalog", "topic-history", "--cluster", CLUSTER, "--topic", t, "--db", db)[2]
             for t in m.topics
         ]
         raise AssertionError(f"{exc}\nat {m.at_ms}:\n" + "\n".join(story)) from None
 
 
-def _check_moment(db: Path, m: Moment) -> None:
+def _check_moment(db: str, m: Moment) -> None:
     for topic, said in m.topics.items():
         code, got = topic_config(db, topic, m.at_ms)
         where = (m.step, topic)
@@ -316,10 +316,15 @@ def _check_moment(db: Path, m: Moment) -> None:
     assert {_acl_key(a) for a in found} == m.acls, m.step
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_the_catalog_answers_what_the_cluster_said_at_every_moment(
-    history: History, tmp_path: Path
+    history: History, tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    db = tmp_path / "catalog.db"
+    db = (
+        str(tmp_path / "catalog.db")
+        if backend == "sqlite"
+        else str(request.getfixturevalue("pg_url"))
+    )
     archive_and_build(history, tmp_path / "store", db)
     moments = history.moments
     a, b = history.topics
@@ -336,7 +341,7 @@ def test_the_catalog_answers_what_the_cluster_said_at_every_moment(
     assert [i["topic_id"] for i in err["incarnations"]] == list(dict.fromkeys(ids_b))
     # what changed when, by which record
     code, events, text = cli(
-        "catalog", "topic-history", "--cluster", CLUSTER, "--topic", b, "--db", str(db), "--json"
+        "catalog", "topic-history", "--cluster", CLUSTER, "--topic", b, "--db", db, "--json"
     )
     assert code == 0, text
     whats = [(e["topic_id"], e["what"], e["record_type"]) for e in events]
@@ -349,7 +354,7 @@ def test_the_catalog_answers_what_the_cluster_said_at_every_moment(
     times = [e["at_ms"] for e in events]
     assert times == sorted(times)
     code, events, text = cli(
-        "catalog", "topic-history", "--cluster", CLUSTER, "--topic", a, "--db", str(db), "--json"
+        "catalog", "topic-history", "--cluster", CLUSTER, "--topic", a, "--db", db, "--json"
     )
     whats = [(e["what"], e["record_type"]) for e in events]
     assert ("config max.message.bytes = 2048", "CONFIG_RECORD") in whats, whats
@@ -402,7 +407,7 @@ def test_a_history_from_a_snapshot_is_right_after_it_and_unknown_before(
             store.delete(key)
     plan = metadata_coverage(store, CLUSTER)
     assert plan.snapshot is not None and plan.snapshot.end_offset == snap.end_offset, plan
-    db = tmp_path / "catalog.db"
+    db = str(tmp_path / "catalog.db")
     build(f"file://{store_dir}", db)
     snap_ms = snap.last_contained_log_timestamp
     after = [m for m in history.moments if m.at_ms >= snap_ms]
