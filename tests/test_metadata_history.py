@@ -249,6 +249,12 @@ def test_a_history_that_begins_with_a_snapshot_is_unknown_before_it(
     s = service.topic_at(C, "orders", 50_000)
     assert s is not None and s.topic_id == TOPIC_B
     assert service.acls_at(C, 50_000)[0] == []
+    # the topic was not created at the snapshot's time: the history says it already existed
+    first = service.topic_history(C, "orders")[0]
+    assert (first.what, first.snapshot_id) == (
+        "exists when the history begins (created earlier)",
+        snap,
+    )
 
 
 def test_a_history_from_the_log_start_is_known_before_its_first_topic(

@@ -415,6 +415,16 @@ def test_a_history_from_a_snapshot_is_right_after_it_and_unknown_before(
     assert after and before
     for m in after:
         check_moment(db, m)
+    # a topic older than the snapshot is not said to be created at the snapshot's time
+    a = history.topics[0]
+    code, events, text = cli(
+        "catalog", "topic-history", "--cluster", CLUSTER, "--topic", a, "--db", db, "--json"
+    )
+    assert code == 0, text
+    assert (events[0]["what"], events[0]["snapshot_id"]) == (
+        "exists when the history begins (created earlier)",
+        f"{snap.end_offset}-{snap.epoch}",
+    ), events[0]
     for m in before:
         for topic in history.topics:
             code, got = topic_config(db, topic, m.at_ms)

@@ -310,11 +310,16 @@ def resolved_configs(
     return [out[k] for k in sorted(out)]
 
 
+#: the first event of a topic that already existed in the snapshot a history begins with
+_EXISTING = "exists when the history begins (created earlier)"
+
+
 def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEvent]:
     """What changed when for every incarnation of ``topic``: creation and deletion, partitions
     added, reassigned or given a new leader, config overrides set or deleted; in order, each
     with the record (type, version, offset = ``seq``) that caused it."""
     incs = incarnations(conn, cluster, topic)
+    start = history_start(conn, cluster)
     events: list[HistoryEvent] = []
     for inc in incs:
         row = (
@@ -325,16 +330,20 @@ def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEve
             .one()
         )
         src = row["source"]
+        what, snapshot_id = "created", None
+        if start is not None and row["created_record"] == "SNAPSHOT" and inc.created_ms == start[0]:
+            # not its creation: it already existed in the snapshot the history begins with
+            what, snapshot_id = _EXISTING, start[1]
         events.append(
             HistoryEvent(
                 inc.created_ms,
                 inc.created_seq,
                 inc.topic_id,
-                "created",
+                what,
                 {},
                 row["created_record"],
                 -1,
-                None,
+                snapshot_id,
                 src,
             )
         )
@@ -354,7 +363,9 @@ def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEve
             )
         events += _partition_events(conn, cluster, inc.topic_id)
     events += _config_events(conn, cluster, topic, incs)
-    events.sort(key=lambda e: (e.seq, e.at_ms, e.what))
+    # within one seq (a snapshot's changes) the topic's existence comes first, its end last
+    rank = {"created": 0, _EXISTING: 0, "deleted": 2}
+    events.sort(key=lambda e: (e.seq, e.at_ms, rank.get(e.what, 1), e.what))
     return events
 
 
