@@ -249,6 +249,20 @@ def test_a_history_that_begins_with_a_snapshot_is_unknown_before_it(
     s = service.topic_at(C, "orders", 50_000)
     assert s is not None and s.topic_id == TOPIC_B
     assert service.acls_at(C, 50_000)[0] == []
+    # a replay starting before the history notes it and goes on with the archive's partitions
+    from kafka_archive.replay.topic_config import topic_settings
+
+    got = topic_settings(
+        service,
+        cluster=C,
+        topic="orders",
+        at_ms=49_999,
+        overrides={},
+        use_source=True,
+        archive_partitions=5,
+    )
+    assert not got.found and got.source_configs == {}
+    assert any("unknown before" in n and "(5) comes from the archive" in n for n in got.notes)
     # the topic was not created at the snapshot's time: the history says it already existed
     first = service.topic_history(C, "orders")[0]
     assert (first.what, first.snapshot_id) == (

@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     )
     from kafka_archive.store.base import ObjectStore
 
-__all__ = ["MetadataHistoryError", "MetadataHistoryService", "SnapshotReport", "TopicState"]
+__all__ = [
+    "MetadataHistoryError",
+    "MetadataHistoryService",
+    "MetadataHistoryUnknown",
+    "SnapshotReport",
+    "TopicState",
+]
 
 
 class MetadataHistoryError(Exception):
@@ -44,6 +50,12 @@ class MetadataHistoryError(Exception):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class MetadataHistoryUnknown(MetadataHistoryError, LookupError):
+    """The history does not reach back to the moment asked (it begins with a later KRaft
+    snapshot). A ``LookupError`` too, so that callers below the services (the replay's
+    :class:`~kafka_archive.replay.topic_config.TopicHistory`) can tell it apart."""
 
 
 class SnapshotReport:
@@ -98,7 +110,7 @@ class MetadataHistoryService:
         topic id), or ``None`` when no topic of that name existed then.
 
         Raises:
-            MetadataHistoryError: the history is unknown at ``at_ms`` (it begins with a
+            MetadataHistoryUnknown: the history is unknown at ``at_ms`` (it begins with a
                 snapshot taken later: the metadata log before it is not archived).
         """
         from kafka_archive.metadata_history import queries
@@ -170,7 +182,7 @@ class MetadataHistoryService:
 
         start = history_start(conn, cluster)
         if start is not None and at_ms < start[0]:
-            raise MetadataHistoryError(
+            raise MetadataHistoryUnknown(
                 f"the metadata history of cluster {cluster!r} is unknown before "
                 f"{format_ms(start[0])}: it begins with the KRaft snapshot {start[1]} (the "
                 "metadata log before it is not archived)",
