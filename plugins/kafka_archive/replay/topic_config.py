@@ -81,7 +81,9 @@ class SourceTopicState(Protocol):
 
 
 class TopicHistory(Protocol):
-    """The metadata history as the replay asks it (``MetadataHistoryService`` is one)."""
+    """The metadata history as the replay asks it (``MetadataHistoryService`` is one).
+    ``topic_at`` returns ``None`` when no such topic existed at ``at_ms`` and raises a
+    ``LookupError`` when the history does not reach back to ``at_ms``."""
 
     def topic_at(self, cluster: str, topic: str, at_ms: int) -> SourceTopicState | None: ...
 
@@ -213,13 +215,21 @@ def topic_settings(
     elif at_ms is None:
         notes.append("the replay's start time is unknown (no timestamps in the archive)")
     else:
-        state = history.topic_at(cluster, topic, at_ms)
-        if state is None:
+        try:
+            state = history.topic_at(cluster, topic, at_ms)
+        except LookupError as exc:  # the history begins later (e.g. with a KRaft snapshot)
             notes.append(
-                f"the metadata history holds no state of {cluster}/{topic} at the replay's start "
-                "(no metadata log or Admin snapshot archived for then): the source's configs "
-                f"are unknown; the partition count ({archive_partitions}) comes from the archive"
+                f"{exc}: the source's configs are unknown; the partition count "
+                f"({archive_partitions}) comes from the archive"
             )
+        else:
+            if state is None:
+                notes.append(
+                    f"the metadata history holds no state of {cluster}/{topic} at the replay's "
+                    "start (no metadata log or Admin snapshot archived for then): the source's "
+                    f"configs are unknown; the partition count ({archive_partitions}) comes from "
+                    "the archive"
+                )
     source_configs = dict(state.configs) if state is not None else {}
     kept, dropped = portable_configs(source_configs)
     choices: list[ConfigChoice] = []
