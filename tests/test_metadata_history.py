@@ -292,3 +292,26 @@ def test_admin_topic_ids_are_in_kafkas_form() -> None:
     assert kafka_topic_id(u) == "__________8AAAAAAAAABQ"
     assert decode_kafka_uuid(kafka_topic_id(u)).int == ((1 << 64) - 1) << 64 | 5
     assert kafka_topic_id(Uuid(1, 2)) == str(Uuid(1, 2))  # no difference without '/', '+'
+
+
+def test_an_admin_snapshot_history_is_unknown_before_its_first_snapshot(
+    service: MetadataHistoryService,
+) -> None:
+    """Before the first Admin API snapshot nothing was seen: the answer is "unknown", never
+    "no such topic"; from the snapshot on, the snapshot's state."""
+    from kafka_archive.metadata_history.admin import AdminSnapshot, record_admin_snapshot
+    from kafka_archive.metadata_history.state import ClusterState, PartitionInfo
+    from kafka_archive.services.metadata_history import MetadataHistoryUnknown
+
+    tid = "AAAAAAAAAAAAAAAAAAAAAQ"
+    state = ClusterState(
+        topics={tid: "orders"},
+        partitions={(tid, 0): PartitionInfo(replicas=(1,), isr=(1,), leader=1, leader_epoch=0)},
+    )
+    with service.resources.catalog().engine.begin() as conn:
+        record_admin_snapshot(conn, C, AdminSnapshot(state, acls_available=False), 5_000)
+    with pytest.raises(MetadataHistoryUnknown, match="Admin API snapshots"):
+        service.topic_at(C, "orders", 4_999)
+    got = service.topic_at(C, "orders", 5_000)
+    assert got is not None and got.topic_id == tid and got.partitions == 1
+    assert got.source == "admin_snapshot"

@@ -29,7 +29,7 @@ from confluent_kafka.admin import (
 from kafka_archive.airflow.metadata_tasks import metadata_snapshot_in_task
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.local_kafka import LocalKafkaCluster
-from kafka_archive.services.metadata_history import MetadataHistoryService
+from kafka_archive.services.metadata_history import MetadataHistoryService, MetadataHistoryUnknown
 from support.admin_moments import done, settled_topic, topic_said
 from support.real_kafka import unique_name
 
@@ -100,7 +100,9 @@ def test_admin_snapshots_answer_what_the_cluster_said(
                 resolved = {r.name: r.value for r in svc.resolved_configs(state, t)}
                 for name, value in said["values"].items():
                     assert resolved[name] == value, (n, name)
-        assert svc.topic_at(CLUSTER, topic, seen[0][0] - 1) is None
+        # before the first snapshot nothing was seen: unknown, not "no topic"
+        with pytest.raises(MetadataHistoryUnknown):
+            svc.topic_at(CLUSTER, topic, seen[0][0] - 1)
         history = svc.topic_history(CLUSTER, topic)
         whats = [e.what for e in history]
         assert whats.count("created") == 2 and whats.count("deleted") == 1

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from kafka_archive.metadata_history.apply import ADMIN_SNAPSHOT, build_position, load_state
 from kafka_archive.metadata_history.defaults import TOPIC_CONFIG_DEFAULTS
@@ -37,6 +37,7 @@ __all__ = [
     "ResolvedConfig",
     "TopicState",
     "acls_at",
+    "first_admin_snapshot",
     "history_start",
     "incarnations",
     "resolution_note",
@@ -206,6 +207,17 @@ def history_start(conn: Connection, cluster: str) -> tuple[int, str] | None:
     if first is None or first[2] is None or first[0] < 0:
         return None
     return first[1], first[2]
+
+
+def first_admin_snapshot(conn: Connection, cluster: str) -> int | None:
+    """When ``cluster``'s history comes from Admin API snapshots: the time of the first one
+    (nothing is known before it); ``None`` for a metadata log history or none at all."""
+    position = build_position(conn, cluster)
+    if position is None or position[0] != ADMIN_SNAPSHOT:
+        return None
+    s = ADMIN_SNAPSHOTS
+    first = conn.execute(select(func.min(s.c.at_ms)).where(s.c.cluster == cluster)).scalar()
+    return None if first is None else int(first)
 
 
 def resolution_note(conn: Connection, cluster: str, at_ms: int) -> tuple[str, str | None]:

@@ -176,10 +176,19 @@ class MetadataHistoryService:
             )
 
     def _require_known(self, conn: Any, cluster: str, at_ms: int) -> None:
-        """Unknown is not "nothing": before a history that begins with a snapshot, refuse."""
-        from kafka_archive.metadata_history.queries import history_start
+        """Unknown is not "nothing": before a history that begins with a snapshot (KRaft's, or
+        the first Admin API snapshot), refuse."""
+        from kafka_archive.metadata_history.queries import first_admin_snapshot, history_start
         from kafka_archive.timeparse import format_ms
 
+        first_admin = first_admin_snapshot(conn, cluster)
+        if first_admin is not None and at_ms < first_admin:
+            raise MetadataHistoryUnknown(
+                f"the metadata history of cluster {cluster!r} is unknown before "
+                f"{format_ms(first_admin)}: it comes from Admin API snapshots and the first was "
+                "taken then",
+                hint=f"ask for a time at or after {format_ms(first_admin)}",
+            )
         start = history_start(conn, cluster)
         if start is not None and at_ms < start[0]:
             raise MetadataHistoryUnknown(
