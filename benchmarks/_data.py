@@ -224,3 +224,25 @@ def scratch_dir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
+
+
+def write_rolled_partitions(
+    root: Path, partitions: int, segments: int, topic: str = "bench"
+) -> list[str]:
+    """``partitions`` partitions of ``topic`` with ``segments`` small rolled segments each
+    (about 2 kB, 200-byte values), written by the broker-faithful writer under ``root``;
+    returns the log dirs."""
+    from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
+
+    clock = ManualClock(1_700_000_000_000)
+    broker = BrokerWriter(root / "broker-1", 1, clock=clock)
+    for p in range(partitions):
+        pw = broker.partition(topic, p, segment_bytes=2_000, index_interval_bytes=500)
+        n = 0
+        while len(list(pw.dir.glob("*.log"))) <= segments:  # rolled ones + the active one
+            clock.advance(10)
+            pw.append([WriteRecord(f"k{n}".encode(), b"v" * 200, (), clock.now_ms)])
+            n += 1
+        pw.roll()
+    broker.close()
+    return [str(d) for d in broker.log_dirs]

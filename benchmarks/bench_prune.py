@@ -29,24 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import machine, result_file, scratch_dir
-
-from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
-
-
-def _write(root: Path, partitions: int, segments: int) -> list[str]:
-    clock = ManualClock(1_700_000_000_000)
-    broker = BrokerWriter(root / "broker-1", 1, clock=clock)
-    for p in range(partitions):
-        pw = broker.partition("bench", p, segment_bytes=2_000, index_interval_bytes=500)
-        n = 0
-        while len(list(pw.dir.glob("*.log"))) <= segments:  # rolled ones + the active one
-            clock.advance(10)
-            pw.append([WriteRecord(f"k{n}".encode(), b"v" * 200, (), clock.now_ms)])
-            n += 1
-        pw.roll()
-    broker.close()
-    return [str(d) for d in broker.log_dirs]
+from _data import machine, result_file, scratch_dir, write_rolled_partitions
 
 
 def main() -> None:
@@ -65,7 +48,7 @@ def main() -> None:
 
     work = scratch_dir("bench-prune")
     base = work / "base"
-    dirs = _write(base / "logs", args.partitions, args.segments)
+    dirs = write_rolled_partitions(base / "logs", args.partitions, args.segments)
     store = open_store(str(base / "store"))
     archived = run_archive(cluster="b", broker_id=1, log_dirs=dirs, store=store)
     with open_catalog(str(base / "catalog.db"), create=True) as cat:

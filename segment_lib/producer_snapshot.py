@@ -29,8 +29,7 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from typing import Final
 
-import crc32c
-
+from segment_lib._crc import crc32c
 from segment_lib.errors import InvalidCheckpointError, SegmentError
 
 __all__ = [
@@ -135,7 +134,7 @@ def parse_producer_snapshot(data: bytes | bytearray | memoryview) -> ProducerSna
             position=end,
             expected="end of file",
         )
-    computed = crc32c.crc32c(view[_CRC_START:])
+    computed = crc32c(view[_CRC_START:])
     if computed != stored_crc:
         raise InvalidCheckpointError(
             f"producer snapshot CRC-32C mismatch: stored {stored_crc:#010x}, "
@@ -165,5 +164,5 @@ def format_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
     out = bytearray(HEADER.pack(SNAPSHOT_VERSION, 0, len(items)))
     for entry in items:
         out += ENTRY.pack(*astuple(entry))
-    struct.pack_into(">I", out, _CRC_POSITION, crc32c.crc32c(out[_CRC_START:]))
+    struct.pack_into(">I", out, _CRC_POSITION, crc32c(out[_CRC_START:]))
     return bytes(out)

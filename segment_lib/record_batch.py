@@ -39,8 +39,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from crc32c import crc32c
-
+from segment_lib._crc import crc32c
 from segment_lib.compression import Codec, decompress
 from segment_lib.errors import (
     CorruptBatchError,

@@ -21,8 +21,7 @@ import struct
 from collections.abc import Iterator
 from typing import Final
 
-from crc32c import crc32c
-
+from segment_lib._crc import crc32c
 from segment_lib.legacy import legacy_message_size_bounds
 from segment_lib.record_batch import BATCH_HEADER, CRC_START, MIN_BATCH_LENGTH, RECORDS_START
 from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET

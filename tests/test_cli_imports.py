@@ -128,6 +128,43 @@ def test_catalog_query_imports_only_what_it_uses(
     assert "pydantic" not in packages
 
 
+def test_catalog_offsets_runs_on_sqlalchemy_core(catalog: tuple[str, str], tmp_path: Path) -> None:
+    """``catalog offsets`` (exact: it reads the store) queries Core tables: no ORM (importing
+    ``sqlalchemy.orm`` and building the mapped classes was ~0.15 s of its ~0.55 s), no mapped
+    classes, and only the offsets room of ``catalog.queries`` (the package re-exports lazily)."""
+    store, db = catalog
+    at = "2020-01-01T00:00:00Z"
+    args = ("catalog", "offsets", "--cluster", CLUSTER, "--topic", "orders", "--at", at)
+    packages, proc = _imported(tmp_path, *args, "--store", store, "--db", db, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]  # one per partition
+    assert answers and all(a["exact"] and a["offset"] >= 0 for a in answers), answers
+    modules = set(json.loads((tmp_path / "modules.json").read_text()))
+    assert (
+        sorted(m for m in modules if m == "sqlalchemy.orm" or m.startswith("sqlalchemy.orm.")) == []
+    )
+    assert sorted(m for m in modules if m.startswith("alembic")) == []
+    # the compiled CRC-32C where it uses CPU instructions: the crc32c package's import (its
+    # argparse, its version lookup) is 6 ms or more (segment_lib/_crc.py)
+    try:
+        from segment_lib._speedups import CRC32C_IMPL
+    except ImportError:  # built without a C compiler: the package is the CRC
+        CRC32C_IMPL = "table"
+    if CRC32C_IMPL != "table":
+        assert "crc32c" not in packages
+    catalog_modules = sorted(m for m in modules if m.startswith("kafka_archive.catalog"))
+    assert catalog_modules == [
+        "kafka_archive.catalog",
+        "kafka_archive.catalog.db",
+        "kafka_archive.catalog.queries",
+        "kafka_archive.catalog.queries.offsets",
+        "kafka_archive.catalog.queries.partitions",
+        "kafka_archive.catalog.query_errors",
+        "kafka_archive.catalog.tables",
+        "kafka_archive.catalog.time_answers",
+    ]
+
+
 def test_root_help_lines_match_the_commands() -> None:
     """The help line the root lists for each lazily loaded sub-command is the first paragraph
     of that command's own help (what typer would show if the module were imported)."""

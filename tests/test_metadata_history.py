@@ -206,3 +206,112 @@ def test_scram_users_keep_no_secret(service: MetadataHistoryService) -> None:
         c["name"] for c in inspect(service.resources.catalog().engine).get_columns("mh_scram_users")
     ]
     assert not {"salt", "stored_key", "server_key", "salted_password"} & set(cols)
+
+
+def test_a_history_that_begins_with_a_snapshot_is_unknown_before_it(
+    service: MetadataHistoryService,
+) -> None:
+    """The log before the snapshot was not archived: before the snapshot's time the answer is
+    "unknown" (a typed error naming the snapshot), not "no topic" / "no ACL"."""
+    from kafka_archive.services.metadata_history import MetadataHistoryError
+
+    snap = "101-3"
+    service.build(
+        C,
+        [
+            Entry(
+                0,
+                50_000,
+                Rec("TOPIC_RECORD", {"name": "orders", "topicId": TOPIC_B}),
+                snapshot_id=snap,
+            ),
+            Entry(
+                1,
+                50_000,
+                Rec(
+                    "PARTITION_RECORD",
+                    {
+                        "partitionId": 0,
+                        "topicId": TOPIC_B,
+                        "replicas": [1],
+                        "isr": [1],
+                        "leader": 1,
+                    },
+                ),
+                snapshot_id=snap,
+            ),
+            entry(101, "FEATURE_LEVEL_RECORD", {"name": "x", "featureLevel": 1}, ts=60_000),
+        ],
+    )
+    for ask in (lambda t: service.topic_at(C, "orders", t), lambda t: service.acls_at(C, t)):
+        with pytest.raises(MetadataHistoryError, match=f"unknown before .*snapshot {snap}"):
+            ask(49_999)
+    s = service.topic_at(C, "orders", 50_000)
+    assert s is not None and s.topic_id == TOPIC_B
+    assert service.acls_at(C, 50_000)[0] == []
+    # a replay starting before the history notes it and goes on with the archive's partitions
+    from kafka_archive.replay.topic_config import topic_settings
+
+    got = topic_settings(
+        service,
+        cluster=C,
+        topic="orders",
+        at_ms=49_999,
+        overrides={},
+        use_source=True,
+        archive_partitions=5,
+    )
+    assert not got.found and got.source_configs == {}
+    assert any("unknown before" in n and "(5) comes from the archive" in n for n in got.notes)
+    # the topic was not created at the snapshot's time: the history says it already existed
+    first = service.topic_history(C, "orders")[0]
+    assert (first.what, first.snapshot_id) == (
+        "exists when the history begins (created earlier)",
+        snap,
+    )
+
+
+def test_a_history_from_the_log_start_is_known_before_its_first_topic(
+    service: MetadataHistoryService,
+) -> None:
+    service.build(C, scripted_history())
+    assert service.topic_at(C, "orders", 0) is None
+    assert service.acls_at(C, 0)[0] == []
+
+
+def test_admin_topic_ids_are_in_kafkas_form() -> None:
+    """confluent-kafka prints a Uuid in standard base64; Kafka (and the metadata log, and
+    partition.metadata) in URL-safe base64: an Admin API snapshot keeps Kafka's form."""
+    from confluent_kafka import Uuid
+    from kafka_archive.metadata_history.admin import kafka_topic_id
+
+    from segment_lib.metadata_files import decode_kafka_uuid
+
+    u = Uuid(-1, 5)  # bytes ff..ff 00..05: '/' in standard base64
+    assert "/" in str(u)
+    assert kafka_topic_id(u) == "__________8AAAAAAAAABQ"
+    assert decode_kafka_uuid(kafka_topic_id(u)).int == ((1 << 64) - 1) << 64 | 5
+    assert kafka_topic_id(Uuid(1, 2)) == str(Uuid(1, 2))  # no difference without '/', '+'
+
+
+def test_an_admin_snapshot_history_is_unknown_before_its_first_snapshot(
+    service: MetadataHistoryService,
+) -> None:
+    """Before the first Admin API snapshot nothing was seen: the answer is "unknown", never
+    "no such topic"; from the snapshot on, the snapshot's state."""
+    from kafka_archive.metadata_history.admin import AdminSnapshot, record_admin_snapshot
+    from kafka_archive.metadata_history.state import ClusterState, PartitionInfo
+    from kafka_archive.services.metadata_history import MetadataHistoryUnknown
+
+    tid = "AAAAAAAAAAAAAAAAAAAAAQ"
+    state = ClusterState(
+        topics={tid: "orders"},
+        partitions={(tid, 0): PartitionInfo(replicas=(1,), isr=(1,), leader=1, leader_epoch=0)},
+    )
+    with service.resources.catalog().engine.begin() as conn:
+        record_admin_snapshot(conn, C, AdminSnapshot(state, acls_available=False), 5_000)
+    with pytest.raises(MetadataHistoryUnknown, match="Admin API snapshots"):
+        service.topic_at(C, "orders", 4_999)
+    got = service.topic_at(C, "orders", 5_000)
+    assert got is not None and got.topic_id == tid and got.partitions == 1
+    assert got.source == "admin_snapshot"

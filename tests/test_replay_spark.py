@@ -13,20 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_archive.archive.runner import run_archive
-from kafka_archive.catalog.build import build_catalog
-from kafka_archive.catalog.db import Catalog, open_catalog
+from kafka_archive.catalog.db import Catalog
 from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.catalog_source import CatalogPlanSource
 from kafka_archive.replay.ledger import ReplayLedger
 from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.spark.replay import run_on_spark
-from kafka_archive.store import ObjectStore, open_store
+from kafka_archive.store import ObjectStore
 
-from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.kafka_mock import MockCluster
-from tests.support.replay_data import SourcePartition, write_source_topic
+from tests.support.replay_data import SourcePartition, archived_source_topic
 
 pytest_plugins = ["support.spark"]
 pytestmark = pytest.mark.timeout(600)
@@ -40,16 +37,8 @@ def archived(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[dict[int, SourcePartition], ObjectStore, str, Catalog]]:
     root = tmp_path_factory.mktemp("replay-spark")
-    broker = BrokerWriter(root / "b1", 1, cluster_id="spark-src", offsets_partitions=3)
-    parts = write_source_topic(root, "orders", 3, seed=9, broker=broker)
-    broker.close()
-    store = open_store(str(root / "store"))
-    run_archive(
-        cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
-    )
-    db_url = f"sqlite:///{root / 'catalog.db'}"
-    catalog = open_catalog(db_url, create=True)
-    build_catalog(catalog, store.uri, cluster=CLUSTER)
+    src = archived_source_topic(root, cluster=CLUSTER, seed=9, cluster_id="spark-src")
+    parts, store, db_url, catalog = src.parts, src.store, src.db_url, src.catalog
     yield parts, store, db_url, catalog
     catalog.close()
 

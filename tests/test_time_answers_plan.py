@@ -16,7 +16,8 @@ from typing import Any
 from kafka_archive.catalog.coverage import refresh_all
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.gaps import gaps
-from kafka_archive.catalog.models import Partition, PrunedRange
+from kafka_archive.catalog.models import PrunedRange
+from kafka_archive.catalog.tables import partitions
 from kafka_archive.catalog.time_answers import archive_spans, first_pieces_query, last_pruned_query
 from sqlalchemy import event, text
 from sqlalchemy.dialects import sqlite
@@ -69,7 +70,7 @@ def _load(url: str) -> dict[int, tuple[int, int]]:
 def test_one_row_per_partition_the_lowest_piece(tmp_path: Path) -> None:
     url = str(tmp_path / "c.db")
     expected = _load(url)
-    query = first_pieces_query(Partition.cluster == "c", Partition.topic == "t")
+    query = first_pieces_query(partitions.c.cluster == "c", partitions.c.topic == "t")
     with open_catalog(url) as cat, cat.session() as s:
         rows = s.execute(query).all()
     assert len(rows) == PARTITIONS
@@ -79,7 +80,7 @@ def test_one_row_per_partition_the_lowest_piece(tmp_path: Path) -> None:
 def test_sqlite_probes_each_partition_by_primary_key(tmp_path: Path) -> None:
     url = str(tmp_path / "c.db")
     _load(url)
-    query = first_pieces_query(Partition.cluster == "c", Partition.topic == "t")
+    query = first_pieces_query(partitions.c.cluster == "c", partitions.c.topic == "t")
     sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     with open_catalog(url) as cat, cat.engine.connect() as conn:
         conn.execute(text("ANALYZE"))
@@ -116,8 +117,8 @@ def test_only_the_highest_pruned_range_per_partition_is_loaded(tmp_path: Path) -
     url = str(tmp_path / "c.db")
     _prune_history(url, prunes=6)
     with open_catalog(url) as cat, cat.session() as s:
-        rows = s.execute(last_pruned_query("c", "t")).scalars().all()
-        one = s.execute(last_pruned_query("c", "t", [2])).scalars().all()
+        rows = s.execute(last_pruned_query("c", "t")).all()
+        one = s.execute(last_pruned_query("c", "t", [2])).all()
     assert sorted((r.partition, r.last_offset) for r in rows) == [
         (p, 599) for p in range(PARTITIONS)
     ]

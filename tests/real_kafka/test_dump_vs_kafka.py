@@ -191,13 +191,17 @@ def run_kafka_dump(
     cluster: LocalKafkaCluster, files: list[Path], *options: str, stderr: bool = False
 ) -> str:
     """DumpLogSegments' standard output (with ``stderr``: and its standard error, where 4.x
-    reports index mismatches)."""
+    reports index mismatches).
+
+    Without ``stderr`` the JVM runs' outputs are concatenated as they are: every line the tool
+    prints ends in its own ``\n``, so the text is exactly what one run over all the files would
+    print (a separator added here would read as a last payload's trailing newline)."""
     out = []
     for chunk in _chunks([str(f) for f in files]):
         args = ["--files", ",".join(chunk), *options]
         proc = cluster.run_tool(dump_log_segments_class(cluster.version), args, timeout=600)
-        out.append(proc.stdout + "\n" + proc.stderr if stderr else proc.stdout)
-    return "\n".join(out)
+        out.append(proc.stdout + "\n" + proc.stderr + "\n" if stderr else proc.stdout)
+    return "".join(out)
 
 
 def _chunks(paths: list[str], limit: int = 120_000) -> Iterator[list[str]]:
@@ -233,24 +237,55 @@ _RECORD = re.compile(
     r"headerKeys: \[(?P<hk>[^\]]*)\](?P<rest>.*)",
     re.S,
 )
-_CONTROL = re.compile(r" endTxnMarker: (?P<type>\w+) coordinatorEpoch: (?P<epoch>-?\d+)$")
+_CONTROL = re.compile(r" endTxnMarker: (?P<type>\w+) coordinatorEpoch: (?P<epoch>-?\d+)")
+#: lines DumpLogSegments starts after a record: the next record, the next batch, the next
+#: file, the report of a torn tail. Any other line after a record line is part of that record
+#: (its key or payload held a line feed).
+_AFTER_RECORD = re.compile(
+    r"\| offset: -?\d+ (?:CreateTime|LogAppendTime|NoTimestampType): -?\d+ keySize: "
+    r"|baseOffset: -?\d+ lastOffset: -?\d+ "
+    r"|Dumping "
+    r"|Found \d+ invalid bytes at the end of "
+)
+_TORN_TAIL = re.compile(r"Found \d+ invalid bytes at the end of .*")
+
+
+def dump_lines(text: str) -> list[str]:
+    """The lines of DumpLogSegments' output, split exactly: on ``\n`` only (the tool ends
+    every line with one; ``str.splitlines`` would also split inside a payload at ``\r``,
+    ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``, ``\x85``, ``\u2028``, ``\u2029``), and the one
+    ``\n`` that ends the text ends its last line: it is not an empty line after it (nor
+    part of a last payload)."""
+    if not text:
+        return []
+    return (text[:-1] if text.endswith("\n") else text).split("\n")
 
 
 def parse_kafka_dump(text: str) -> tuple[dict[str, KafkaFile], list[str]]:
-    """Files DumpLogSegments dumped (by path as given) and its trailing problem reports."""
+    """Files DumpLogSegments dumped (by path as given) and its problem reports (torn tails,
+    and the trailing reports when standard error was appended).
+
+    A record is its ``| offset: ...`` line plus every following line up to the next line the
+    tool starts itself (:data:`_AFTER_RECORD`): the line feeds between them are the key's or
+    payload's own bytes, so a record's ``rest`` is its text exactly, a trailing ``0x0a``
+    included (the tool's line end after a record is the end of the line, never part of it)."""
     files: dict[str, KafkaFile] = {}
     problems: list[str] = []
     cur: KafkaFile | None = None
-    last: dict[str, Any] | None = None  # the record a continuation line belongs to
+    last: dict[str, Any] | None = None  # the record the next lines may continue
     in_problems = False
-    for line in text.split("\n"):
+    for line in dump_lines(text):
+        if last is not None and not _AFTER_RECORD.match(line):
+            last["rest"] += "\n" + line  # a key or payload with a line feed in it
+            continue
+        last = None
         if line.startswith("Dumping "):
             cur = files[line[len("Dumping ") :]] = KafkaFile(line[len("Dumping ") :])
-            last = None
             continue
-        if line.startswith(("Found ", "Non-consecutive", "Mismatches", "  ")) and not (
-            last is not None and line.startswith("  ")
-        ):
+        if _TORN_TAIL.fullmatch(line):
+            problems.append(line)
+            continue
+        if line.startswith(("Found ", "Non-consecutive", "Mismatches", "  ")):
             in_problems = True
         if in_problems or cur is None:
             if line.strip():
@@ -260,7 +295,6 @@ def parse_kafka_dump(text: str) -> tuple[dict[str, KafkaFile], list[str]]:
             cur.log_start = int(line.split(": ")[1])
         elif line.startswith("baseOffset: "):
             cur.batches.append(dict(_PAIR.findall(line)))
-            last = None
         elif line.startswith("| offset: "):
             m = _RECORD.fullmatch(line)
             assert m is not None, line
@@ -275,9 +309,7 @@ def parse_kafka_dump(text: str) -> tuple[dict[str, KafkaFile], list[str]]:
             cur.entries.append((int(a[1]), int(b[1])))
         elif line.startswith("version: ") and "producerId" in line:
             cur.txn_entries.append(dict(_PAIR.findall(line)))
-        elif last is not None:
-            last["rest"] += "\n" + line  # a payload with a newline in it
-        elif line.strip():
+        elif line:
             raise AssertionError(f"unexpected DumpLogSegments line in {cur.path}: {line!r}")
     return files, problems
 
@@ -293,7 +325,9 @@ def run_our_dump(files: list[Path], *options: str) -> dict[str, list[dict[str, A
     assert result.exit_code in (0, 1), result.output[-3000:]
     out: dict[str, list[dict[str, Any]]] = {}
     cur: list[dict[str, Any]] = []
-    for line in result.output.splitlines():
+    # one JSON object a line: split on "\n" only (splitlines would also split inside a string
+    # holding \x85, \u2028 or \u2029, which JSON does not escape)
+    for line in dump_lines(result.output):
         event = json.loads(line)
         if event["kind"] == "file":
             cur = out[event["path"]] = []
@@ -972,3 +1006,146 @@ def test_archive_and_catalog_offsets_on_kafka_39(
         consumer.close()
     print(f"kafka 3.9: {len(rolled)} rolled segments archived, {compared} moments compared")
     assert compared >= 30
+
+
+# -- the parser of DumpLogSegments' output, without Kafka ------------------------------------------
+
+#: payloads whose bytes end in or hold a line feed, or characters ``str.splitlines`` splits at
+#: (DumpLogSegments prints them as they are; \r never reaches the parser: text mode reads it as
+#: \n, see ``_text``)
+AWKWARD_PAYLOADS = [
+    "ends in a line feed\n",
+    "\n",
+    "\n\n",
+    "two\nlines",
+    "  indented after\n  a line feed",
+    "x\nFound 3 invalid bytes in a sentence",
+    "x\noffset: 1 position: 2",
+    "x\nversion: 0 producerId: 7",
+    "x\nLog starting offset: 5",
+    "vt\x0b ff\x0c fs\x1c gs\x1d rs\x1e nel\x85 ls\u2028 ps\u2029",
+    "ends in nel\x85",
+    "ends in ps\u2029",
+    "",
+]
+
+
+def _printed(offset: int, key: str | None, payload: str | None) -> str:
+    """One record as DumpLogSegments prints it with --deep-iteration --print-data-log."""
+
+    def size(text: str | None) -> int:
+        return -1 if text is None else len(text.encode())
+
+    line = (
+        f"| offset: {offset} CreateTime: {1000 + offset} keySize: {size(key)}"
+        f" valueSize: {size(payload)} sequence: -1 headerKeys: []"
+    )
+    if key is not None:
+        line += f" key: {key}"
+    if payload is not None:
+        line += f" payload: {payload}"
+    return line + "\n"
+
+
+def _printed_file(path: str, records: list[tuple[str | None, str | None]]) -> str:
+    batch = (
+        f"baseOffset: 0 lastOffset: {len(records) - 1} count: {len(records)} "
+        "baseSequence: -1 lastSequence: -1 "
+        "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false "
+        "isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1000 "
+        "size: 100 magic: 2 compresscodec: none crc: 1 isvalid: true\n"
+    )
+    body = "".join(_printed(i, k, v) for i, (k, v) in enumerate(records))
+    return f"Dumping {path}\nLog starting offset: 0\n{batch}{body}"
+
+
+def _ours(offset: int, key: str | None, payload: str | None) -> dict[str, Any]:
+    def b64(text: str | None) -> str | None:
+        return None if text is None else base64.b64encode(text.encode()).decode()
+
+    return {
+        "offset": offset,
+        "timestamp": 1000 + offset,
+        "key": b64(key),
+        "value": b64(payload),
+        "sequence": -1,
+        "headers": [],
+    }
+
+
+def _check_parsed(text: str, files: dict[str, list[tuple[str | None, str | None]]]) -> None:
+    parsed, problems = parse_kafka_dump(text)
+    assert problems == []
+    assert list(parsed) == list(files)
+    for path, records in files.items():
+        k = parsed[path]
+        assert k.log_start == 0 and len(k.batches) == 1, k
+        assert len(k.records) == len(records), [r["rest"] for r in k.records]
+        c = Comparison()
+        for i, (key, payload) in enumerate(records):
+            want = (f" key: {key}" if key is not None else "") + (
+                f" payload: {payload}" if payload is not None else ""
+            )
+            assert k.records[i]["rest"] == want, (path, i)
+            compare_record(c, f"{path} {i}", _ours(i, key, payload), k.records[i], {
+                "timestamp_type": "CreateTime"
+            })  # fmt: skip
+        assert c.mismatches == [], c.mismatches
+
+
+@pytest.mark.parametrize("payload", AWKWARD_PAYLOADS, ids=repr)
+def test_parser_keeps_a_payload_exactly(payload: str) -> None:
+    """A payload ending in 0x0a (a __transaction_state value whose timestamp's low byte is 10)
+    or holding line breaks of any kind is read back byte for byte: as a file's last record, in
+    the middle of a file, with a key before it, and as the last record of the whole output."""
+    records = [(None, payload), ("k", payload), (None, "plain"), ("k\nk", payload)]
+    files = {"/a/0.log": records, "/b/0.log": [(None, payload)]}
+    _check_parsed("".join(_printed_file(p, r) for p, r in files.items()), files)
+
+
+def test_parser_splits_on_line_feeds_only() -> None:
+    assert dump_lines("a\x0bb\u2028c\r\nd\n") == ["a\x0bb\u2028c\r", "d"]
+    assert dump_lines("a\n\n") == ["a", ""]
+    assert dump_lines("") == []
+
+
+def test_parser_reads_a_torn_tail_report_and_goes_on() -> None:
+    first = _printed_file("/a/0.log", [(None, "x\n")])
+    text = (
+        first
+        + "Found 12 invalid bytes at the end of 0.log\n"
+        + _printed_file("/b/0.log", [(None, "y")])
+    )
+    parsed, problems = parse_kafka_dump(text)
+    assert problems == ["Found 12 invalid bytes at the end of 0.log"]
+    assert [r["rest"] for r in parsed["/a/0.log"].records] == [" payload: x\n"]
+    assert [r["rest"] for r in parsed["/b/0.log"].records] == [" payload: y"]
+
+
+class _FakeCluster:
+    """``run_tool`` of a cluster, printing what DumpLogSegments would for each file given."""
+
+    version = "3.9.1"
+
+    def __init__(self, printed: dict[str, str]) -> None:
+        self.printed = printed
+        self.runs = 0
+
+    def run_tool(self, main: str, args: list[str], timeout: float) -> Any:
+        import subprocess
+
+        self.runs += 1
+        files = args[args.index("--files") + 1].split(",")
+        out = "".join(self.printed[f] for f in files)
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+
+def test_outputs_of_several_jvm_runs_join_without_a_line_between() -> None:
+    """Files dumped in several JVM runs (one argument holds at most 120,000 characters) read
+    as one run's output: a run's last payload ending in 0x0a keeps exactly that byte."""
+    paths = [f"/{c * 70_000}/00000000000000000000.log" for c in "abc"]
+    files = {p: [(None, "last of a run\n"), (None, "\n")] for p in paths}
+    fake = _FakeCluster({p: _printed_file(p, r) for p, r in files.items()})
+    text = run_kafka_dump(fake, [Path(p) for p in paths])  # type: ignore[arg-type]
+    assert fake.runs == 3
+    _check_parsed(text, files)

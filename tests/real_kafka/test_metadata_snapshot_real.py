@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -30,65 +29,13 @@ from confluent_kafka.admin import (
 from kafka_archive.airflow.metadata_tasks import metadata_snapshot_in_task
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.local_kafka import LocalKafkaCluster
-from kafka_archive.metadata_history.defaults import TOPIC_CONFIG_DEFAULTS
-from kafka_archive.services.metadata_history import MetadataHistoryService
+from kafka_archive.services.metadata_history import MetadataHistoryService, MetadataHistoryUnknown
+from support.admin_moments import done, settled_topic, topic_said
 from support.real_kafka import unique_name
 
 from segment_lib.cluster_metadata import iter_metadata_file
 
 CLUSTER = "snap"
-
-
-def _described(admin: AdminClient, topic: str) -> dict[str, Any] | None:
-    """What the cluster says of ``topic`` now (``None``: no such topic)."""
-    if topic not in admin.list_topics(timeout=30).topics:
-        return None
-    try:
-        desc = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
-        (cfg,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
-        entries = cfg.result(timeout=30)
-    except KafkaException as exc:  # listed, but deleted since (or not everywhere yet)
-        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            return None
-        raise
-    return {
-        "topic_id": str(desc.topic_id),
-        "partitions": len(desc.partitions),
-        "replicas": {p.id: [n.id for n in p.replicas] for p in desc.partitions},
-        "leaders": {p.id: p.leader.id if p.leader else -1 for p in desc.partitions},
-        "overrides": {
-            e.name: e.value
-            for e in entries.values()
-            if int(getattr(e.source, "value", e.source)) == 1 and e.value
-        },
-        "values": {
-            n: entries[n].value for n in TOPIC_CONFIG_DEFAULTS if n in entries and entries[n].value
-        },
-    }
-
-
-def _wait(admin: AdminClient, topic: str, partitions: int | None) -> dict[str, Any] | None:
-    """Describe ``topic`` once it has settled: gone (``partitions`` None) or with that many
-    partitions, each with a leader, and the same answer twice in a row."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        first = _described(admin, topic)
-        settled = (
-            first is None
-            if partitions is None
-            else first is not None
-            and first["partitions"] == partitions
-            and all(v >= 0 for v in first["leaders"].values())
-        )
-        if settled and _described(admin, topic) == first:
-            return first
-        time.sleep(0.5)
-    raise AssertionError(f"{topic} did not settle")
-
-
-def _done(futures: dict[Any, Any]) -> None:
-    for f in futures.values():
-        f.result(timeout=60)
 
 
 def test_admin_snapshots_answer_what_the_cluster_said(
@@ -107,13 +54,13 @@ def test_admin_snapshots_answer_what_the_cluster_said(
     seen: list[tuple[int, dict[str, Any] | None]] = []
 
     def snapshot(partitions: int | None) -> None:
-        before = _wait(admin, topic, partitions)
+        before = settled_topic(admin, topic, partitions)
         (report,) = metadata_snapshot_in_task(lambda _name: None, env=env)
-        assert _described(admin, topic) == before, "the topic changed during the snapshot"
+        assert topic_said(admin, topic) == before, "the topic changed during the snapshot"
         seen.append((report["at_ms"], before))
         time.sleep(0.01)  # the next snapshot is at a later millisecond
 
-    _done(admin.create_topics([NewTopic(topic, 2, 3, config={"retention.ms": "3600000"})]))
+    done(admin.create_topics([NewTopic(topic, 2, 3, config={"retention.ms": "3600000"})]))
     snapshot(2)
     alter = ConfigResource(
         ResourceType.TOPIC,
@@ -123,13 +70,13 @@ def test_admin_snapshots_answer_what_the_cluster_said(
             ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
         ],
     )
-    _done(admin.incremental_alter_configs([alter]))
+    done(admin.incremental_alter_configs([alter]))
     snapshot(2)
-    _done(admin.create_partitions([NewPartitions(topic, 4)]))
+    done(admin.create_partitions([NewPartitions(topic, 4)]))
     snapshot(4)
-    _done(admin.delete_topics([topic]))
+    done(admin.delete_topics([topic]))
     snapshot(None)
-    _done(admin.create_topics([NewTopic(topic, 1, 3, config={"cleanup.policy": "compact"})]))
+    done(admin.create_topics([NewTopic(topic, 1, 3, config={"cleanup.policy": "compact"})]))
     snapshot(1)
 
     ids = [s["topic_id"] for _t, s in seen if s is not None]
@@ -153,7 +100,9 @@ def test_admin_snapshots_answer_what_the_cluster_said(
                 resolved = {r.name: r.value for r in svc.resolved_configs(state, t)}
                 for name, value in said["values"].items():
                     assert resolved[name] == value, (n, name)
-        assert svc.topic_at(CLUSTER, topic, seen[0][0] - 1) is None
+        # before the first snapshot nothing was seen: unknown, not "no topic"
+        with pytest.raises(MetadataHistoryUnknown):
+            svc.topic_at(CLUSTER, topic, seen[0][0] - 1)
         history = svc.topic_history(CLUSTER, topic)
         whats = [e.what for e in history]
         assert whats.count("created") == 2 and whats.count("deleted") == 1

@@ -60,12 +60,21 @@ def _require() -> None:
         pytest.skip(reason)
 
 
-def _start(version: str | None, brokers: int) -> Iterator[LocalKafkaCluster]:
+@contextlib.contextmanager
+def running_cluster(
+    version: str | None = None, brokers: int = 3, broker_config: dict[str, str] | None = None
+) -> Iterator[LocalKafkaCluster]:
+    """A cluster of its own for the block (``broker_config`` on top of
+    :data:`TEST_BROKER_CONFIG`), stopped after it; a cluster that does not start fails the
+    test (skips it where Java or Maven is missing, see :func:`_require`)."""
     _require()
     with tempfile.TemporaryDirectory(prefix="kafka-archive-kafka-") as tmp:
         kwargs = {"version": version} if version else {}
         cluster = LocalKafkaCluster(
-            Path(tmp), brokers=brokers, broker_config=TEST_BROKER_CONFIG, **kwargs
+            Path(tmp),
+            brokers=brokers,
+            broker_config={**TEST_BROKER_CONFIG, **(broker_config or {})},
+            **kwargs,
         )
         try:
             cluster.start()
@@ -76,6 +85,11 @@ def _start(version: str | None, brokers: int) -> Iterator[LocalKafkaCluster]:
             yield cluster
         finally:
             cluster.stop()
+
+
+def _start(version: str | None, brokers: int) -> Iterator[LocalKafkaCluster]:
+    with running_cluster(version, brokers) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -203,3 +203,46 @@ def write_source_topic(
         )
         for p in range(partitions)
     }
+
+
+@dataclass
+class ArchivedSource:
+    """A writer-made source topic, archived by the archiver and cataloged in-process."""
+
+    parts: dict[int, SourcePartition]
+    store: Any  # kafka_archive.store.ObjectStore
+    db_url: str
+    catalog: Any  # kafka_archive.catalog.db.Catalog (the caller closes it)
+
+
+def archived_source_topic(
+    root: Path,
+    *,
+    cluster: str,
+    topic: str = "orders",
+    partitions: int = 3,
+    seed: int = 0,
+    cluster_id: str = "src-cluster-id",
+    offsets_partitions: int = 3,
+    start_ms: int = 1_700_000_000_000,
+) -> ArchivedSource:
+    """:func:`write_source_topic` as partitions of one broker under ``root/b1``, archived into
+    the local store ``root/store`` and cataloged in ``root/catalog.db``."""
+    from kafka_archive.archive.runner import run_archive
+    from kafka_archive.catalog.build import build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.store import open_store
+
+    broker = BrokerWriter(
+        root / "b1", 1, cluster_id=cluster_id, offsets_partitions=offsets_partitions
+    )
+    parts = write_source_topic(root, topic, partitions, seed=seed, broker=broker, start_ms=start_ms)
+    broker.close()
+    store = open_store(str(root / "store"))
+    run_archive(
+        cluster=cluster, broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
+    )
+    db_url = f"sqlite:///{root / 'catalog.db'}"
+    catalog = open_catalog(db_url, create=True)
+    build_catalog(catalog, store.uri, cluster=cluster)
+    return ArchivedSource(parts, store, db_url, catalog)

@@ -322,6 +322,47 @@ def test_preview_is_the_services_dry_run_and_sends_no_secret(
     assert sorted(out["partitions"]) == ["0", "2"]
 
 
+def test_a_create_topic_preview_carries_the_planned_topic_config(
+    client: TestClient, archive: tuple[History, str, str]
+) -> None:
+    """The page's "create target topic" fields reach the plan: the preview's ``topic_config``
+    is the service's, with the override, no source config and the replication factor."""
+    from kafka_archive.airflow.replay_tasks import spec_from_params
+    from kafka_archive.services.replay import ReplayService
+
+    _hist, store, db = archive
+    body = _replay_body(
+        target="localhost:9",
+        create_topic=True,
+        topic_config={"retention.ms": "-1", "cleanup.policy": "delete"},
+        no_source_config=True,
+        replication_factor=3,
+    )
+    got = client.post(
+        f"{API}/replay/preview", params={"check_target": False}, headers=OP, json=body
+    )
+    assert got.status_code == 200, got.text
+    settings = got.json()["topic_config"]["settings"]
+    assert settings["configs"] == [
+        {"name": "cleanup.policy", "value": "delete", "source": "override"},
+        {"name": "retention.ms", "value": "-1", "source": "override"},
+    ]
+    assert settings["replication_factor"] == 3
+    assert settings["dropped"] == []
+    assert settings["notes"]  # this archive holds no metadata history: the note says so
+    with ReplayService(load_settings({"db": db, "store": store}, env={})) as svc:
+        params = ReplayRequest.model_validate(body).params()
+        expect = svc.preview(spec_from_params(params), check_target=False)
+    assert got.json()["topic_config"] == expect.topic_config
+    bad = client.post(
+        f"{API}/replay/preview",
+        params={"check_target": False},
+        headers=OP,
+        json={**body, "replication_factor": 0},
+    )
+    assert bad.status_code == 422, bad.text
+
+
 def test_a_runs_state_carries_its_replays_progress(
     client: TestClient, launcher: RecordingLauncher, archive: tuple[History, str, str]
 ) -> None:

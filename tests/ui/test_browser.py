@@ -319,8 +319,20 @@ def _replay_from_here(page: Any, frame: Any, stack: dict[str, Any]) -> tuple[int
     _shot(page, "02-offsets-and-chart")
     bootstrap = stack["target"].bootstrap_servers
     frame.locator("#replay [name=target_servers]").fill(bootstrap)
+    # the created topic's fields: a preview (target unchecked: the mock target cannot create
+    # topics) shows the planned configs' table; then back to the existing target topic
+    form = frame.locator("#replay")
+    form.locator("[name=check_target]").uncheck()
+    form.locator("[name=create_topic]").check()
+    form.locator("[name=topic_config]").fill("retention.ms=-1")
+    frame.locator("#preview").click()
+    expect(frame.locator("#tc-configs")).to_be_visible()
+    expect(frame.locator("#tc-configs")).to_contain_text("override")
+    form.locator("[name=create_topic]").uncheck()
+    form.locator("[name=check_target]").check()
     frame.locator("#preview").click()
     expect(frame.locator("#preview-out")).to_contain_text("Plan")
+    expect(frame.locator("#topic-config-out")).to_be_visible()  # the target check's answer
     assert frame.locator("#status").inner_text().strip() == ""
     expect(frame.locator("#launch")).to_be_enabled()
     _shot(page, "03-replay-preview", frame.locator("#preview-out"))

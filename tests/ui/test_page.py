@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from kafka_archive.settings import load_settings
 from kafka_archive.ui.api import URL_PREFIX, build_app
+from kafka_archive.ui.models import ReplayRequest
 from kafka_archive.ui.page import page_html
 from ui_fakes import RecordingLauncher, TokenAccess
 
@@ -64,3 +65,44 @@ def test_every_path_the_script_calls_is_in_the_api(client: TestClient) -> None:
     assert called <= api, called - api
     # and the page offers every endpoint but the replay list
     assert api - called == {"/replays", "/clusters/{}/gaps"}
+
+
+def _function(html: str, name: str) -> str:
+    """The source of the script's top-level ``function name(...) {...}``."""
+    script = html.split("<script>", 1)[1]
+    start = script.index(f"function {name}(")
+    return script[start : script.index("\n}\n", start) + 2]
+
+
+def test_the_replay_form_sends_only_request_fields() -> None:
+    """Every key the replay form sends is a field of the request (an unknown one is a 422 on
+    the page), and the created topic's settings are among them."""
+    body = _function(page_html(), "replayBody").split("return {", 1)[1]
+    body = re.sub(r"//[^\n]*", "", body)  # comments name no field
+    sent = set(re.findall(r"(?:^|[{,\s])([a-z_]+):\s", body))
+    fields = {f.alias or name for name, f in ReplayRequest.model_fields.items()}
+    assert {"topic_config", "no_source_config", "replication_factor", "create_topic"} <= sent
+    assert sent <= fields, sent - fields
+
+
+def test_the_created_topics_inputs_show_with_create_topic() -> None:
+    html = page_html()
+    opts = html.split('id="create-opts"', 1)[1].split("</div>", 1)[0]
+    assert " hidden>" in html.split('id="create-opts"', 1)[1][:20]  # off until asked for
+    for name in ("topic_config", "no_source_config", "replication_factor"):
+        assert f'name="{name}"' in opts, name
+    assert '$("create-opts").hidden = !$("replay").create_topic.checked' in html
+
+
+#: the page's own constants and already escaped parts (anything else must be esc()'d)
+SAFE = {"id", "rf", 'f.level === "error" ? "bad" : "warn"', 'f.hint ? " - " + esc(f.hint) : ""'}
+
+
+def test_the_preview_escapes_the_topic_config_it_shows() -> None:
+    """Every value of the preview's ``topic_config`` goes through ``esc()`` (config values
+    and finding messages come from clusters, not from this page)."""
+    for name in ("topicConfigHtml", "rowsTable"):
+        src = _function(page_html(), name)
+        # innermost ${...}: an outer one (a .map of templates) holds only checked inner ones
+        for expr in re.findall(r"\$\{([^{}]*)\}", src):
+            assert expr.startswith("esc(") or expr in SAFE, (name, expr)

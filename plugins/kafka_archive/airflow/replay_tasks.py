@@ -93,7 +93,24 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
     "create_topic": (
         False,
         {"type": "boolean"},
-        "Create a missing target topic with the source's partition count.",
+        "Create a missing target topic as the source topic was at the replay's start: its "
+        "partition count and config overrides (from the metadata history).",
+    ),
+    "topic_config": (
+        {},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        "With create_topic: configs of the created topic, over the source's (e.g. "
+        '{"retention.ms": "-1"}).',
+    ),
+    "no_source_config": (
+        False,
+        {"type": "boolean"},
+        "With create_topic: do not copy the source's configs (partition count still copied).",
+    ),
+    "replication_factor": (
+        None,
+        {"type": ["null", "integer"], "minimum": 1},
+        "With create_topic: the created topic's replication factor (empty: target default).",
     ),
     "allow_same_topic": (
         False,
@@ -168,6 +185,7 @@ def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None
     jsonschema.validate(dict(params), schema)
     request = {k: params.get(k) for k in _SPEC_FIELDS}
     request["partitions"] = list(params.get("partitions") or []) or None
+    request["source_config"] = not params.get("no_source_config", False)
     return spec_from_request(
         request, target or TargetSpec(bootstrap_servers=params["target"], name=params["target"])
     )
@@ -189,6 +207,8 @@ _SPEC_FIELDS = (
     "allow_same_topic",
     "allow_gaps",
     "create_topic",
+    "topic_config",
+    "replication_factor",
     "force",
     "dry_run",
 )
@@ -235,6 +255,7 @@ def plan_task(
             p.bytes,
             len(p.objects),
         )
+    _log_topic_settings(plan)
     for p_, hole in plan.holes:
         # every hole in the task log, whether or not the run will be allowed to go around it
         log.warning("  hole: %s", describe_hole(p_, hole))
@@ -253,6 +274,21 @@ def plan_task(
         "dry_run": bool(params.get("dry_run")),
         "summary": report.model_dump(mode="json", exclude={"plan"}),
     }
+
+
+def _log_topic_settings(plan: ReplayPlan) -> None:
+    """The target topic's planned configs in the task log (the target itself is checked, and
+    its warnings logged, by the execute task before anything is sent)."""
+    settings = plan.topic_settings
+    if settings is None:
+        return
+    for note in settings.notes:
+        log.warning("replay %s: %s", plan.replay_id, note)
+    if plan.spec.create_topic:
+        for c in settings.configs:
+            log.info("  target topic config %s=%s (%s)", c.name, c.value, c.source)
+        for d in settings.dropped:
+            log.warning("  not set on the target: %s=%s: %s", d.name, d.value, d.reason)
 
 
 def execute_task(
@@ -278,7 +314,12 @@ def execute_task(
         f"on Spark ({params.get('spark_master')})" if where == "spark" else "in-process",
     )
     with _service(variable_getter) as service:
-        report = service.run(plan, execution=where, spark_master=params.get("spark_master"))
+        report = service.run(
+            plan,
+            execution=where,
+            spark_master=params.get("spark_master"),
+            on_warning=lambda line: log.warning("target topic config: %s", line),
+        )
     out = report.model_dump(mode="json")
     out["execution"] = where
     return out

@@ -1,6 +1,8 @@
-"""The catalog's tables (SQLAlchemy 2 typed ORM). The schema itself is created by the Alembic
-migrations in :mod:`kafka_archive.catalog.migrations`; these classes must match them (a test
-compares the two).
+"""The catalog's tables as typed ORM classes (SQLAlchemy 2), mapped onto the Core tables of
+:mod:`kafka_archive.catalog.tables` (``__table__``): the columns are declared there once, the
+annotations here only type the attributes. The schema itself is created by the Alembic
+migrations in :mod:`kafka_archive.catalog.migrations` (a test compares the two). The read
+side's hot path (``catalog offsets``) uses the Core tables and never imports this module.
 
 Vocabulary:
 
@@ -35,8 +37,9 @@ All timestamps are epoch milliseconds (BIGINT); -1 means "none", as in Kafka.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped
+
+from kafka_archive.catalog import tables
 
 __all__ = [
     "Base",
@@ -59,19 +62,21 @@ __all__ = [
 
 
 class Base(DeclarativeBase):
-    """Declarative base of every catalog table."""
+    """Declarative base of every catalog table: its metadata is :data:`tables.metadata`, so
+    the replay's declarative tables (:mod:`kafka_archive.replay.models`) join the catalog's."""
+
+    metadata = tables.metadata
 
 
 class Partition(Base):
     """One ``cluster/topic/partition`` the archive holds data for."""
 
-    __tablename__ = "partitions"
-    __table_args__ = (UniqueConstraint("cluster", "topic", "partition", name="uq_partitions"),)
+    __table__ = tables.partitions
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    topic: Mapped[str] = mapped_column(String(255))
-    partition: Mapped[int] = mapped_column(Integer)
+    id: Mapped[int]
+    cluster: Mapped[str]
+    topic: Mapped[str]
+    partition: Mapped[int]
 
 
 class Segment(Base):
@@ -89,53 +94,46 @@ class Segment(Base):
     used to tell replicas holding the same data from divergent ones.
     """
 
-    __tablename__ = "segments"
-    __table_args__ = (
-        UniqueConstraint("partition_id", "manifest_key", name="uq_segments_manifest"),
-        Index("ix_segments_partition_base", "partition_id", "base_offset"),
-    )
+    __table__ = tables.segments
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"))
-    manifest_key: Mapped[str] = mapped_column(String(1024))
-    object_key: Mapped[str] = mapped_column(String(1024))
-    sha256: Mapped[str | None] = mapped_column(String(64))
-    broker_id: Mapped[int | None] = mapped_column(Integer)
-    log_dir: Mapped[str | None] = mapped_column(String(1024))
-    archived_at_ms: Mapped[int] = mapped_column(BigInteger)
-    base_offset: Mapped[int] = mapped_column(BigInteger)
-    end_offset: Mapped[int] = mapped_column(BigInteger)
-    first_offset: Mapped[int] = mapped_column(BigInteger)
-    last_offset: Mapped[int] = mapped_column(BigInteger)
-    first_timestamp: Mapped[int] = mapped_column(BigInteger)
-    max_timestamp: Mapped[int] = mapped_column(BigInteger)
-    offset_of_max_timestamp: Mapped[int] = mapped_column(BigInteger)
-    record_count: Mapped[int] = mapped_column(BigInteger)
-    batch_count: Mapped[int] = mapped_column(BigInteger)
-    size_bytes: Mapped[int] = mapped_column(BigInteger)
-    codecs: Mapped[str] = mapped_column(String(255))
-    magics: Mapped[str] = mapped_column(String(32))
-    transactional_batches: Mapped[int] = mapped_column(BigInteger)
-    control_batches: Mapped[int] = mapped_column(BigInteger)
-    epoch_runs: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16))
-    error: Mapped[str | None] = mapped_column(Text)
-    cataloged_at_ms: Mapped[int] = mapped_column(BigInteger)
-    #: the topic id from the segment's ``partition.metadata`` (NULL: unknown); added by the
-    #: ``metadata_history`` branch's revision ``m0002_segment_topic_id``
-    topic_id: Mapped[str | None] = mapped_column(String(32))
+    id: Mapped[int]
+    partition_id: Mapped[int]
+    manifest_key: Mapped[str]
+    object_key: Mapped[str]
+    sha256: Mapped[str | None]
+    broker_id: Mapped[int | None]
+    log_dir: Mapped[str | None]
+    archived_at_ms: Mapped[int]
+    base_offset: Mapped[int]
+    end_offset: Mapped[int]
+    first_offset: Mapped[int]
+    last_offset: Mapped[int]
+    first_timestamp: Mapped[int]
+    max_timestamp: Mapped[int]
+    offset_of_max_timestamp: Mapped[int]
+    record_count: Mapped[int]
+    batch_count: Mapped[int]
+    size_bytes: Mapped[int]
+    codecs: Mapped[str]
+    magics: Mapped[str]
+    transactional_batches: Mapped[int]
+    control_batches: Mapped[int]
+    epoch_runs: Mapped[str]
+    status: Mapped[str]
+    error: Mapped[str | None]
+    cataloged_at_ms: Mapped[int]
+    topic_id: Mapped[str | None]
 
 
 class ChainPiece(Base):
     """Offsets ``lo..hi`` (inclusive) of the canonical chain, served by ``segment_id``."""
 
-    __tablename__ = "chain_pieces"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.chain_pieces
 
-    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
-    lo: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    hi: Mapped[int] = mapped_column(BigInteger)
-    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    partition_id: Mapped[int]
+    lo: Mapped[int]
+    hi: Mapped[int]
+    segment_id: Mapped[int]
 
 
 class CoverageGap(Base):
@@ -191,41 +189,51 @@ class TimeIndexEntry(Base):
     this interval.
     """
 
-    __tablename__ = "time_index"
-    __table_args__ = (
-        Index("ix_time_index_running", "partition_id", "running_max_ts", "start_offset"),
-        {"sqlite_with_rowid": False},
-    )
+    __table__ = tables.time_index
 
-    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
-    start_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    end_offset: Mapped[int] = mapped_column(BigInteger)
-    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"))
-    byte_start: Mapped[int] = mapped_column(BigInteger)
-    byte_end: Mapped[int] = mapped_column(BigInteger)
-    max_ts: Mapped[int] = mapped_column(BigInteger)
-    record_max_ts: Mapped[int] = mapped_column(BigInteger)
-    running_max_ts: Mapped[int] = mapped_column(BigInteger)
-    record_count: Mapped[int] = mapped_column(BigInteger)
+    partition_id: Mapped[int]
+    start_offset: Mapped[int]
+    end_offset: Mapped[int]
+    segment_id: Mapped[int]
+    byte_start: Mapped[int]
+    byte_end: Mapped[int]
+    max_ts: Mapped[int]
+    record_max_ts: Mapped[int]
+    running_max_ts: Mapped[int]
+    record_count: Mapped[int]
 
 
 class HistogramBucket(Base):
     """Data records and batch bytes of one segment version whose batch max timestamp falls in
     ``[bucket_ms, bucket_ms + resolution)`` (only the chain's part of the segment)."""
 
-    __tablename__ = "histogram"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.histogram
 
-    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
-    bucket_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    segment_id: Mapped[int] = mapped_column(
-        ForeignKey("segments.id"), primary_key=True, autoincrement=False
-    )
-    records: Mapped[int] = mapped_column(BigInteger)
-    bytes: Mapped[int] = mapped_column(BigInteger)
+    partition_id: Mapped[int]
+    bucket_ms: Mapped[int]
+    segment_id: Mapped[int]
+    records: Mapped[int]
+    bytes: Mapped[int]
 
 
-class OffsetCommitRow(Base):
+class _CommitFields:
+    """The attributes of one offset commit, shared by :class:`OffsetCommitRow` and
+    :class:`FollowedCommitRow` (the columns: ``tables._commit_columns``)."""
+
+    id: Mapped[int]
+    cluster: Mapped[str]
+    group_id: Mapped[str]
+    topic: Mapped[str]
+    partition: Mapped[int]
+    kind: Mapped[str]
+    committed_offset: Mapped[int]
+    leader_epoch: Mapped[int]
+    metadata_text: Mapped[str]
+    commit_timestamp: Mapped[int]
+    expire_timestamp: Mapped[int]
+
+
+class OffsetCommitRow(_CommitFields, Base):
     """One offset commit (or offset tombstone, ``kind='delete'``) read from the chain of an
     archived ``__consumer_offsets`` partition (``source_partition_id``) at ``log_offset``.
 
@@ -235,45 +243,29 @@ class OffsetCommitRow(Base):
     commit took effect (the record itself, or its COMMIT marker); NULL while pending.
     """
 
-    __tablename__ = "offset_commits"
-    __table_args__ = (
-        UniqueConstraint("source_partition_id", "log_offset", name="uq_offset_commits_log"),
-        Index("ix_offset_commits_group", "cluster", "group_id", "visible_ts"),
-    )
+    __table__ = tables.offset_commits
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    group_id: Mapped[str] = mapped_column(String(1024))
-    topic: Mapped[str] = mapped_column(String(255))
-    partition: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(16))
-    committed_offset: Mapped[int] = mapped_column(BigInteger)
-    leader_epoch: Mapped[int] = mapped_column(Integer)
-    metadata_text: Mapped[str] = mapped_column(Text)
-    commit_timestamp: Mapped[int] = mapped_column(BigInteger)
-    expire_timestamp: Mapped[int] = mapped_column(BigInteger)
-    source_partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"))
-    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
-    log_offset: Mapped[int] = mapped_column(BigInteger)
-    record_timestamp: Mapped[int] = mapped_column(BigInteger)
-    producer_id: Mapped[int] = mapped_column(BigInteger)
-    txn_state: Mapped[str] = mapped_column(String(16))
-    effective_offset: Mapped[int | None] = mapped_column(BigInteger)
-    visible_ts: Mapped[int | None] = mapped_column(BigInteger)
+    source_partition_id: Mapped[int]
+    segment_id: Mapped[int]
+    log_offset: Mapped[int]
+    record_timestamp: Mapped[int]
+    producer_id: Mapped[int]
+    txn_state: Mapped[str]
+    effective_offset: Mapped[int | None]
+    visible_ts: Mapped[int | None]
 
 
 class TxnMarker(Base):
     """A COMMIT/ABORT marker read from an archived ``__consumer_offsets`` partition."""
 
-    __tablename__ = "txn_markers"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.txn_markers
 
-    source_partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
-    log_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    producer_id: Mapped[int] = mapped_column(BigInteger)
-    committed: Mapped[int] = mapped_column(Integer)
-    timestamp: Mapped[int] = mapped_column(BigInteger)
-    segment_id: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    source_partition_id: Mapped[int]
+    log_offset: Mapped[int]
+    producer_id: Mapped[int]
+    committed: Mapped[int]
+    timestamp: Mapped[int]
+    segment_id: Mapped[int]
 
 
 class BuildRun(Base):
@@ -285,18 +277,18 @@ class BuildRun(Base):
     that runs it and ``heartbeat_ms`` is when it last showed it was alive.
     """
 
-    __tablename__ = "build_runs"
+    __table__ = tables.build_runs
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    cluster: Mapped[str | None] = mapped_column(String(255))
-    store_uri: Mapped[str] = mapped_column(String(1024))
-    started_at_ms: Mapped[int] = mapped_column(BigInteger)
-    finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
-    status: Mapped[str] = mapped_column(String(16))
-    summary: Mapped[str] = mapped_column(Text)
-    owner_host: Mapped[str | None] = mapped_column(String(255))
-    owner_pid: Mapped[int | None] = mapped_column(Integer)
-    heartbeat_ms: Mapped[int | None] = mapped_column(BigInteger)
+    id: Mapped[int]
+    cluster: Mapped[str | None]
+    store_uri: Mapped[str]
+    started_at_ms: Mapped[int]
+    finished_at_ms: Mapped[int | None]
+    status: Mapped[str]
+    summary: Mapped[str]
+    owner_host: Mapped[str | None]
+    owner_pid: Mapped[int | None]
+    heartbeat_ms: Mapped[int | None]
 
 
 class IntegrityProblem(Base):
@@ -314,30 +306,26 @@ class IntegrityProblem(Base):
     NULL when not known.
     """
 
-    __tablename__ = "integrity_problems"
-    __table_args__ = (
-        UniqueConstraint("subject_key", "kind", name="uq_integrity_problems_subject"),
-        Index("ix_integrity_problems_where", "cluster", "topic", "partition"),
-    )
+    __table__ = tables.integrity_problems
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    kind: Mapped[str] = mapped_column(String(32))
-    subject_key: Mapped[str] = mapped_column(String(1024))
-    manifest_key: Mapped[str | None] = mapped_column(String(1024))
-    object_key: Mapped[str | None] = mapped_column(String(1024))
-    cluster: Mapped[str | None] = mapped_column(String(255))
-    topic: Mapped[str | None] = mapped_column(String(255))
-    partition: Mapped[int | None] = mapped_column(Integer)
-    start_offset: Mapped[int | None] = mapped_column(BigInteger)
-    end_offset: Mapped[int | None] = mapped_column(BigInteger)
-    position: Mapped[int | None] = mapped_column(BigInteger)
-    reason: Mapped[str] = mapped_column(Text)
-    detected_by: Mapped[str] = mapped_column(String(16))
-    first_seen_ms: Mapped[int] = mapped_column(BigInteger)
-    last_seen_ms: Mapped[int] = mapped_column(BigInteger)
+    id: Mapped[int]
+    kind: Mapped[str]
+    subject_key: Mapped[str]
+    manifest_key: Mapped[str | None]
+    object_key: Mapped[str | None]
+    cluster: Mapped[str | None]
+    topic: Mapped[str | None]
+    partition: Mapped[int | None]
+    start_offset: Mapped[int | None]
+    end_offset: Mapped[int | None]
+    position: Mapped[int | None]
+    reason: Mapped[str]
+    detected_by: Mapped[str]
+    first_seen_ms: Mapped[int]
+    last_seen_ms: Mapped[int]
 
 
-class FollowedCommitRow(Base):
+class FollowedCommitRow(_CommitFields, Base):
     """One offset commit (or offset tombstone, ``kind='delete'``) that the follower read from
     partition ``source_partition`` of ``__consumer_offsets`` at ``log_offset``.
 
@@ -348,29 +336,12 @@ class FollowedCommitRow(Base):
     record adds nothing.
     """
 
-    __tablename__ = "followed_commits"
-    __table_args__ = (
-        UniqueConstraint(
-            "cluster", "source_partition", "log_offset", name="uq_followed_commits_log"
-        ),
-        Index("ix_followed_commits_group", "cluster", "group_id", "record_timestamp"),
-    )
+    __table__ = tables.followed_commits
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    group_id: Mapped[str] = mapped_column(String(1024))
-    topic: Mapped[str] = mapped_column(String(255))
-    partition: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(16))
-    committed_offset: Mapped[int] = mapped_column(BigInteger)
-    leader_epoch: Mapped[int] = mapped_column(Integer)
-    metadata_text: Mapped[str] = mapped_column(Text)
-    commit_timestamp: Mapped[int] = mapped_column(BigInteger)
-    expire_timestamp: Mapped[int] = mapped_column(BigInteger)
-    source_partition: Mapped[int] = mapped_column(Integer)
-    log_offset: Mapped[int] = mapped_column(BigInteger)
-    record_timestamp: Mapped[int] = mapped_column(BigInteger)
-    followed_at_ms: Mapped[int] = mapped_column(BigInteger)
+    source_partition: Mapped[int]
+    log_offset: Mapped[int]
+    record_timestamp: Mapped[int]
+    followed_at_ms: Mapped[int]
 
 
 class FollowerPosition(Base):
@@ -378,15 +349,14 @@ class FollowerPosition(Base):
     ``__consumer_offsets``: every record before ``next_offset`` is reflected in
     ``followed_commits``. Updated in the same transaction as the rows it covers."""
 
-    __tablename__ = "offsets_follower_positions"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.offsets_follower_positions
 
-    cluster: Mapped[str] = mapped_column(String(255), primary_key=True)
-    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    next_offset: Mapped[int] = mapped_column(BigInteger)
-    records_read: Mapped[int] = mapped_column(BigInteger)
-    commits_recorded: Mapped[int] = mapped_column(BigInteger)
-    updated_at_ms: Mapped[int] = mapped_column(BigInteger)
+    cluster: Mapped[str]
+    source_partition: Mapped[int]
+    next_offset: Mapped[int]
+    records_read: Mapped[int]
+    commits_recorded: Mapped[int]
+    updated_at_ms: Mapped[int]
 
 
 class PrunedRange(Base):
@@ -399,27 +369,24 @@ class PrunedRange(Base):
     completes. ``segments``/``bytes``: the segment versions and stored bytes it removed.
     """
 
-    __tablename__ = "pruned_ranges"
-    __table_args__ = (
-        Index("ix_pruned_ranges_where", "cluster", "topic", "partition", "first_offset"),
-    )
+    __table__ = tables.pruned_ranges
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    topic: Mapped[str] = mapped_column(String(255))
-    partition: Mapped[int] = mapped_column(Integer)
-    first_offset: Mapped[int] = mapped_column(BigInteger)
-    last_offset: Mapped[int] = mapped_column(BigInteger)
-    first_timestamp: Mapped[int] = mapped_column(BigInteger)
-    max_timestamp: Mapped[int] = mapped_column(BigInteger)
-    policy: Mapped[str] = mapped_column(String(255))
-    reason: Mapped[str] = mapped_column(Text)
-    segments: Mapped[int] = mapped_column(Integer)
-    bytes: Mapped[int] = mapped_column(BigInteger)
-    objects: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16))
-    planned_at_ms: Mapped[int] = mapped_column(BigInteger)
-    pruned_at_ms: Mapped[int | None] = mapped_column(BigInteger)
+    id: Mapped[int]
+    cluster: Mapped[str]
+    topic: Mapped[str]
+    partition: Mapped[int]
+    first_offset: Mapped[int]
+    last_offset: Mapped[int]
+    first_timestamp: Mapped[int]
+    max_timestamp: Mapped[int]
+    policy: Mapped[str]
+    reason: Mapped[str]
+    segments: Mapped[int]
+    bytes: Mapped[int]
+    objects: Mapped[str]
+    status: Mapped[str]
+    planned_at_ms: Mapped[int]
+    pruned_at_ms: Mapped[int | None]
 
 
 class ObjectLease(Base):
@@ -432,21 +399,17 @@ class ObjectLease(Base):
     is stale at once; ``pid`` 0 is a queued job's lease, live until it expires.
     """
 
-    __tablename__ = "object_leases"
-    __table_args__ = (
-        Index("ix_object_leases_where", "cluster", "topic", "partition"),
-        Index("ix_object_leases_holder", "holder"),
-    )
+    __table__ = tables.object_leases
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    holder: Mapped[str] = mapped_column(String(255))
-    cluster: Mapped[str] = mapped_column(String(255))
-    topic: Mapped[str] = mapped_column(String(255))
-    partition: Mapped[int] = mapped_column(Integer)
-    first_offset: Mapped[int] = mapped_column(BigInteger)
-    last_offset: Mapped[int] = mapped_column(BigInteger)
-    host: Mapped[str] = mapped_column(String(255))
-    pid: Mapped[int] = mapped_column(Integer)
-    acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
-    heartbeat_ms: Mapped[int] = mapped_column(BigInteger)
-    expires_at_ms: Mapped[int] = mapped_column(BigInteger)
+    id: Mapped[int]
+    holder: Mapped[str]
+    cluster: Mapped[str]
+    topic: Mapped[str]
+    partition: Mapped[int]
+    first_offset: Mapped[int]
+    last_offset: Mapped[int]
+    host: Mapped[str]
+    pid: Mapped[int]
+    acquired_at_ms: Mapped[int]
+    heartbeat_ms: Mapped[int]
+    expires_at_ms: Mapped[int]

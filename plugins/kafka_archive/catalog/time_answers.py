@@ -11,6 +11,9 @@ It also answers without the store: the catalog alone knows the one time-index in
 holds the answer, so its first offset is a safe place to start reading (no record at or after
 the moment lies before it) and its last offset bounds the answer. Reading that interval's bytes
 (at most one ranged read per partition) makes the answer exact.
+
+Core only (the tables of :mod:`kafka_archive.catalog.tables`), like
+:mod:`kafka_archive.catalog.queries.offsets`: ``catalog offsets`` imports no ORM.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, select
-from sqlalchemy.orm import aliased
 
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import ChainPiece, Partition, PrunedRange, Segment
-from kafka_archive.catalog.queries import offset_intervals, offsets_for_time
+from kafka_archive.catalog.queries.offsets import offset_intervals, offsets_for_time
+from kafka_archive.catalog.tables import chain_pieces as cp
+from kafka_archive.catalog.tables import partitions as pt
+from kafka_archive.catalog.tables import pruned_ranges, segments
 from kafka_archive.store import ObjectStore
 from kafka_archive.timeparse import format_ms
 
@@ -144,58 +148,62 @@ def first_pieces_query(*where: ColumnElement[bool]) -> Select[int, int, int]:
     partition (the lowest ``lo`` is a correlated ``min``), never a scan of every piece: the
     answer's cost does not grow with the archive (``tests/test_time_answers_plan.py``)."""
     lowest = (
-        select(func.min(ChainPiece.lo))
-        .where(ChainPiece.partition_id == Partition.id)
-        .correlate(Partition)
+        select(func.min(cp.c.lo))
+        .where(cp.c.partition_id == pt.c.id)
+        .correlate(pt)
         .scalar_subquery()
     )
     return (
-        select(Partition.partition, ChainPiece.lo, Segment.first_timestamp)
-        .join(ChainPiece, ChainPiece.partition_id == Partition.id)
-        .join(Segment, Segment.id == ChainPiece.segment_id)
-        .where(*where, ChainPiece.lo == lowest)
+        select(pt.c.partition, cp.c.lo, segments.c.first_timestamp)
+        .select_from(
+            pt.join(cp, cp.c.partition_id == pt.c.id).join(
+                segments, segments.c.id == cp.c.segment_id
+            )
+        )
+        .where(*where, cp.c.lo == lowest)
     )
 
 
 def last_pruned_query(
     cluster: str, topic: str, partitions: Sequence[int] | None = None
-) -> Select[PrunedRange]:
-    """Per partition of ``topic`` (``partitions``: only those), its highest pruned range, in
-    ``last_offset`` order. Each partition's ranges are found through ``ix_pruned_ranges_where``
-    and only the highest is loaded: every prune adds ranges, and loading all of them made
-    ``offsets`` slower with every prune (``tests/test_time_answers_plan.py``)."""
-    pr = PrunedRange
-    inner = aliased(PrunedRange)
+) -> Select[Any]:
+    """Per partition of ``topic`` (``partitions``: only those), its highest pruned range (a
+    row of every ``pruned_ranges`` column), in ``last_offset`` order. Each partition's ranges
+    are found through ``ix_pruned_ranges_where`` and only the highest is loaded: every prune
+    adds ranges, and loading all of them made ``offsets`` slower with every prune
+    (``tests/test_time_answers_plan.py``)."""
+    pr = pruned_ranges.c
+    inner = pruned_ranges.alias("inner_pr").c
     highest = (
         select(func.max(inner.last_offset))
         .where(
             inner.cluster == pr.cluster, inner.topic == pr.topic, inner.partition == pr.partition
         )
-        .correlate(pr)
+        .correlate(pruned_ranges)
         .scalar_subquery()
     )
     where = [pr.cluster == cluster, pr.topic == topic, pr.last_offset == highest]
     if partitions:
         where.append(pr.partition.in_(sorted(set(partitions))))
-    return select(pr).where(*where).order_by(pr.last_offset)
+    return select(pruned_ranges).where(*where).order_by(pr.last_offset)
 
 
 def archive_spans(
     catalog: Catalog, cluster: str, topic: str, partitions: Sequence[int] | None = None
 ) -> dict[int, ArchiveSpan]:
     """Per archived partition of ``topic``: what its chain spans (two grouped queries)."""
-    sg = Segment
+    sg = segments.c
     serving = sg.status.in_(("canonical", "partial"))
-    where = [Partition.cluster == cluster, Partition.topic == topic]
+    where = [pt.c.cluster == cluster, pt.c.topic == topic]
     if partitions:
-        where.append(Partition.partition.in_(sorted(set(partitions))))
-    with catalog.session() as s:
+        where.append(pt.c.partition.in_(sorted(set(partitions))))
+    with catalog.engine.connect() as s:
         tops = dict(
             s.execute(
-                select(Partition.partition, func.max(sg.max_timestamp).filter(serving))
-                .join(sg, sg.partition_id == Partition.id)
+                select(pt.c.partition, func.max(sg.max_timestamp).filter(serving))
+                .select_from(pt.join(segments, sg.partition_id == pt.c.id))
                 .where(*where)
-                .group_by(Partition.partition)
+                .group_by(pt.c.partition)
             ).all()
         )
         firsts = {
@@ -203,7 +211,7 @@ def archive_spans(
             for part, lo, fts in s.execute(first_pieces_query(*where))
         }
         pruned: dict[int, PrunedBefore] = {}
-        for r in s.execute(last_pruned_query(cluster, topic, partitions)).scalars():
+        for r in s.execute(last_pruned_query(cluster, topic, partitions)):
             pruned[int(r.partition)] = PrunedBefore(
                 r.policy, r.pruned_at_ms, r.first_offset, r.last_offset, r.max_timestamp
             )

@@ -32,7 +32,13 @@ from kafka_archive.cli.context import (
     parse_partitions,
 )
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
-from kafka_archive.cli.replay_views import print_holes, print_plan, print_report, print_status
+from kafka_archive.cli.replay_views import (
+    print_holes,
+    print_plan,
+    print_report,
+    print_status,
+    print_topic_config,
+)
 
 app = typer.Typer(
     help=(
@@ -119,11 +125,18 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
 
 
 def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -> Any:
-    """Run ``plan`` through the service, with a progress bar on a terminal."""
+    """Run ``plan`` through the service, with a progress bar on a terminal; the target
+    topic's config warnings go to stderr before anything is sent (``--json``: in the report's
+    ``topic_config``)."""
+
+    def warn(line: str) -> None:
+        if not as_json:
+            err_console.print(f"[yellow]warning: target topic config: {line}[/]")
+
     if spark_master:  # naming a master asks for Spark
-        return service.run(plan, execution="spark", spark_master=spark_master)
+        return service.run(plan, execution="spark", spark_master=spark_master, on_warning=warn)
     if as_json or not sys.stderr.isatty():
-        return service.run(plan)
+        return service.run(plan, on_warning=warn)
     lock = threading.Lock()
     with Progress(
         TextColumn("[bold]replay"),
@@ -140,7 +153,7 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
             with lock:
                 progress.advance(task, n)
 
-        return service.run(plan, on_records=advance)
+        return service.run(plan, on_records=advance, on_warning=warn)
 
 
 @app.command("run")
@@ -229,9 +242,38 @@ def run(
         bool,
         typer.Option(
             "--create-topic",
-            help="Create a missing target topic with the source's partition count.",
+            help="Create a missing target topic as the source topic was at the replay's start "
+            "(--from, or the first replayed record's time): its partition count and config "
+            "overrides from the metadata history (else the archive's partition count). "
+            "Configs that cannot apply on the target are left out, each named.",
         ),
     ] = False,
+    topic_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic-config",
+            help="With --create-topic: a config of the created topic, NAME=VALUE (repeatable, "
+            "or @FILE of NAME=VALUE lines); wins over the source's, e.g. "
+            "--topic-config retention.ms=-1.",
+        ),
+    ] = None,
+    no_source_config: Annotated[
+        bool,
+        typer.Option(
+            "--no-source-config",
+            help="With --create-topic: do not copy the source's configs (the partition count "
+            "still comes from the source); only --topic-config and the target's defaults.",
+        ),
+    ] = False,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option(
+            "--replication-factor",
+            min=1,
+            help="With --create-topic: the created topic's replication factor (default: the "
+            "target's default.replication.factor).",
+        ),
+    ] = None,
     spark_master: Annotated[
         str | None,
         typer.Option("--spark-master", help="Run on Spark (local[*], spark://host:7077, ...)."),
@@ -249,6 +291,10 @@ def run(
           --target kafka-dr:9092 --target-topic orders-replay
       kafka-archive replay run --cluster prod --topic orders --from offset:0=100,1=200 \\
           --to offset:0=500,1=600 --target kafka-dr:9092 --target-topic o2 --dry-run
+      # restore the topic as it was at T (partitions and configs at T), retention off:
+      kafka-archive replay run --cluster prod --topic orders --from 2026-11-20T08:00:00Z \\
+          --target kafka-dr:9092 --target-topic orders-restored --create-topic \\
+          --topic-config retention.ms=-1 --dry-run
     """
     from kafka_archive.replay.errors import ReplayError
     from kafka_archive.replay.plan import TargetSpec
@@ -279,6 +325,9 @@ def run(
         "allow_same_topic": allow_same_topic,
         "allow_gaps": allow_gaps,
         "create_topic": create_topic,
+        "topic_config": parse_settings(topic_config, "--topic-config", as_json),
+        "source_config": not no_source_config,
+        "replication_factor": replication_factor,
         "force": force,
         "dry_run": dry_run,
     }
@@ -298,6 +347,7 @@ def run(
             else:
                 print_plan(report)
                 print_holes(report)
+                print_topic_config(report)
             return
         report = _execute(service, service.plan(spec), spark_master, as_json)
     except Exception as exc:

@@ -109,3 +109,63 @@ def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
             f"  partition {p.source_partition}: {state}, {p.records_sent} records, "
             f"{p.txn_seq} transactions"
         )
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """A titled table of ``rows`` (nothing when there are none)."""
+    if not rows:
+        return
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def print_topic_config(report: Any) -> None:
+    """The target topic's configs of a dry run: what creation would set (name, value, source),
+    what is left out and why, the differences from an existing target, the findings."""
+    view = report.topic_config
+    if not view:
+        return
+    settings = view.get("settings") or {}
+    if settings.get("found"):
+        from kafka_archive.timeparse import format_ms
+
+        console.print(
+            f"source topic at {format_ms(settings['at_ms'])}: {settings['source_partitions']} "
+            f"partition(s), topic id {settings.get('topic_id') or '?'} (from the "
+            f"{settings['history_source']}, state as of {format_ms(settings['as_of_ms'])})"
+        )
+    for note in settings.get("notes") or []:
+        console.print(f"[yellow]note: {note}[/]")
+    created = view.get("created_with")
+    if created is not None:
+        rf = view.get("replication_factor")
+        console.print(
+            f"target topic would be created with {view.get('target_partitions')} partition(s), "
+            f"replication factor {rf if rf is not None else 'the target default'}"
+        )
+    _table(
+        "target topic configs",
+        ("config", "value", "source"),
+        [(c["name"], c["value"], c["source"]) for c in settings.get("configs") or []],
+    )
+    for d in view.get("dropped") or []:
+        console.print(f"[yellow]not set: {d['name']}={d['value']}: {d['reason']}[/]")
+    _table(
+        "source at T vs the existing target (overrides; - = default)",
+        ("config", "source", "target"),
+        [(d["name"], d["source"] or "-", d["target"] or "-") for d in view.get("diffs") or []],
+    )
+    source_parts = settings.get("source_partitions")
+    target_parts = view.get("target_partitions")
+    if created is None and source_parts is not None and target_parts not in (None, source_parts):
+        console.print(
+            f"[yellow]partitions differ: source {source_parts} at T, target {target_parts}[/]"
+        )
+    for f in view.get("findings") or []:
+        colour = "red" if f["level"] == "error" else "yellow"
+        hint = f" ({f['hint']})" if f.get("hint") else ""
+        console.print(f"[{colour}]{f['level']}: {f['name']}: {f['message']}{hint}[/]")

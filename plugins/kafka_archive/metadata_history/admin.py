@@ -14,6 +14,7 @@ time), in the caller's transaction. The history of such a cluster is at snapshot
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,7 @@ from kafka_archive.metadata_history.state import (
     PartitionInfo,
     diff,
 )
+from segment_lib.metadata_files import encode_kafka_uuid
 
 __all__ = ["AdminSnapshot", "read_admin_state", "record_admin_snapshot"]
 
@@ -75,6 +77,18 @@ def acl_digest(acl: Acl) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def kafka_topic_id(value: Any) -> str:
+    """Kafka's string form of a ``confluent_kafka.Uuid`` (URL-safe base64 without padding, as
+    Kafka's ``Uuid.toString``, ``kafka-topics --describe`` and the metadata log's JSON print
+    it). Its ``str()`` is standard base64 (``/`` and ``+`` where Kafka has ``_`` and ``-``):
+    a topic id taken from it would differ from the same topic's id in the metadata log and in
+    ``partition.metadata``."""
+    mask = (1 << 64) - 1
+    msb = value.get_most_significant_bits() & mask
+    lsb = value.get_least_significant_bits() & mask
+    return encode_kafka_uuid(uuid.UUID(int=(msb << 64) | lsb))
+
+
 def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
     """The cluster's topics (internal ones left out), their overrides, and its ACLs, through
     ``admin`` (a confluent-kafka ``AdminClient`` with ``client_log.CLIENT_LOG_SETTINGS``).
@@ -105,7 +119,7 @@ def read_admin_state(admin: Any, *, timeout_s: float = 30.0) -> AdminSnapshot:
         desc = _unless_gone(fut, name, gone)
         if desc is None:
             continue
-        topic_id = str(desc.topic_id)
+        topic_id = kafka_topic_id(desc.topic_id)
         state.topics[topic_id] = name
         for p in desc.partitions:
             leader = p.leader.id if p.leader is not None else -1

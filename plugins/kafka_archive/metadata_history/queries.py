@@ -12,11 +12,20 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from kafka_archive.metadata_history.apply import ADMIN_SNAPSHOT, build_position, load_state
 from kafka_archive.metadata_history.defaults import TOPIC_CONFIG_DEFAULTS
-from kafka_archive.metadata_history.models import ACLS, ADMIN_SNAPSHOTS, CONFIGS, PARTITIONS, TOPICS
+from kafka_archive.metadata_history.models import (
+    ACLS,
+    ADMIN_SNAPSHOTS,
+    CONFIGS,
+    FEATURES,
+    PARTITIONS,
+    QUOTAS,
+    SCRAM,
+    TOPICS,
+)
 from kafka_archive.metadata_history.state import RESOURCE_BROKER, RESOURCE_TOPIC
 from kafka_archive.timeparse import format_ms
 
@@ -28,6 +37,8 @@ __all__ = [
     "ResolvedConfig",
     "TopicState",
     "acls_at",
+    "first_admin_snapshot",
+    "history_start",
     "incarnations",
     "resolution_note",
     "resolved_configs",
@@ -173,6 +184,42 @@ def incarnations(conn: Connection, cluster: str, topic: str) -> list[Incarnation
     ]
 
 
+def history_start(conn: Connection, cluster: str) -> tuple[int, str] | None:
+    """``(at_ms, snapshot id)`` when ``cluster``'s metadata log history begins with a KRaft
+    snapshot (its first build found the log before the snapshot not archived, e.g. cleaned by
+    Kafka): nothing is known before ``at_ms``. ``None``: the history reaches back to the log's
+    start (or comes from Admin API snapshots, whose resolution note speaks for itself).
+
+    Derived from the rows (no column of its own): the history's first change is the one with
+    the smallest ``seq``; it starts from a snapshot when that change came from one (a
+    bootstrap checkpoint, seq -1, precedes the log and does not count)."""
+    first: tuple[int, int, str | None] | None = None
+    for table in (FEATURES, CONFIGS, PARTITIONS, SCRAM, QUOTAS):
+        row = conn.execute(
+            select(table.c.seq, table.c.at_ms, table.c.snapshot_id)
+            .where(table.c.cluster == cluster, table.c.source != ADMIN_SNAPSHOT)
+            .order_by(table.c.seq)
+            .limit(1)
+        ).first()
+        # one seq is one record or one snapshot: rows of the same seq share their provenance
+        if row is not None and (first is None or row[0] < first[0]):
+            first = (int(row[0]), int(row[1]), row[2])
+    if first is None or first[2] is None or first[0] < 0:
+        return None
+    return first[1], first[2]
+
+
+def first_admin_snapshot(conn: Connection, cluster: str) -> int | None:
+    """When ``cluster``'s history comes from Admin API snapshots: the time of the first one
+    (nothing is known before it); ``None`` for a metadata log history or none at all."""
+    position = build_position(conn, cluster)
+    if position is None or position[0] != ADMIN_SNAPSHOT:
+        return None
+    s = ADMIN_SNAPSHOTS
+    first = conn.execute(select(func.min(s.c.at_ms)).where(s.c.cluster == cluster)).scalar()
+    return None if first is None else int(first)
+
+
 def resolution_note(conn: Connection, cluster: str, at_ms: int) -> tuple[str, str | None]:
     """``(source, note)`` of ``cluster``'s history at ``at_ms``: admin snapshot histories are
     at snapshot resolution (the note names the snapshot used); metadata logs are exact."""
@@ -275,11 +322,16 @@ def resolved_configs(
     return [out[k] for k in sorted(out)]
 
 
+#: the first event of a topic that already existed in the snapshot a history begins with
+_EXISTING = "exists when the history begins (created earlier)"
+
+
 def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEvent]:
     """What changed when for every incarnation of ``topic``: creation and deletion, partitions
     added, reassigned or given a new leader, config overrides set or deleted; in order, each
     with the record (type, version, offset = ``seq``) that caused it."""
     incs = incarnations(conn, cluster, topic)
+    start = history_start(conn, cluster)
     events: list[HistoryEvent] = []
     for inc in incs:
         row = (
@@ -290,16 +342,20 @@ def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEve
             .one()
         )
         src = row["source"]
+        what, snapshot_id = "created", None
+        if start is not None and row["created_record"] == "SNAPSHOT" and inc.created_ms == start[0]:
+            # not its creation: it already existed in the snapshot the history begins with
+            what, snapshot_id = _EXISTING, start[1]
         events.append(
             HistoryEvent(
                 inc.created_ms,
                 inc.created_seq,
                 inc.topic_id,
-                "created",
+                what,
                 {},
                 row["created_record"],
                 -1,
-                None,
+                snapshot_id,
                 src,
             )
         )
@@ -319,7 +375,9 @@ def topic_history(conn: Connection, cluster: str, topic: str) -> list[HistoryEve
             )
         events += _partition_events(conn, cluster, inc.topic_id)
     events += _config_events(conn, cluster, topic, incs)
-    events.sort(key=lambda e: (e.seq, e.at_ms, e.what))
+    # within one seq (a snapshot's changes) the topic's existence comes first, its end last
+    rank = {"created": 0, _EXISTING: 0, "deleted": 2}
+    events.sort(key=lambda e: (e.seq, e.at_ms, rank.get(e.what, 1), e.what))
     return events
 
 

@@ -35,13 +35,17 @@ __all__ = ["CatalogPlanSource"]
 
 
 class CatalogPlanSource:
-    """A :class:`PlanSource` over an open catalog and the archive's store."""
+    """A :class:`PlanSource` over an open catalog and the archive's store: one per plan (it
+    remembers each partition's segments, so it does not see segments cataloged later)."""
 
     def __init__(self, catalog: Catalog, store: ObjectStore) -> None:
         self.catalog = catalog
         self.store = store
         self._manifest = lru_cache(maxsize=4096)(self._read_manifest)
         self._gaps: dict[tuple[str, str], list[object]] = {}
+        # one plan asks for a partition's segments twice (the ranges, then the replayed data's
+        # time span for the target topic's configs): one catalog query serves both
+        self._segments: dict[tuple[str, str, int], tuple[PlannedSegment, ...]] = {}
 
     def _read_manifest(self, key: str) -> object | None:
         from kafka_archive.archive.manifest import read_manifest
@@ -81,6 +85,12 @@ class CatalogPlanSource:
         return int(top) + 1
 
     def segments(self, cluster: str, topic: str, partition: int) -> Sequence[PlannedSegment]:
+        key = (cluster, topic, partition)
+        if key not in self._segments:
+            self._segments[key] = tuple(self._read_segments(cluster, topic, partition))
+        return self._segments[key]
+
+    def _read_segments(self, cluster: str, topic: str, partition: int) -> list[PlannedSegment]:
         with self.catalog.session() as s:
             pid = s.scalar(
                 select(Partition.id).where(

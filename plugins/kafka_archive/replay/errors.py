@@ -13,7 +13,9 @@ position), and store failures as :class:`kafka_archive.store.errors.StoreError`.
   - :class:`SameTopicError` - the target is the source cluster and topic;
   - :class:`TargetTopicMissingError` - the target topic does not exist (and ``--create-topic``
     was not given, or creating it failed);
-  - :class:`PartitionMappingError` - the partition mapping cannot hold on the target.
+  - :class:`PartitionMappingError` - the partition mapping cannot hold on the target;
+  - :class:`TargetConfigError` - the target topic's configs would reject the replayed records
+    (e.g. timestamp bounds older than the data): refused before anything is sent.
 
 * :class:`ReplayTargetError` - the target cluster refused or failed in a way retries did not fix.
 * :class:`ReplayFencedError` - another process took over this replay's transactional id (a newer
@@ -38,6 +40,7 @@ __all__ = [
     "ReplayFencedError",
     "ReplayTargetError",
     "SameTopicError",
+    "TargetConfigError",
     "TargetTopicMissingError",
     "UnknownTopicError",
 ]
@@ -104,6 +107,15 @@ class PartitionMappingError(ReplayConfigError):
     default_hint = (
         "Use --partition-mapping murmur2 or round-robin, or a target topic with at least as "
         "many partitions as the source."
+    )
+
+
+class TargetConfigError(ReplayConfigError):
+    """The target topic's configs would make the broker reject the replayed records."""
+
+    default_hint = (
+        "Alter the target topic's configs (kafka-configs.sh --alter), or replay into a new "
+        "topic with --create-topic and --topic-config NAME=VALUE."
     )
 
 

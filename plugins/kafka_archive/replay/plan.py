@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_archive.replay.completeness import (
     HoleSource,
@@ -44,6 +44,7 @@ from kafka_archive.replay.errors import (
     ReplayConfigError,
     UnknownTopicError,
 )
+from kafka_archive.replay.topic_config import TopicSettings
 from kafka_archive.timeparse import TimeParseError, parse_time_ms
 
 __all__ = [
@@ -202,6 +203,12 @@ class ReplaySpec(_Frozen):
     #: replay around the plan's holes (see :mod:`.completeness`) instead of refusing to start
     allow_gaps: bool = False
     create_topic: bool = False
+    #: configs the created target topic gets over the source's (``--topic-config NAME=VALUE``)
+    topic_config: dict[str, str] = Field(default_factory=dict)
+    #: create the target topic with the source's configs at the start (``--no-source-config``)
+    source_config: bool = True
+    #: the created topic's replication factor (``None``: the target's default)
+    replication_factor: int | None = Field(default=None, ge=1)
     force: bool = False
     dry_run: bool = False
     progress_topic: str = DEFAULT_PROGRESS_TOPIC
@@ -227,6 +234,17 @@ class ReplaySpec(_Frozen):
         if v <= 0:
             raise ValueError("transaction limits must be positive")
         return v
+
+    @model_validator(mode="after")
+    def _creation_options(self) -> ReplaySpec:
+        if not self.create_topic and (
+            self.topic_config or not self.source_config or self.replication_factor is not None
+        ):
+            raise ValueError(
+                "topic_config, no_source_config and replication_factor apply to a created "
+                "target topic: add create_topic (--create-topic)"
+            )
+        return self
 
     @property
     def effective_target_topic(self) -> str:
@@ -277,6 +295,8 @@ class ReplayPlan(_Frozen):
     source_partition_count: int
     source_cluster_id: str | None = None
     created_at_ms: int
+    #: the target topic's configs as planned (:mod:`.topic_config`); ``None``: not looked up
+    topic_settings: TopicSettings | None = None
 
     @property
     def target_topic(self) -> str:

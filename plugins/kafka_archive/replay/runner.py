@@ -99,6 +99,9 @@ class ReplayReport(BaseModel):
     holes: list[dict[str, Any]] = []
     #: a dry run's view of the target (``None``: ``--offline``, not checked)
     target_check: dict[str, Any] | None = None
+    #: the target topic's configs: created with, dropped, differences from the source's at the
+    #: start, findings (:class:`~.target_config.TopicConfigCheck`; ``None``: not checked)
+    topic_config: dict[str, Any] | None = None
 
 
 def _hole_rows(plan: ReplayPlan) -> list[dict[str, Any]]:

@@ -7,6 +7,13 @@ when both are known: unknown refuses, unless ``allow_same_topic``), a missing ta
 it creates the progress topic when missing. ``read_only`` (a dry run) checks the same and
 creates nothing.
 
+The target topic's configs (:mod:`.target_config`, when the plan carries
+:class:`~.topic_config.TopicSettings`): a created topic gets the source's partition count and
+configs as they were at the replay's start (the history's, else the archive's partition count);
+an existing one is compared with the source's configs at T, and configs that would reject the
+replayed records refuse the replay before anything is sent. ``TargetInfo.config_check`` holds
+what was done and found; its warnings are what the operator must see before the run starts.
+
 A target that does not answer is one :class:`~.errors.ReplayTargetError` within seconds, with a
 summary of what librdkafka reported (:mod:`.client_log`), never its stream of log lines.
 """
@@ -21,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kafka_archive.client_log import ClusterUnreachable, reach_metadata
-from kafka_archive.replay.client_log import new_client
+from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS, new_client
 from kafka_archive.replay.errors import (
     PartitionMappingError,
     ReplayTargetError,
@@ -30,6 +37,12 @@ from kafka_archive.replay.errors import (
 )
 from kafka_archive.replay.plan import ReplayPlan
 from kafka_archive.replay.progress import CLIENT_DEFAULTS, is_retriable
+from kafka_archive.replay.target_config import (
+    TopicConfigCheck,
+    check_configs,
+    create_configured,
+    unchecked,
+)
 
 __all__ = [
     "DEFAULT_PROGRESS_PARTITIONS",
@@ -56,6 +69,8 @@ class TargetInfo:
     cluster_id: str | None
     partitions: int
     created_topic: bool = False
+    #: the target topic's configs: created with / compared (``None``: the plan has no settings)
+    config_check: TopicConfigCheck | None = None
 
 
 def _metadata_client(client_config: dict[str, str]) -> Consumer:
@@ -192,6 +207,56 @@ def wait_until_ready(
         time.sleep(0.1)
 
 
+def _partitions_to_create(plan: ReplayPlan) -> int:
+    """The created target topic's partition count: the source's at the replay's start (the
+    metadata history), else the archive's. With ``--partition-mapping same`` at least one more
+    than the highest replayed partition (a range spanning an added partition needs it; the
+    check's notes say so)."""
+    settings = plan.topic_settings
+    count = plan.source_partition_count
+    if settings is not None and settings.source_partitions is not None:
+        count = settings.source_partitions
+    if plan.spec.partition_mapping == "same":
+        count = max(count, max(p.partition for p in plan.partitions) + 1)
+    return count
+
+
+def _answers_admin(consumer: Consumer) -> bool:
+    """Whether the target can answer admin requests: the controller its metadata names is one
+    of its brokers (librdkafka's mock cluster names none and would let DescribeConfigs wait for
+    its whole timeout)."""
+    md = consumer.list_topics(timeout=TARGET_REACH_TIMEOUT_S)
+    return md.controller_id in md.brokers
+
+
+def _configs(
+    plan: ReplayPlan,
+    consumer: Consumer,
+    admin: AdminClient,
+    created: TopicConfigCheck | None,
+    partitions: int,
+    *,
+    read_only: bool,
+) -> TopicConfigCheck:
+    assert plan.topic_settings is not None
+    if not _answers_admin(consumer):
+        return unchecked(
+            plan.topic_settings,
+            created,
+            "the target's metadata names no live controller to answer DescribeConfigs",
+        ).model_copy(update={"target_partitions": partitions})
+    check = check_configs(
+        admin,
+        plan.topic_settings,
+        plan.target_topic,
+        created=created,
+        preserve_timestamps=plan.spec.preserve_timestamps,
+        now_ms=int(time.time() * 1000),
+        read_only=read_only,
+    )
+    return check.model_copy(update={"target_partitions": partitions})
+
+
 def check_target(plan: ReplayPlan, *, read_only: bool = False) -> TargetInfo:
     """Step 2: the guard rails that need the target (see the module docstring).
 
@@ -246,17 +311,42 @@ def _check_target(
                 f"itself, and topic {spec.topic!r} is the source topic"
             )
     created = False
+    config_check: TopicConfigCheck | None = None
     if partitions is None:
         if not spec.create_topic:
             raise TargetTopicMissingError(
                 f"the target topic {plan.target_topic!r} does not exist on the target cluster"
             )
-        if read_only:
-            partitions = plan.source_partition_count
-        else:
-            _create_topic(client, plan.target_topic, plan.source_partition_count)
-            partitions = wait_until_ready(consumer, plan.target_topic, plan.source_partition_count)
+        wanted = _partitions_to_create(plan)
+        settings = plan.topic_settings
+        admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client})
+        if settings is not None:
+            brokers = sorted(consumer.list_topics(timeout=TARGET_REACH_TIMEOUT_S).brokers)
+            if settings.source_partitions is not None and wanted > settings.source_partitions:
+                settings = settings.model_copy(
+                    update={
+                        "notes": [
+                            *settings.notes,
+                            f"created with {wanted} partitions, not the source's "
+                            f"{settings.source_partitions} at the start: the replayed range "
+                            f"holds partition {wanted - 1} (added later)",
+                        ]
+                    }
+                )
+            config_check = create_configured(
+                admin, settings, plan.target_topic, wanted, brokers=brokers, validate_only=read_only
+            )
+        elif not read_only:
+            _create_topic(client, plan.target_topic, wanted)
+        partitions = wanted if read_only else wait_until_ready(consumer, plan.target_topic, wanted)
+        if settings is not None:
+            config_check = _configs(
+                plan, consumer, admin, config_check, partitions, read_only=read_only
+            )
         created = True
+    elif plan.topic_settings is not None:
+        admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client})
+        config_check = _configs(plan, consumer, admin, None, partitions, read_only=read_only)
     if spec.partition_mapping == "same":
         highest = max(p.partition for p in plan.partitions)
         if highest >= partitions:
@@ -265,7 +355,7 @@ def _check_target(
                 f"{plan.target_topic!r} has {partitions} partition(s)"
             )
     if read_only:
-        return TargetInfo(cluster_id, partitions, created)
+        return TargetInfo(cluster_id, partitions, created, config_check)
     _cid, progress_parts = _topic_metadata(consumer, spec.progress_topic)
     if progress_parts is None:
         _create_topic(
@@ -276,4 +366,4 @@ def _check_target(
         )
         # (also when another replay created it a moment ago: TOPIC_ALREADY_EXISTS)
         wait_until_ready(consumer, spec.progress_topic, 1)
-    return TargetInfo(cluster_id, partitions, created)
+    return TargetInfo(cluster_id, partitions, created, config_check)

@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     )
     from kafka_archive.store.base import ObjectStore
 
-__all__ = ["MetadataHistoryError", "MetadataHistoryService", "SnapshotReport", "TopicState"]
+__all__ = [
+    "MetadataHistoryError",
+    "MetadataHistoryService",
+    "MetadataHistoryUnknown",
+    "SnapshotReport",
+    "TopicState",
+]
 
 
 class MetadataHistoryError(Exception):
@@ -44,6 +50,12 @@ class MetadataHistoryError(Exception):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class MetadataHistoryUnknown(MetadataHistoryError, LookupError):
+    """The history does not reach back to the moment asked (it begins with a later KRaft
+    snapshot). A ``LookupError`` too, so that callers below the services (the replay's
+    :class:`~kafka_archive.replay.topic_config.TopicHistory`) can tell it apart."""
 
 
 class SnapshotReport:
@@ -95,10 +107,16 @@ class MetadataHistoryService:
 
     def topic_at(self, cluster: str, topic: str, at_ms: int) -> TopicState | None:
         """``topic`` as it was at ``at_ms`` (partitions, replicas, leaders, config overrides,
-        topic id), or ``None`` when no topic of that name existed then."""
+        topic id), or ``None`` when no topic of that name existed then.
+
+        Raises:
+            MetadataHistoryUnknown: the history is unknown at ``at_ms`` (it begins with a
+                snapshot taken later: the metadata log before it is not archived).
+        """
         from kafka_archive.metadata_history import queries
 
         with self.resources.catalog().engine.connect() as conn:
+            self._require_known(conn, cluster, at_ms)
             return queries.topic_at(conn, cluster, topic, at_ms)
 
     def resolved_configs(self, state: TopicState, at_ms: int) -> list[ResolvedConfig]:
@@ -135,6 +153,7 @@ class MetadataHistoryService:
 
         with self.resources.catalog().engine.connect() as conn:
             self._require_history(conn, cluster)
+            self._require_known(conn, cluster, at_ms)
             return queries.acls_at(conn, cluster, at_ms), queries.resolution_note(
                 conn, cluster, at_ms
             )[1]
@@ -154,6 +173,29 @@ class MetadataHistoryService:
                 f"no metadata history of cluster {cluster!r} in the catalog",
                 hint="archive the controllers' __cluster_metadata log and run `kafka-archive "
                 "catalog build`, or schedule the kafka_archive_metadata_snapshot DAG",
+            )
+
+    def _require_known(self, conn: Any, cluster: str, at_ms: int) -> None:
+        """Unknown is not "nothing": before a history that begins with a snapshot (KRaft's, or
+        the first Admin API snapshot), refuse."""
+        from kafka_archive.metadata_history.queries import first_admin_snapshot, history_start
+        from kafka_archive.timeparse import format_ms
+
+        first_admin = first_admin_snapshot(conn, cluster)
+        if first_admin is not None and at_ms < first_admin:
+            raise MetadataHistoryUnknown(
+                f"the metadata history of cluster {cluster!r} is unknown before "
+                f"{format_ms(first_admin)}: it comes from Admin API snapshots and the first was "
+                "taken then",
+                hint=f"ask for a time at or after {format_ms(first_admin)}",
+            )
+        start = history_start(conn, cluster)
+        if start is not None and at_ms < start[0]:
+            raise MetadataHistoryUnknown(
+                f"the metadata history of cluster {cluster!r} is unknown before "
+                f"{format_ms(start[0])}: it begins with the KRaft snapshot {start[1]} (the "
+                "metadata log before it is not archived)",
+                hint=f"ask for a time at or after {format_ms(start[0])}",
             )
 
     # -- builds ------------------------------------------------------------------------------

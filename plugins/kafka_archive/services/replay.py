@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from kafka_archive.replay.catalog_source import CatalogPlanSource
     from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
-    from kafka_archive.replay.runner import ReplayReport
+    from kafka_archive.replay.runner import ReplayReport, TargetInfo
+    from kafka_archive.replay.topic_config import TopicHistory
     from kafka_archive.store.base import ObjectStore
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "ReplayService",
     "choose_execution",
     "spec_from_request",
+    "topic_config_view",
 ]
 
 #: ``execution="auto"`` runs plans reading more than this many bytes on Spark
@@ -54,6 +56,8 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     Raises:
         ReplayConfigError: a position that cannot be read, or a value the spec refuses.
     """
+    from pydantic import ValidationError
+
     from kafka_archive.replay.errors import ReplayConfigError
     from kafka_archive.replay.plan import ReplaySpec, parse_position
 
@@ -67,7 +71,25 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     if "to" in given:
         given["to"] = parse_position(str(given["to"]))
     given["target"] = target
-    return ReplaySpec.model_validate(given)
+    try:
+        return ReplaySpec.model_validate(given)
+    except ValidationError as exc:
+        # one typed error naming each refused field (a bare ValidationError was a server
+        # error on the on-call API)
+        raise ReplayConfigError(
+            "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()
+            )
+        ) from None
+
+
+def topic_config_view(info: TargetInfo) -> dict[str, Any] | None:
+    """The target check's view of the target topic's configs, as reports carry it (``None``:
+    the plan had no settings): created with, dropped, differences, findings, warnings."""
+    check = info.config_check
+    if check is None:
+        return None
+    return {**check.model_dump(mode="json"), "warnings": check.warnings()}
 
 
 def choose_execution(
@@ -148,9 +170,13 @@ class ReplayService:
         *,
         catalog: Catalog | None = None,
         store: ObjectStore | None = None,
+        history: TopicHistory | Literal["auto"] | None = "auto",
     ) -> None:
         self.resources = Resources(settings, catalog=catalog, store=store)
         self._ledger: ReplayLedger | None = None
+        #: ``"auto"``: looked up once, on first use (see :meth:`history`)
+        self._history_arg = history
+        self._history: TopicHistory | None = None
 
     # -- the parts ------------------------------------------------------------------------
 
@@ -162,6 +188,23 @@ class ReplayService:
 
             self._ledger = ReplayLedger(self.resources.catalog().engine)
         return self._ledger
+
+    def history(self) -> TopicHistory | None:
+        """The metadata history the plan reads the source topic's configs at T from
+        (:class:`~kafka_archive.services.metadata_history.MetadataHistoryService` over this
+        service's catalog, unless one was given - and closed by its giver; ``None``: given as
+        none)."""
+        if self._history_arg == "auto":
+            from kafka_archive.services.metadata_history import MetadataHistoryService
+
+            # over this service's own catalog (the history tables live in it): it owns
+            # nothing else, so it is not closed apart from the catalog
+            self._history_arg = self._history = MetadataHistoryService(
+                self.resources.settings, catalog=self.resources.catalog()
+            )
+        elif self._history_arg is not None:
+            self._history = self._history_arg
+        return self._history
 
     def source(self) -> CatalogPlanSource:
         """What planning reads: the catalog, and the store for exact positions."""
@@ -180,8 +223,13 @@ class ReplayService:
         them until the run takes the lease over (or it expires,
         :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
         from kafka_archive.replay.runner import plan_replay
+        from kafka_archive.replay.topic_config import plan_topic_settings
 
-        plan = plan_replay(spec, self.source())
+        source = self.source()
+        plan = plan_replay(spec, source)
+        # the source topic as it was at the start: what --create-topic creates, and what an
+        # existing target is compared with (decided now, so the run creates what the plan says)
+        plan = plan_topic_settings(plan, source, self.history())
         if register:
             self.ledger.register(plan)
         if register if lease is None else lease:
@@ -209,6 +257,9 @@ class ReplayService:
                 "partitions": info.partitions,
                 "topic_would_be_created": info.created_topic,
             }
+            report.topic_config = topic_config_view(info)
+        elif plan.topic_settings is not None:
+            report.topic_config = {"settings": plan.topic_settings.model_dump(mode="json")}
         return report
 
     def run(
@@ -219,6 +270,7 @@ class ReplayService:
         spark_master: str | None = None,
         spark_threshold_bytes: int = DEFAULT_SPARK_THRESHOLD_BYTES,
         on_records: Callable[[int], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> ReplayReport:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). A plan with holes is refused unless
@@ -226,7 +278,9 @@ class ReplayService:
         (:class:`~kafka_archive.replay.lease.ReplayBusyError`). The run leases the plan's
         offset ranges (prune leaves them) and is refused
         (:class:`~kafka_archive.replay.completeness.ReplayGapsError`) when part of them was
-        pruned after it was planned."""
+        pruned after it was planned. ``on_warning`` gets every warning about the target
+        topic's configs (dropped configs, findings; :mod:`~kafka_archive.replay.target_config`)
+        after the target check and before anything is sent."""
         ranges = lease_ranges(plan)
         with self._leases().hold(lease_holder(plan), ranges):
             refuse_pruned(self.resources.catalog(), plan, ranges)
@@ -236,6 +290,7 @@ class ReplayService:
                 spark_master=spark_master,
                 spark_threshold_bytes=spark_threshold_bytes,
                 on_records=on_records,
+                on_warning=on_warning,
             )
 
     def _run(
@@ -246,11 +301,29 @@ class ReplayService:
         spark_master: str | None,
         spark_threshold_bytes: int,
         on_records: Callable[[int], None] | None,
+        on_warning: Callable[[str], None] | None,
     ) -> ReplayReport:
-        from kafka_archive.replay.runner import check_target, execute
+        from kafka_archive.replay.runner import check_target
 
         where = choose_execution(execution, plan.total_bytes, spark_threshold_bytes)
         target = check_target(plan)
+        if target.config_check is not None and on_warning is not None:
+            for line in target.config_check.warnings():
+                on_warning(line)
+        report = self._execute(plan, target, where, spark_master, on_records)
+        report.topic_config = topic_config_view(target)
+        return report
+
+    def _execute(
+        self,
+        plan: ReplayPlan,
+        target: TargetInfo,
+        where: Literal["in-process", "spark"],
+        spark_master: str | None,
+        on_records: Callable[[int], None] | None,
+    ) -> ReplayReport:
+        from kafka_archive.replay.runner import execute
+
         if where == "spark":
             from kafka_archive.spark.replay import run_on_spark
 

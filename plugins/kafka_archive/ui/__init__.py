@@ -7,7 +7,7 @@ and one self-contained page that uses it (issue 14).
 * :mod:`.access` - who may read and who may launch, through Airflow's auth manager; CSRF;
 * :mod:`.launcher` - DAG runs and connection ids through Airflow's own models;
 * :mod:`.catalog_routes`, :mod:`.replay_routes` - the endpoints, thin over the services;
-* :mod:`.page` - the page (``static/oncall.html``, no build step, no CDN).
+* :mod:`.page` - the page (``static/oncall.html`` + ``static/oncall.js``, no build step, no CDN).
 
 The Airflow plugin that mounts it is the class ``KafkaArchiveUiPlugin`` of the top-level module
 ``kafka_archive_ui`` (the file ``plugins/kafka_archive_ui.py``; an installation whose plugins

@@ -44,6 +44,12 @@ class ReplayRequest(BaseModel):
     rate_limit_mb: float | None = Field(None, gt=0, le=1e9)
     rate_limit_records: float | None = Field(None, gt=0, le=1e12)
     create_topic: bool = False
+    topic_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="With create_topic: configs of the created topic, over the source's at T.",
+    )
+    no_source_config: bool = False
+    replication_factor: int | None = Field(None, ge=1, le=INT32_MAX)
     allow_same_topic: bool = False
     force: bool = False
     allow_gaps: bool = False

@@ -8,6 +8,9 @@ partition to find the record. The broker answers from the first *segment* whose 
 timestamp is >= T and gives -1 when no record of that segment qualifies (possible only when
 compaction left an emptied batch that kept its max timestamp); the catalog reproduces that too,
 still with at most one read.
+
+Core only (the tables of :mod:`kafka_archive.catalog.tables` on an engine connection): this is
+``catalog offsets``' path, which never imports ``sqlalchemy.orm`` (tests/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, select, true
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, and_, select, true
 
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import ChainPiece, Partition, Segment, TimeIndexEntry
 from kafka_archive.catalog.queries.partitions import topic_partitions
 from kafka_archive.catalog.query_errors import CatalogQueryError
+from kafka_archive.catalog.tables import chain_pieces as cp
+from kafka_archive.catalog.tables import partitions as pt
+from kafka_archive.catalog.tables import segments as sg
+from kafka_archive.catalog.tables import time_index
 from kafka_archive.store import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -95,7 +100,7 @@ def offset_intervals(
     if timestamp < 0:
         raise ValueError("timestamp must be epoch milliseconds >= 0")
     out: list[tuple[int, IntervalToRead | None]] = []
-    with catalog.session() as s:
+    with catalog.engine.connect() as s:
         rows = {
             int(r.pid): r
             for r in s.execute(_interval_query(s, cluster, topic, timestamp, partitions))
@@ -130,12 +135,12 @@ def offset_intervals(
 
 
 def _interval_query(
-    s: Session, cluster: str, topic: str, timestamp: int, partitions: Sequence[int] | None
+    s: Connection, cluster: str, topic: str, timestamp: int, partitions: Sequence[int] | None
 ) -> Any:
     """One statement: every partition of the topic with the first time-index interval whose
     running maximum is >= T (NULLs when there is none). Each partition costs one index seek
     on ``(partition_id, running_max_ts, start_offset)`` and one primary-key lookup."""
-    ti = TimeIndexEntry.__table__.alias("ti")
+    ti = time_index.alias("ti")
     cols = (
         ti.c.start_offset,
         ti.c.end_offset,
@@ -144,51 +149,39 @@ def _interval_query(
         ti.c.record_max_ts,
         ti.c.segment_id,
     )
-    where = [Partition.cluster == cluster, Partition.topic == topic]
+    where = [pt.c.cluster == cluster, pt.c.topic == topic]
     if partitions:
-        where.append(Partition.partition.in_(sorted(set(partitions))))
-    if s.get_bind().dialect.name == "postgresql":
+        where.append(pt.c.partition.in_(sorted(set(partitions))))
+    if s.dialect.name == "postgresql":
         hit = (
             select(*cols)
-            .where(ti.c.partition_id == Partition.id, ti.c.running_max_ts >= timestamp)
+            .where(ti.c.partition_id == pt.c.id, ti.c.running_max_ts >= timestamp)
             .order_by(ti.c.running_max_ts, ti.c.start_offset)
             .limit(1)
             .lateral("hit")
         )
         return (
-            select(
-                Partition.id.label("pid"),
-                Partition.partition,
-                *hit.c,
-                Segment.object_key,
-                Segment.topic_id,
-            )
-            .select_from(Partition)
+            select(pt.c.id.label("pid"), pt.c.partition, *hit.c, sg.c.object_key, sg.c.topic_id)
+            .select_from(pt)
             .outerjoin(hit, true())
-            .outerjoin(Segment, Segment.id == hit.c.segment_id)
+            .outerjoin(sg, sg.c.id == hit.c.segment_id)
             .where(*where)
         )
     # SQLite has no LATERAL: join on the correlated "first start offset" instead
-    t2 = TimeIndexEntry.__table__.alias("t2")
+    t2 = time_index.alias("t2")
     first = (
         select(t2.c.start_offset)
-        .where(t2.c.partition_id == Partition.id, t2.c.running_max_ts >= timestamp)
+        .where(t2.c.partition_id == pt.c.id, t2.c.running_max_ts >= timestamp)
         .order_by(t2.c.running_max_ts, t2.c.start_offset)
         .limit(1)
-        .correlate(Partition)
+        .correlate(pt)
         .scalar_subquery()
     )
     return (
-        select(
-            Partition.id.label("pid"),
-            Partition.partition,
-            *cols,
-            Segment.object_key,
-            Segment.topic_id,
-        )
-        .select_from(Partition)
-        .outerjoin(ti, and_(ti.c.partition_id == Partition.id, ti.c.start_offset == first))
-        .outerjoin(Segment, Segment.id == ti.c.segment_id)
+        select(pt.c.id.label("pid"), pt.c.partition, *cols, sg.c.object_key, sg.c.topic_id)
+        .select_from(pt)
+        .outerjoin(ti, and_(ti.c.partition_id == pt.c.id, ti.c.start_offset == first))
+        .outerjoin(sg, sg.c.id == ti.c.segment_id)
         .where(*where)
     )
 
@@ -226,29 +219,29 @@ def offsets_for_time(
 
 
 _INTERVAL_COLUMNS = (
-    TimeIndexEntry.partition_id,
-    TimeIndexEntry.start_offset,
-    TimeIndexEntry.end_offset,
-    TimeIndexEntry.byte_start,
-    TimeIndexEntry.byte_end,
-    TimeIndexEntry.record_max_ts,
-    TimeIndexEntry.segment_id,
-    Segment.object_key,
-    Segment.topic_id,
+    time_index.c.partition_id,
+    time_index.c.start_offset,
+    time_index.c.end_offset,
+    time_index.c.byte_start,
+    time_index.c.byte_end,
+    time_index.c.record_max_ts,
+    time_index.c.segment_id,
+    sg.c.object_key,
+    sg.c.topic_id,
 )
 
 
-def _next_in_segment(s: Session, pid: int, row: Any, timestamp: int) -> Any:
-    ti = TimeIndexEntry
+def _next_in_segment(s: Connection, pid: int, row: Any, timestamp: int) -> Any:
+    ti = time_index.c
     piece_hi = s.execute(
-        select(ChainPiece.hi)
-        .where(ChainPiece.partition_id == pid, ChainPiece.lo <= row.start_offset)
-        .order_by(ChainPiece.lo.desc())
+        select(cp.c.hi)
+        .where(cp.c.partition_id == pid, cp.c.lo <= row.start_offset)
+        .order_by(cp.c.lo.desc())
         .limit(1)
     ).scalar_one()
     return s.execute(
         select(*_INTERVAL_COLUMNS)
-        .join(Segment, Segment.id == ti.segment_id)
+        .select_from(time_index.join(sg, sg.c.id == ti.segment_id))
         .where(
             ti.partition_id == pid,
             ti.start_offset > row.start_offset,

@@ -4,27 +4,28 @@ catalog holds instead."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, select
 
-from kafka_archive.catalog.models import Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
+from kafka_archive.catalog.tables import partitions as pt
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["topic_partitions"]
 
 
 def topic_partitions(
-    s: Session, cluster: str, topic: str, partitions: Sequence[int] | None
+    s: Connection | Session, cluster: str, topic: str, partitions: Sequence[int] | None
 ) -> list[tuple[int, int]]:
     """(partition row id, partition number) of ``partitions`` of ``topic`` (all when empty),
-    in partition order."""
-    q = select(Partition.id, Partition.partition).where(
-        Partition.cluster == cluster, Partition.topic == topic
-    )
+    in partition order; ``s``: a Core connection or an ORM session (a Core query either way)."""
+    q = select(pt.c.id, pt.c.partition).where(pt.c.cluster == cluster, pt.c.topic == topic)
     if partitions:
-        q = q.where(Partition.partition.in_(list(partitions)))
-    rows = [(int(a), int(b)) for a, b in s.execute(q.order_by(Partition.partition))]
+        q = q.where(pt.c.partition.in_(list(partitions)))
+    rows = [(int(a), int(b)) for a, b in s.execute(q.order_by(pt.c.partition))]
     if not rows:
         raise CatalogQueryError(
             f"the catalog has no data for topic {topic!r} of cluster {cluster!r}"
