@@ -144,15 +144,14 @@ class CoverageGap(Base):
     rewritten whole, per partition, in the transaction that changes them
     (:func:`kafka_archive.catalog.coverage.refresh_coverage`)."""
 
-    __tablename__ = "coverage_gaps"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.coverage_gaps
 
-    partition_id: Mapped[int] = mapped_column(ForeignKey("partitions.id"), primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    kind: Mapped[str] = mapped_column(String(32))
-    start_offset: Mapped[int] = mapped_column(BigInteger)
-    end_offset: Mapped[int] = mapped_column(BigInteger)
-    detail: Mapped[str] = mapped_column(Text)
+    partition_id: Mapped[int]
+    seq: Mapped[int]
+    kind: Mapped[str]
+    start_offset: Mapped[int]
+    end_offset: Mapped[int]
+    detail: Mapped[str]
 
 
 class PartitionTotals(Base):
@@ -163,19 +162,17 @@ class PartitionTotals(Base):
     histogram's records and bytes (-1: none), and the JSON list of the topic ids of its
     segments that are not pruned, serving or not (sorted)."""
 
-    __tablename__ = "partition_totals"
+    __table__ = tables.partition_totals
 
-    partition_id: Mapped[int] = mapped_column(
-        ForeignKey("partitions.id"), primary_key=True, autoincrement=False
-    )
-    segments: Mapped[int] = mapped_column(Integer)
-    first_offset: Mapped[int] = mapped_column(BigInteger)
-    last_offset: Mapped[int] = mapped_column(BigInteger)
-    first_timestamp: Mapped[int] = mapped_column(BigInteger)
-    max_timestamp: Mapped[int] = mapped_column(BigInteger)
-    records: Mapped[int] = mapped_column(BigInteger)
-    bytes: Mapped[int] = mapped_column(BigInteger)
-    topic_ids: Mapped[str] = mapped_column(Text)
+    partition_id: Mapped[int]
+    segments: Mapped[int]
+    first_offset: Mapped[int]
+    last_offset: Mapped[int]
+    first_timestamp: Mapped[int]
+    max_timestamp: Mapped[int]
+    records: Mapped[int]
+    bytes: Mapped[int]
+    topic_ids: Mapped[str]
 
 
 class TimeIndexEntry(Base):

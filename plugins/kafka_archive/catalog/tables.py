@@ -33,6 +33,7 @@ from sqlalchemy import (
 __all__ = [
     "build_runs",
     "chain_pieces",
+    "coverage_gaps",
     "followed_commits",
     "histogram",
     "integrity_problems",
@@ -40,6 +41,7 @@ __all__ = [
     "object_leases",
     "offset_commits",
     "offsets_follower_positions",
+    "partition_totals",
     "partitions",
     "pruned_ranges",
     "segments",
@@ -125,6 +127,36 @@ chain_pieces = Table(
     Column("hi", BigInteger, nullable=False),
     Column("segment_id", Integer, ForeignKey("segments.id"), nullable=False, index=True),
     sqlite_with_rowid=False,
+)
+
+
+coverage_gaps = Table(
+    "coverage_gaps",
+    metadata,
+    Column("partition_id", Integer, ForeignKey("partitions.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("kind", String(32), nullable=False),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("end_offset", BigInteger, nullable=False),
+    Column("detail", Text, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+
+partition_totals = Table(
+    "partition_totals",
+    metadata,
+    Column(
+        "partition_id", Integer, ForeignKey("partitions.id"), primary_key=True, autoincrement=False
+    ),
+    Column("segments", Integer, nullable=False),
+    Column("first_offset", BigInteger, nullable=False),
+    Column("last_offset", BigInteger, nullable=False),
+    Column("first_timestamp", BigInteger, nullable=False),
+    Column("max_timestamp", BigInteger, nullable=False),
+    Column("records", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("topic_ids", Text, nullable=False),
 )
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 
 from sqlalchemy.engine import make_url
 
@@ -27,9 +26,10 @@ from kafka_archive.catalog.db import Catalog, normalize_url, open_catalog
 __all__ = ["SharedCatalogs"]
 
 
-@dataclass(slots=True)
 class _Borrowed(Catalog):
     """A shared catalog handed to one request: closing it leaves the engine to its owner."""
+
+    __slots__ = ()
 
     def close(self) -> None:
         return None
@@ -79,7 +79,7 @@ class SharedCatalogs:
                 if ident is None:
                     return cat  # not kept: the request's service closes it
                 self._open[url] = (cat, ident)
-        return _Borrowed(cat.engine, cat.sessions, cat.url)
+        return _Borrowed(cat.engine, cat.url)
 
     def close(self) -> None:
         """Close every kept catalog (their engines' pooled connections)."""
