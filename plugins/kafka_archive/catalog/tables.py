@@ -111,8 +111,7 @@ segments = Table(
     Column("status", String(16), nullable=False),
     Column("error", Text),
     Column("cataloged_at_ms", BigInteger, nullable=False),
-    # the topic id from the segment's partition.metadata (NULL: unknown); added by the
-    # metadata_history branch's revision m0002_segment_topic_id
+    # the topic id from the segment's partition.metadata (NULL: unknown); revision 0004_coverage
     Column("topic_id", String(32)),
     UniqueConstraint("partition_id", "manifest_key", name="uq_segments_manifest"),
     Index("ix_segments_partition_base", "partition_id", "base_offset"),

@@ -9,9 +9,13 @@ segments (:func:`kafka_archive.catalog.coverage.refresh_partitions`). A catalog 
 this revision gets its rows here, computed from its rows by the same functions (one pass
 over the segments, once).
 
+It also adds ``segments.topic_id`` (the topic id from the segment's ``partition.metadata``,
+through its manifest; NULL: unknown), so data of two incarnations of a topic (deleted and
+re-created: a new topic id) is told apart; the fill reads it. Existing segment rows keep NULL
+until a build re-reads their manifests.
+
 Revision ID: 0004_coverage
 Revises: 0003_retention
-Depends on: m0002_segment_topic_id (the fill reads ``segments.topic_id``)
 Create Date: 2026-11-26
 """
 
@@ -23,13 +27,13 @@ from alembic import op
 revision = "0004_coverage"
 down_revision = "0003_retention"
 branch_labels = None
-# the fill reads segments.topic_id, added by the metadata_history branch
-depends_on = "m0002_segment_topic_id"
+depends_on = None
 
 _NO_ROWID = {"sqlite_with_rowid": False}
 
 
 def upgrade() -> None:
+    op.add_column("segments", sa.Column("topic_id", sa.String(32), nullable=True))
     op.create_table(
         "coverage_gaps",
         sa.Column("partition_id", sa.Integer(), sa.ForeignKey("partitions.id"), nullable=False),
@@ -69,3 +73,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("partition_totals")
     op.drop_table("coverage_gaps")
+    with op.batch_alter_table("segments") as batch:
+        batch.drop_column("topic_id")
