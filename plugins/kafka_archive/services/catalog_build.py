@@ -15,9 +15,9 @@ the store's typed errors, and (starting Spark) whatever pyspark raises.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from kafka_archive.services.resources import Resources
+from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
 
 if TYPE_CHECKING:
@@ -52,11 +52,11 @@ def raise_for_failures(report: Mapping[str, Any], what: str) -> None:
         )
 
 
-class CatalogBuildService:
+class CatalogBuildService(ResourceService):
     """Builds of the catalog the settings name (see the module docstring)."""
 
     def __init__(self, settings: Settings | None = None, *, catalog: Catalog | None = None):
-        self.resources = Resources(settings, catalog=catalog)
+        super().__init__(settings, catalog=catalog)
 
     def spark_runner(
         self, master: str | None = None, conf: Mapping[str, str] | None = None
@@ -134,12 +134,3 @@ class CatalogBuildService:
                 )
                 continue
             report.metadata_history += [r.to_json() for r in built]
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: Any) -> None:
-        self.close()

@@ -16,10 +16,9 @@ be read), each with a hint.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING
 
-from kafka_archive.services.resources import Resources
-from kafka_archive.settings import Settings
+from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
@@ -28,25 +27,15 @@ if TYPE_CHECKING:
     from kafka_archive.catalog.queries import GroupCommit, GroupOffset, Location, StatsBucket
     from kafka_archive.catalog.time_answers import TimeAnswer
     from kafka_archive.catalog.verify import VerifyReport
-    from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogQueryService"]
 
 
-class CatalogQueryService:
+class CatalogQueryService(ResourceService):
     """Questions to the catalog of :attr:`resources` (see the module docstring).
 
     Not thread-safe (one per request or command); close it, or use it as a context manager.
     """
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        catalog: Catalog | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self.resources = Resources(settings, catalog=catalog, store=store)
 
     @property
     def catalog(self) -> Catalog:
@@ -138,12 +127,3 @@ class CatalogQueryService:
         return verify_catalog(
             self.catalog, self.resources.store(), cluster, deep=deep, progress=progress
         )
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: Any) -> None:
-        self.close()

@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kafka_archive.services.resources import Resources
-from kafka_archive.settings import Settings
+from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.db import Catalog
     from kafka_archive.export.manifest import ExportManifest, PartitionRange
     from kafka_archive.export.partition import PartitionExport
     from kafka_archive.replay.plan import ReplayPlan
@@ -139,20 +137,11 @@ class ExportReport(BaseModel):
     task_cpu_s: dict[int, float] = Field(default_factory=dict)
 
 
-class ExportService:
+class ExportService(ResourceService):
     """Exports over the archive and catalog the settings name (see the module docstring).
 
     Not thread-safe: one per command or task; close it, or use it as a context manager.
     """
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        catalog: Catalog | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self.resources = Resources(settings, catalog=catalog, store=store)
 
     def plan(self, request: ExportRequest) -> ExportPlan:
         """Resolve ``request`` against the catalog, as replay would plan it.
@@ -319,12 +308,3 @@ class ExportService:
             task_s={r.partition: r.duration_s for r in results},
             task_cpu_s={r.partition: r.cpu_s for r in results},
         )
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()

@@ -20,11 +20,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from kafka_archive.metadata_history.queries import TopicState
-from kafka_archive.services.resources import Resources
+from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.db import Catalog
     from kafka_archive.metadata_history.apply import ApplyReport
     from kafka_archive.metadata_history.entries import MetadataEntryLike
     from kafka_archive.metadata_history.queries import (
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
         Incarnation,
         ResolvedConfig,
     )
-    from kafka_archive.store.base import ObjectStore
 
 __all__ = [
     "MetadataHistoryError",
@@ -75,33 +73,15 @@ class SnapshotReport:
         }
 
 
-class MetadataHistoryService:
+class MetadataHistoryService(ResourceService):
     """Questions to, and builds of, the metadata history (see the module docstring).
 
     Not thread-safe (one per request or task); close it, or use it as a context manager."""
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        catalog: Catalog | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self.resources = Resources(settings, catalog=catalog, store=store)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Self:
         """The service over the catalog the settings (default: the effective ones) name."""
         return cls(settings)
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     # -- questions ---------------------------------------------------------------------------
 

@@ -14,31 +14,19 @@ the store's typed errors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING
 
-from kafka_archive.services.resources import Resources
-from kafka_archive.settings import Settings
+from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.db import Catalog
     from kafka_archive.catalog.prune import EventFn, PruneReport
     from kafka_archive.catalog.retention import RetentionPolicy
-    from kafka_archive.store.base import ObjectStore
 
 __all__ = ["PruneService"]
 
 
-class PruneService:
+class PruneService(ResourceService):
     """Prunes of the archive the settings name (see the module docstring)."""
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        catalog: Catalog | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self.resources = Resources(settings, catalog=catalog, store=store)
 
     def policies(self) -> list[RetentionPolicy]:
         """The ``retention`` setting's policies (empty: keep everything)."""
@@ -70,12 +58,3 @@ class PruneService:
             now_ms=now_ms,
             on_event=on_event,
         )
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: Any) -> None:
-        self.close()

@@ -17,9 +17,9 @@ committed transaction, without duplicates.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
-from kafka_archive.services.resources import Resources
+from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) 
         )
 
 
-class ReplayService:
+class ReplayService(ResourceService):
     """Replays over the archive and catalog the settings name (see the module docstring).
 
     Not thread-safe: one per command or task; close it, or use it as a context manager.
@@ -172,7 +172,7 @@ class ReplayService:
         store: ObjectStore | None = None,
         history: TopicHistory | Literal["auto"] | None = "auto",
     ) -> None:
-        self.resources = Resources(settings, catalog=catalog, store=store)
+        super().__init__(settings, catalog=catalog, store=store)
         self._ledger: ReplayLedger | None = None
         #: ``"auto"``: looked up once, on first use (see :meth:`history`)
         self._history_arg = history
@@ -428,12 +428,3 @@ class ReplayService:
                 for p in progress
             },
         }
-
-    def close(self) -> None:
-        self.resources.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: Any) -> None:
-        self.close()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.store.base import ObjectStore
 
-__all__ = ["MissingSetting", "Resources"]
+__all__ = ["MissingSetting", "ResourceService", "Resources"]
 
 _OPTION = {"store": "--store URI", "db": "--db PATH_OR_URL"}
 
@@ -92,6 +92,31 @@ class Resources:
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class ResourceService:
+    """The base of the services: their :class:`Resources`, closed by :meth:`close` or the
+    ``with`` block. Not thread-safe: one service per request, command or task."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        catalog: Catalog | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        """``settings``: the effective ones when ``None``; ``catalog``/``store``: already open
+        handles to use (and close) instead of the ones the settings name."""
+        self.resources = Resources(settings, catalog=catalog, store=store)
+
+    def close(self) -> None:
+        self.resources.close()
 
     def __enter__(self) -> Self:
         return self
