@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from kafka_archive.replay.completeness import (
     HoleSource,
@@ -44,8 +43,9 @@ from kafka_archive.replay.errors import (
     ReplayConfigError,
     UnknownTopicError,
 )
+from kafka_archive.replay.position import Frozen as _Frozen
+from kafka_archive.replay.position import Position, parse_position
 from kafka_archive.replay.topic_config import TopicSettings
-from kafka_archive.timeparse import TimeParseError, parse_time_ms
 
 __all__ = [
     "DEFAULT_PROGRESS_TOPIC",
@@ -71,74 +71,6 @@ DEFAULT_PROGRESS_TOPIC = "__kafka_archive_replay_progress"
 MAX_TAIL_OBJECTS = 32
 
 PartitionMapping = Literal["same", "murmur2", "round-robin"]
-
-_OFFSET_RE = re.compile(r"^offset:(.+)$", re.IGNORECASE)
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Position(_Frozen):
-    """One end of a range: a time, an offset (for all or per partition), earliest or latest."""
-
-    kind: Literal["time", "offset", "earliest", "latest"]
-    #: epoch ms for ``time``; the offset for ``offset`` when it applies to every partition
-    value: int | None = None
-    #: per-partition offsets for ``offset:P=N,...``
-    per_partition: dict[int, int] | None = None
-
-    def describe(self) -> str:
-        if self.kind == "time":
-            from kafka_archive.timeparse import format_ms
-
-            return f"time {format_ms(self.value or 0)}"
-        if self.kind == "offset":
-            if self.per_partition is not None:
-                return "offsets " + ",".join(f"{p}={o}" for p, o in self.per_partition.items())
-            return f"offset {self.value}"
-        return self.kind
-
-
-def parse_position(text: str, *, now_ms: int | None = None) -> Position:
-    """Parse ``--from``/``--to``: a time (ISO-8601, epoch ms, ``-2h``), ``offset:N``,
-    ``offset:P=N,P=N``, ``earliest`` or ``latest``.
-
-    Raises:
-        ReplayConfigError: the text is none of these.
-    """
-    value = text.strip()
-    lowered = value.lower()
-    if lowered in ("earliest", "latest"):
-        return Position(kind=lowered)  # type: ignore[arg-type]
-    m = _OFFSET_RE.match(value)
-    if m:
-        body = m.group(1).strip()
-        try:
-            if "=" in body:
-                per: dict[int, int] = {}
-                for part in body.split(","):
-                    p, o = part.split("=", 1)
-                    per[int(p)] = int(o)
-                if any(o < 0 for o in per.values()) or any(p < 0 for p in per):
-                    raise ValueError
-                return Position(kind="offset", per_partition=per)
-            offset = int(body)
-            if offset < 0:
-                raise ValueError
-            return Position(kind="offset", value=offset)
-        except ValueError:
-            raise ReplayConfigError(
-                f"cannot read {text!r} as an offset",
-                hint="Use offset:N or offset:P=N,P=N with non-negative integers.",
-            ) from None
-    try:
-        return Position(kind="time", value=parse_time_ms(value, now_ms=now_ms))
-    except TimeParseError as exc:
-        raise ReplayConfigError(
-            str(exc), hint="Or give an offset as offset:N, or earliest/latest."
-        ) from None
-
 
 #: librdkafka settings whose values are secrets: never stored in the catalog nor printed
 _SECRET_MARKERS = ("password", "secret", "jaas", "token", ".pem", "credentials")
