@@ -13,7 +13,13 @@ from typing import Any
 from kafka_archive.cli.output import fail
 from kafka_archive.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cli_settings", "open_catalog_or_fail", "open_store_or_fail", "parse_partitions"]
+__all__ = [
+    "cli_settings",
+    "fail_archive_read",
+    "open_catalog_or_fail",
+    "open_store_or_fail",
+    "parse_partitions",
+]
 
 
 def cli_settings(as_json: bool, **explicit: object) -> Settings:
@@ -94,3 +100,31 @@ def parse_partitions(text: str | None, as_json: bool) -> list[int] | None:
         return out
     except ValueError:
         fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
+
+
+def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str) -> None:
+    """One clear exit for the errors of commands that read the archive through the replay's
+    planner and reader (``replay``, ``export``): a ``ReplayError`` with its own fields (e.g. a
+    gaps error's holes, for ``--json``), bad bytes naming the object and the byte (with
+    ``bad_bytes_hint``: what the command does on a re-run), a store failure. Returns when
+    ``exc`` is none of these (the caller handles its own, then re-raises)."""
+    from kafka_archive.replay.errors import ReplayError
+    from kafka_archive.store import StoreError
+    from segment_lib.errors import SegmentError
+
+    if isinstance(exc, ReplayError):
+        fail(
+            exc.message,
+            hint=exc.hint or None,
+            as_json=as_json,
+            details={k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")},
+        )
+    if isinstance(exc, SegmentError):
+        fail(
+            f"bad bytes in the archive: {exc}",
+            hint=bad_bytes_hint,
+            as_json=as_json,
+            details=exc.to_dict(),
+        )
+    if isinstance(exc, StoreError):
+        fail(str(exc), hint=exc.hint, as_json=as_json)

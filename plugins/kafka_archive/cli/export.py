@@ -17,6 +17,7 @@ import typer
 
 from kafka_archive.cli.context import (
     cli_settings,
+    fail_archive_read,
     open_catalog_or_fail,
     open_store_or_fail,
     parse_partitions,
@@ -40,27 +41,8 @@ HELP = (
 
 
 def _fail_export(exc: BaseException, as_json: bool) -> NoReturn:
-    from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.store import StoreError
-    from segment_lib.errors import SegmentError
-
     again = "run the same command again: the export completes without duplicating rows"
-    if isinstance(exc, ReplayError):
-        fail(
-            exc.message,
-            hint=exc.hint or None,
-            as_json=as_json,
-            details={k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")},
-        )
-    if isinstance(exc, SegmentError):
-        fail(
-            f"bad bytes in the archive: {exc}",
-            hint=f"repair or re-archive the object, then {again}",
-            as_json=as_json,
-            details=exc.to_dict(),
-        )
-    if isinstance(exc, StoreError):
-        fail(str(exc), hint=exc.hint, as_json=as_json)
+    fail_archive_read(exc, as_json, bad_bytes_hint=f"repair or re-archive the object, then {again}")
     if type(exc).__module__.startswith(("py4j", "pyspark")):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"the Spark job failed: {first[:500]}", hint=f"fix the cause, then {again}",

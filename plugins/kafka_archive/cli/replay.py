@@ -27,6 +27,7 @@ from rich.progress import (
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.context import (
     cli_settings,
+    fail_archive_read,
     open_catalog_or_fail,
     open_store_or_fail,
     parse_partitions,
@@ -83,29 +84,13 @@ def _service(store: str | None, db: str | None, as_json: bool) -> Any:
 def _fail_replay(exc: BaseException, as_json: bool) -> None:
     from confluent_kafka import KafkaError, KafkaException
 
-    from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.store import StoreError
-    from segment_lib.errors import SegmentError
-
-    if isinstance(exc, ReplayError):
-        fail(
-            exc.message,
-            hint=exc.hint or None,
-            as_json=as_json,
-            # the error's own fields too (e.g. a ReplayGapsError's holes, for --json)
-            details={k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")},
-        )
-    if isinstance(exc, SegmentError):
-        fail(
-            f"bad bytes in the archive: {exc}",
-            hint="the partition stopped before them; repair or re-archive the object, then run "
-            "the same command again: the replay resumes after its last committed transaction, "
-            "without duplicates",
-            as_json=as_json,
-            details=exc.to_dict(),
-        )
-    if isinstance(exc, StoreError):
-        fail(str(exc), hint=exc.hint, as_json=as_json)
+    fail_archive_read(
+        exc,
+        as_json,
+        bad_bytes_hint="the partition stopped before them; repair or re-archive the object, then "
+        "run the same command again: the replay resumes after its last committed transaction, "
+        "without duplicates",
+    )
     if isinstance(exc, KafkaException):
         # a Kafka client failure no replay step translated: still one clear error, with what
         # librdkafka reported (its own lines are captured, see replay.client_log)
