@@ -1,5 +1,6 @@
-"""The metadata history tables (SQLAlchemy Core, registered on the catalog's ``Base.metadata``
-so that the schema test compares them with the migrations).
+"""The metadata history tables (SQLAlchemy Core, registered on the catalog's ``MetaData``,
+:data:`kafka_archive.catalog.tables.metadata`, so that the schema test compares them with the
+migrations; no ORM is imported).
 
 The schema is created by ``metadata_history/migrations/versions`` (branch ``metadata_history``);
 these tables must match it.
@@ -37,7 +38,7 @@ from sqlalchemy import (
     Text,
 )
 
-from kafka_archive.catalog.models import Base
+from kafka_archive.catalog.tables import metadata as _META
 
 __all__ = [
     "ACLS",
@@ -50,8 +51,6 @@ __all__ = [
     "SCRAM",
     "TOPICS",
 ]
-
-_META = Base.metadata
 
 
 def _provenance() -> list[Column[object]]:
