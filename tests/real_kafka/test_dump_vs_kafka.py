@@ -155,7 +155,11 @@ def snapshot_segments(cluster: LocalKafkaCluster, prefix: str, dest: Path) -> li
     """Copy every segment file of the workload's and the internal topics' partitions, from every
     broker, to ``dest/node-<id>/<partition dir>/`` (the partition dir name kept: the offsets
     decoder applies by topic). Transient files (``.deleted``, ``.cleaned``, ``.swap``) are not
-    segment files and are left out."""
+    segment files and are left out.
+
+    The brokers keep writing meanwhile, so each segment's files are copied as one consistent
+    group (:func:`_copy_segment`): a copy in which an index points past its log is a test
+    artefact that Kafka's own tool cannot read (it fails with NoSuchElementException)."""
     out = []
     for node_id, log_dir in cluster.log_dirs.items():
         for part_dir in sorted(log_dir.iterdir()):
@@ -166,14 +170,34 @@ def snapshot_segments(cluster: LocalKafkaCluster, prefix: str, dest: Path) -> li
                 continue
             target = dest / f"node-{node_id}" / name
             target.mkdir(parents=True, exist_ok=True)
-            for f in sorted(part_dir.iterdir()):
-                if f.suffix in SEGMENT_SUFFIXES:
-                    try:
-                        shutil.copyfile(f, target / f.name)
-                    except FileNotFoundError:
-                        continue  # deleted by retention/cleaner meanwhile
-                    out.append(target / f.name)
+            stems = sorted({f.stem for f in part_dir.iterdir() if f.suffix in SEGMENT_SUFFIXES})
+            for stem in stems:
+                out.extend(_copy_segment(part_dir, stem, target))
     return out
+
+
+def _copy_segment(part_dir: Path, stem: str, target: Path, attempts: int = 5) -> list[Path]:
+    """One segment's files (``stem``.log/.index/.timeindex/.txnindex), copied so that they
+    belong together: the indexes before the log (the broker appends to the log before it
+    indexes what it appended, so the copied log holds everything the copied indexes point to),
+    and again when a file was replaced during the copy (the cleaner swapping in a compacted
+    segment: new inodes). A segment deleted meanwhile (retention, cleaner) is left out."""
+    order = sorted(
+        (f for f in part_dir.iterdir() if f.stem == stem and f.suffix in SEGMENT_SUFFIXES),
+        key=lambda f: f.suffix == ".log",
+    )
+    for _ in range(attempts):
+        try:
+            before = [f.stat().st_ino for f in order]
+            for f in order:
+                shutil.copyfile(f, target / f.name)
+            if [f.stat().st_ino for f in order] == before:
+                return [target / f.name for f in order]
+        except FileNotFoundError:
+            break
+    for f in order:
+        (target / f.name).unlink(missing_ok=True)
+    return []
 
 
 # -- Kafka's DumpLogSegments: run and parse ------------------------------------------------------
