@@ -28,6 +28,7 @@ import base64
 import json
 import re
 import shutil
+import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -181,23 +182,52 @@ def _copy_segment(part_dir: Path, stem: str, target: Path, attempts: int = 5) ->
     belong together: the indexes before the log (the broker appends to the log before it
     indexes what it appended, so the copied log holds everything the copied indexes point to),
     and again when a file was replaced during the copy (the cleaner swapping in a compacted
-    segment: new inodes). A segment deleted meanwhile (retention, cleaner) is left out."""
+    segment: new inodes) or the log shrank (a follower truncating to its new leader after a
+    broker of the shared cluster was stopped: the copied indexes may point past the copied
+    log). A segment deleted meanwhile (retention, cleaner) is left out."""
     order = sorted(
         (f for f in part_dir.iterdir() if f.stem == stem and f.suffix in SEGMENT_SUFFIXES),
         key=lambda f: f.suffix == ".log",
     )
+    log = part_dir / f"{stem}.log"
     for _ in range(attempts):
         try:
             before = [f.stat().st_ino for f in order]
+            log_size = log.stat().st_size if log.exists() else 0
             for f in order:
                 shutil.copyfile(f, target / f.name)
-            if [f.stat().st_ino for f in order] == before:
+            copied_log = target / log.name
+            shrank = copied_log.exists() and copied_log.stat().st_size < log_size
+            if (
+                [f.stat().st_ino for f in order] == before
+                and not shrank
+                and _index_fits_log(target / f"{stem}.index", copied_log)
+            ):
                 return [target / f.name for f in order]
         except FileNotFoundError:
             break
     for f in order:
         (target / f.name).unlink(missing_ok=True)
     return []
+
+
+def _index_fits_log(index: Path, log: Path) -> bool:
+    """Every entry of a copied offset index points at a whole batch of the copied log (what
+    DumpLogSegments reads for each entry; it fails with NoSuchElementException otherwise). The
+    entries end at the first zero one (the rest of a preallocated index)."""
+    if not index.exists() or not log.exists():
+        return True
+    entries, data = index.read_bytes(), log.read_bytes()
+    for i in range(0, len(entries) - 7, 8):
+        rel, pos = struct.unpack_from(">ii", entries, i)
+        if i and rel == 0 and pos == 0:
+            break
+        # a batch: base offset (8 bytes), length (4), then `length` bytes
+        if pos + 12 > len(data):
+            return False
+        if pos + 12 + struct.unpack_from(">i", data, pos + 8)[0] > len(data):
+            return False
+    return True
 
 
 # -- Kafka's DumpLogSegments: run and parse ------------------------------------------------------
@@ -1173,3 +1203,19 @@ def test_outputs_of_several_jvm_runs_join_without_a_line_between() -> None:
     text = run_kafka_dump(fake, [Path(p) for p in paths])  # type: ignore[arg-type]
     assert fake.runs == 3
     _check_parsed(text, files)
+
+
+def test_an_index_pointing_past_its_copied_log_is_not_consistent(tmp_path: Path) -> None:
+    """The snapshot's consistency check (no Kafka needed): an index entry at a whole batch
+    fits; one at a batch cut short, or past the end, does not; a preallocated tail of zero
+    entries is not read."""
+    batch = struct.pack(">qi", 0, 20) + bytes(20)  # base offset, length, 20 bytes
+    log, index = tmp_path / "0.log", tmp_path / "0.index"
+    log.write_bytes(batch * 2)
+    index.write_bytes(struct.pack(">ii", 0, 0) + struct.pack(">ii", 1, 32) + bytes(64))
+    assert _index_fits_log(index, log)
+    log.write_bytes(batch + batch[:10])  # the second batch cut short (a truncated copy)
+    assert not _index_fits_log(index, log)
+    index.write_bytes(struct.pack(">ii", 0, 0) + struct.pack(">ii", 1, 500))
+    log.write_bytes(batch * 2)
+    assert not _index_fits_log(index, log)
