@@ -179,16 +179,14 @@ def snapshot_segments(cluster: LocalKafkaCluster, prefix: str, dest: Path) -> li
 
 def _copy_segment(part_dir: Path, stem: str, target: Path, attempts: int = 5) -> list[Path]:
     """One segment's files (``stem``.log/.index/.timeindex/.txnindex), copied so that they
-    belong together: the indexes before the log (the broker appends to the log before it
-    indexes what it appended, so the copied log holds everything the copied indexes point to),
-    and again when a file was replaced during the copy (the cleaner swapping in a compacted
-    segment: new inodes) or the log shrank (a follower truncating to its new leader after a
-    broker of the shared cluster was stopped: the copied indexes may point past the copied
-    log). A segment deleted meanwhile (retention, cleaner) is left out."""
-    order = sorted(
-        (f for f in part_dir.iterdir() if f.stem == stem and f.suffix in SEGMENT_SUFFIXES),
-        key=lambda f: f.suffix == ".log",
-    )
+    belong together: the offset index before the log (so the copied log holds everything the
+    copied index points to), and again when a file was replaced during the copy (the cleaner
+    swapping in a compacted segment: new inodes) or the log shrank (a follower truncating to
+    its new leader after a broker of the shared cluster was stopped: the copied index may
+    point past the copied log). A segment deleted meanwhile (retention, cleaner) is left out."""
+    # name order: the offset index before the log (the broker appends to the log before it
+    # indexes what it appended), the time index after it (as the test always copied them)
+    order = sorted(f for f in part_dir.iterdir() if f.stem == stem and f.suffix in SEGMENT_SUFFIXES)
     log = part_dir / f"{stem}.log"
     for _ in range(attempts):
         try:
