@@ -245,6 +245,9 @@ class LocalKafkaCluster:
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true",
+            "-Dfile.encoding=UTF-8",
+            "-Dstdout.encoding=UTF-8",
+            "-Dstderr.encoding=UTF-8",
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dlog4j.configuration=file:{log4j}",
             f"-Dkafka.logs.dir={log4j.parent}",
@@ -257,10 +260,20 @@ class LocalKafkaCluster:
     def run_tool(
         self, main: str, args: Sequence[str], *, timeout: float = 300.0, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        """Run one of Kafka's own command-line tools (its main class) from the same jars."""
+        """Run one of Kafka's own command-line tools (its main class) from the same jars.
+
+        Its output is read as UTF-8 (the JVM is told to print UTF-8) exactly as printed:
+        no newline translation, which would turn a printed payload's ``\\r`` followed by the
+        tool's line end into one ``\\n`` and lose a byte of the payload."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            self._java(main, args), capture_output=True, text=True, timeout=timeout, check=False
+        raw = subprocess.run(
+            self._java(main, args), capture_output=True, timeout=timeout, check=False
+        )
+        proc = subprocess.CompletedProcess(
+            raw.args,
+            raw.returncode,
+            raw.stdout.decode("utf-8", errors="replace"),
+            raw.stderr.decode("utf-8", errors="replace"),
         )
         if check and proc.returncode != 0:
             raise KafkaUnavailableError(
