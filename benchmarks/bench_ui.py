@@ -64,7 +64,7 @@ class _FixedUser:
     def can_read(self, who: Any) -> bool:
         return True
 
-    def can_trigger(self, who: Any) -> bool:
+    def can_trigger(self, who: Any, dag_id: str) -> bool:
         return True
 
 
@@ -74,10 +74,10 @@ class _NoAirflow:
     def connection_ids(self) -> list[str]:
         return ["target_kafka"]
 
-    def trigger(self, conf: dict[str, Any], *, user_name: str) -> Any:
+    def trigger(self, dag_id: str, conf: dict[str, Any], *, user_name: str) -> Any:
         raise RuntimeError("the benchmark launches nothing")
 
-    def run(self, run_id: str) -> Any:
+    def run(self, dag_id: str, run_id: str, *, result_task: str) -> Any:
         return None
 
     def connection(self, conn_id: str) -> Any:

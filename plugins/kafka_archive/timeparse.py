@@ -15,7 +15,10 @@ import re
 import time
 from datetime import UTC, datetime
 
-__all__ = ["TimeParseError", "format_ms", "parse_time_ms"]
+__all__ = ["MAX_MS", "TimeParseError", "format_ms", "parse_time_ms", "resolve_time"]
+
+#: the latest instant :func:`resolve_time` accepts (9999-12-31T23:59:59.999Z)
+MAX_MS = 253_402_300_799_999
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _RELATIVE = re.compile(r"^(?:now)?\s*(?:(?P<sign>[+-])\s*(?P<amount>(?:\d+(?:ms|s|m|h|d|w))+))?$")
@@ -59,6 +62,23 @@ def format_ms(ms: int) -> str:
     if ms < 0:
         return "-"
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def resolve_time(text: str, name: str) -> dict[str, object]:
+    """``{"input", "ms", "utc"}`` for a time in any form :func:`parse_time_ms` takes, the
+    answer the on-call API and the group-offsets DAG give back (``name`` is the field's, for
+    the message).
+
+    Raises:
+        TimeParseError: unreadable, or outside 1970..9999.
+    """
+    ms = parse_time_ms(text)
+    if not 0 <= ms <= MAX_MS:
+        raise TimeParseError(
+            f"{name}: {text!r} is outside 1970-01-01..9999-12-31; give e.g. "
+            "2026-11-20T03:00Z, epoch ms, or -2h"
+        )
+    return {"input": text, "ms": ms, "utc": format_ms(ms)}
 
 
 def _help(what: str) -> str:

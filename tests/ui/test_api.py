@@ -95,15 +95,20 @@ def test_a_viewer_reads_but_cannot_launch_or_apply(
     assert client.get(f"{API}/whoami", headers=VIEWER).json() == {
         "user": "viewer",
         "can_trigger": False,
+        "can_apply_groups": False,
     }
-    for path, body in [
-        ("replay/launch", _replay_body()),
-        ("replay/preview", _replay_body()),
-        ("groups/translate/apply", {"cluster": C, "topic": "orders", "group": "billing"}),
+    group = {"cluster": C, "topic": "orders", "group": "billing"}
+    for path, body, dag in [
+        ("replay/launch", _replay_body(), "kafka_archive_replay"),
+        ("replay/preview", _replay_body(), "kafka_archive_replay"),
+        ("groups/translate/preview", group, "kafka_archive_group_offsets"),
+        ("groups/translate/apply", group, "kafka_archive_group_offsets"),
     ]:
         got = client.post(f"{API}/{path}", headers=VIEWER, json=body)
         assert got.status_code == 403, got.text
-        assert "kafka_archive_replay" in got.json()["message"]
+        assert dag in got.json()["message"]
+    got = client.get(f"{API}/groups/translate/runs/manual__1", headers=VIEWER)
+    assert got.status_code == 403, got.text
     assert launcher.triggered == []
 
 

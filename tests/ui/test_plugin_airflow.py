@@ -81,6 +81,21 @@ from airflow.models.xcom import XComModel
 XComModel.set("return_value", {"replay_id": "r-0123456789abcdef", "dry_run": False},
               dag_id="kafka_archive_replay", task_id="plan", run_id=run_id)
 out["planned_run"] = call("GET", f"/replay/runs/{run_id}", "viewer")
+# a run of the group-offsets DAG through the same launcher (the API triggers it after a
+# preview, which needs a replay this catalog lacks), and what its apply task returns
+from kafka_archive.ui.launcher import AirflowLauncher
+group_conf = {"cluster": "c1", "topic": "orders", "group": "billing",
+              "at": "2026-01-01T00:00:00.000+00:00", "commits_at": None, "replay_id": None,
+              "target_topic": None, "target": "kafka_prod"}
+group_run = AirflowLauncher().trigger("kafka_archive_group_offsets", group_conf, user_name="op")
+out["group_run_queued"] = call("GET", f"/groups/translate/runs/{group_run.run_id}", "op")
+out["group_run_viewer"] = call("GET", f"/groups/translate/runs/{group_run.run_id}", "viewer")
+applied = {"at": None, "commits_at": None, "basis": "b", "target": {}, "items": [
+    {"group": "billing", "partition": 0, "offset": 7, "applied": True}]}
+XComModel.set("return_value", applied, dag_id="kafka_archive_group_offsets",
+              task_id="apply", run_id=group_run.run_id)
+out["group_run_applied"] = call("GET", f"/groups/translate/runs/{group_run.run_id}", "op")
+out["group_run_as_replay"] = call("GET", f"/replay/runs/{group_run.run_id}", "op")
 
 from airflow.models.dagrun import DagRun
 from airflow.utils.session import create_session
@@ -89,6 +104,9 @@ with create_session() as s:
         {"run_id": r.run_id, "user": r.triggering_user_name, "conf": r.conf}
         for r in s.query(DagRun).filter(DagRun.dag_id == "kafka_archive_replay")
     ]
+    group_rows = s.query(DagRun).filter(DagRun.dag_id == "kafka_archive_group_offsets",
+                                        DagRun.run_id == group_run.run_id).all()
+    out["group_dag_runs"] = [{"user": r.triggering_user_name, "conf": r.conf} for r in group_rows]
 out["dag_runs"] = runs
 print("RESULT " + json.dumps(out, default=str))
 """
@@ -118,13 +136,17 @@ def test_the_plugin_in_airflow(
     assert out["forged"] in (401, 403)
     assert out["viewer_read"]["status"] == 200
     assert [c["cluster"] for c in out["viewer_read"]["body"]["items"]] == ["c1"]
-    assert out["viewer_whoami"]["body"] == {"user": "viewer", "can_trigger": False}
+    assert out["viewer_whoami"]["body"] == {
+        "user": "viewer",
+        "can_trigger": False,
+        "can_apply_groups": False,
+    }
     assert out["viewer_launch"]["status"] == 403, out["viewer_launch"]
     assert out["op_launch"]["status"] == 201, out["op_launch"]
     # connection ids from the metadata DB and the environment, never their secrets
     assert {"kafka_prod", "kafka_dr"} <= set(out["connections"]["items"])
     assert "secret-pw" not in out["connections_text"]
-    assert out["cookie_read"] == {"user": "op", "can_trigger": True}
+    assert out["cookie_read"] == {"user": "op", "can_trigger": True, "can_apply_groups": True}
     assert out["cookie_post_bare"]["error"] == "csrf"
     assert out["cookie_page"] == 200
     # the Airflow home is shared with other tests of the session, which trigger runs of their
@@ -139,3 +161,17 @@ def test_the_plugin_in_airflow(
     planned = out["planned_run"]["body"]
     assert planned["replay_id"] == "r-0123456789abcdef", planned
     assert planned["replay"] is None  # not in this catalog's ledger
+    # the group-offsets DAG's run: triggered by the user with its Params, its state and, once
+    # the apply task returned, the positions; a viewer may not see it, nor is it a replay run
+    ((group_run,),) = [out["group_dag_runs"]]
+    assert group_run["user"] == "op" and group_run["conf"]["group"] == "billing", group_run
+    queued = out["group_run_queued"]["body"]
+    assert (queued["dag_id"], queued["state"], queued["applied"]) == (
+        "kafka_archive_group_offsets",
+        "queued",
+        None,
+    ), queued
+    assert out["group_run_viewer"]["status"] == 403
+    applied = out["group_run_applied"]["body"]
+    assert applied["applied"]["items"][0]["offset"] == 7, applied
+    assert out["group_run_as_replay"]["status"] == 404

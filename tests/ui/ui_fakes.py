@@ -14,18 +14,24 @@ from kafka_archive.ui.access import NotAuthenticated, Principal
 from kafka_archive.ui.launcher import DagRunInfo
 from starlette.requests import Request
 
+REPLAY = "kafka_archive_replay"
+GROUPS = "kafka_archive_group_offsets"
+
 
 @dataclass(frozen=True)
 class User:
     name: str
     read: bool
-    trigger: bool
+    #: the DAGs the user may trigger
+    trigger: frozenset[str]
 
 
 USERS = {
-    "op-token": User("oncall", read=True, trigger=True),
-    "viewer-token": User("viewer", read=True, trigger=False),
-    "nobody-token": User("stranger", read=False, trigger=False),
+    "op-token": User("oncall", read=True, trigger=frozenset({REPLAY, GROUPS})),
+    "viewer-token": User("viewer", read=True, trigger=frozenset()),
+    "nobody-token": User("stranger", read=False, trigger=frozenset()),
+    # may launch replays, not move consumer groups
+    "replayer-token": User("replayer", read=True, trigger=frozenset({REPLAY})),
 }
 
 
@@ -44,8 +50,8 @@ class TokenAccess:
     def can_read(self, who: Principal) -> bool:
         return bool(who.user.read)
 
-    def can_trigger(self, who: Principal) -> bool:
-        return bool(who.user.trigger)
+    def can_trigger(self, who: Principal, dag_id: str) -> bool:
+        return dag_id in who.user.trigger
 
 
 @dataclass
@@ -62,24 +68,33 @@ class RecordingLauncher:
     """Records every trigger; runs are 'queued' until a test sets their state."""
 
     connections: dict[str, Conn] = field(default_factory=dict)
+    #: (conf, user) of every run triggered, any DAG
     triggered: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    #: run id -> the DAG it is a run of
+    dags: dict[str, str] = field(default_factory=dict)
     states: dict[str, str] = field(default_factory=dict)
     #: run id -> the replay id its plan task would have returned
     replay_ids: dict[str, str] = field(default_factory=dict)
+    #: run id -> (task id, what that task returned)
+    results: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
-    def trigger(self, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
+    def trigger(self, dag_id: str, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
         self.triggered.append((conf, user_name))
         run_id = f"manual__{len(self.triggered)}"
+        self.dags[run_id] = dag_id
         self.states[run_id] = "queued"
-        return DagRunInfo("kafka_archive_replay", run_id, "queued", user_name)
+        return DagRunInfo(dag_id, run_id, "queued", user_name)
 
-    def run(self, run_id: str) -> DagRunInfo | None:
-        state = self.states.get(run_id)
-        if state is None:
+    def run(self, dag_id: str, run_id: str, *, result_task: str) -> DagRunInfo | None:
+        if self.dags.get(run_id) != dag_id:
             return None
-        return DagRunInfo(
-            "kafka_archive_replay", run_id, state, replay_id=self.replay_ids.get(run_id)
-        )
+        result = None
+        if run_id in self.replay_ids and result_task == "plan":
+            result = {"replay_id": self.replay_ids[run_id], "dry_run": False}
+        task, returned = self.results.get(run_id, ("", None))
+        if task == result_task:
+            result = returned
+        return DagRunInfo(dag_id, run_id, self.states[run_id], result=result)
 
     def connection_ids(self) -> list[str]:
         return sorted(self.connections)

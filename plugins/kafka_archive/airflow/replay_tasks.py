@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
 from kafka_archive.services.replay import (
@@ -38,9 +38,12 @@ __all__ = [
     "report_task",
     "resolve_target",
     "spec_from_params",
+    "task_service",
 ]
 
 log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=ReplayService)
 
 _NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
 
@@ -214,13 +217,14 @@ _SPEC_FIELDS = (
 )
 
 
-def _service(variable_getter: VariableReader | None) -> ReplayService:
-    """The replay service, its settings read inside the task (Variables included) and the
-    store's credentials taken from the configured Airflow connection."""
+def task_service(kind: type[S], variable_getter: VariableReader | None) -> S:
+    """A ``kind`` of replay service (:class:`ReplayService`, or a subclass such as the group
+    service), its settings read inside the task (Variables included) and the store's
+    credentials taken from the configured Airflow connection."""
     from kafka_archive.airflow.store_connection import use_store_connection
 
     use_store_connection()
-    return ReplayService(load_settings(variables=variable_getter))
+    return kind(load_settings(variables=variable_getter))
 
 
 def plan_task(
@@ -234,7 +238,7 @@ def plan_task(
 
     # the plan needs the target's identity only (secrets are resolved by execute)
     spec = spec_from_params(params)
-    with _service(variable_getter) as service:
+    with task_service(ReplayService, variable_getter) as service:
         # a dry run is never executed: no queued lease holding its data from prune
         plan = service.plan(spec, register=True, lease=not params.get("dry_run"))
     report = dry_run_report(plan)
@@ -313,7 +317,7 @@ def execute_task(
         plan.target_topic,
         f"on Spark ({params.get('spark_master')})" if where == "spark" else "in-process",
     )
-    with _service(variable_getter) as service:
+    with task_service(ReplayService, variable_getter) as service:
         report = service.run(
             plan,
             execution=where,

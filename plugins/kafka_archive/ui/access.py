@@ -1,8 +1,9 @@
 """Who is asking, and may they: the on-call API's access control.
 
 Every endpoint of the API needs a user (no anonymous endpoint). Reads need read access to the
-DAG :data:`READ_DAG_ID`; launching a replay or applying group offsets needs permission to
-trigger :data:`REPLAY_DAG_ID` (create a run of it). :class:`AirflowAccess` asks Airflow's auth
+DAG :data:`READ_DAG_ID`; launching a replay needs permission to trigger :data:`REPLAY_DAG_ID`
+(create a run of it), previewing and applying group offsets permission to trigger
+:data:`GROUP_OFFSETS_DAG_ID`. :class:`AirflowAccess` asks Airflow's auth
 manager, the same way Airflow's own API does: the JWT of an ``Authorization: Bearer`` header,
 else the ``_token`` cookie the Airflow UI sets (a user already resolved by Airflow's refresh
 middleware is honoured the way Airflow honours it).
@@ -23,6 +24,7 @@ from starlette.requests import Request
 
 __all__ = [
     "CSRF_HEADER",
+    "GROUP_OFFSETS_DAG_ID",
     "READ_DAG_ID",
     "REPLAY_DAG_ID",
     "Access",
@@ -33,6 +35,8 @@ __all__ = [
 
 #: the DAG whose runs the API creates (replays) and whose trigger permission it checks
 REPLAY_DAG_ID = "kafka_archive_replay"
+#: the DAG whose runs commit consumer-group offsets on a replay's target ("start G at T")
+GROUP_OFFSETS_DAG_ID = "kafka_archive_group_offsets"
 #: reading the catalog needs read access to this DAG (the catalog it builds)
 READ_DAG_ID = "kafka_archive_catalog"
 #: the header a cookie-authenticated POST must carry (its value is not checked)
@@ -53,7 +57,7 @@ class Principal:
 
 
 class Access(Protocol):
-    """Authentication and the two permissions the API needs."""
+    """Authentication and the permissions the API needs."""
 
     async def authenticate(self, request: Request) -> Principal:
         """The request's user; raises :class:`NotAuthenticated` without a valid credential."""
@@ -63,8 +67,9 @@ class Access(Protocol):
         """May ``who`` read the catalog (and see replays and connection ids)."""
         ...
 
-    def can_trigger(self, who: Principal) -> bool:
-        """May ``who`` create runs of :data:`REPLAY_DAG_ID` (launch, apply group offsets)."""
+    def can_trigger(self, who: Principal, dag_id: str) -> bool:
+        """May ``who`` create runs of ``dag_id`` (:data:`REPLAY_DAG_ID`: launch a replay;
+        :data:`GROUP_OFFSETS_DAG_ID`: move a consumer group)."""
         ...
 
 
@@ -106,5 +111,5 @@ class AirflowAccess:
     def can_read(self, who: Principal) -> bool:
         return self._dag(who, READ_DAG_ID, trigger=False)
 
-    def can_trigger(self, who: Principal) -> bool:
-        return self._dag(who, REPLAY_DAG_ID, trigger=True)
+    def can_trigger(self, who: Principal, dag_id: str) -> bool:
+        return self._dag(who, dag_id, trigger=True)

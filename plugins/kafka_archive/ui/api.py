@@ -2,15 +2,16 @@
 
 :func:`build_app` makes the app mounted at :data:`URL_PREFIX`: the page at ``/`` and the JSON
 API under ``/api/v1`` (OpenAPI description at ``/api/v1/openapi.json``). Every endpoint needs
-a user (:mod:`kafka_archive.ui.access`); reads need read access, launching and applying need
-permission to trigger the replay DAG, and a cookie-authenticated POST must carry
+a user (:mod:`kafka_archive.ui.access`); reads need read access, launching a replay needs
+permission to trigger the replay DAG, moving a consumer group the group-offsets DAG, and a
+cookie-authenticated POST must carry
 :data:`~kafka_archive.ui.access.CSRF_HEADER`. Answers are the catalog's and the services' own
 JSON objects (``to_json()``, what the CLI's ``--json`` prints), wrapped as ``{"items": [...]}``
 with the resolved times beside them; failures are ``{error, message, hint}``
 (:mod:`kafka_archive.ui.errors`).
 
-The routes are in :mod:`kafka_archive.ui.catalog_routes` and
-:mod:`kafka_archive.ui.replay_routes`; they reach the catalog only through the services
+The routes are in :mod:`kafka_archive.ui.catalog_routes`, :mod:`kafka_archive.ui.replay_routes`
+and :mod:`kafka_archive.ui.group_routes`; they reach the catalog only through the services
 (:class:`~kafka_archive.services.catalog_queries.CatalogQueryService`,
 :class:`~kafka_archive.services.replay.ReplayService`,
 :class:`~kafka_archive.services.groups.GroupService`), one per request, with the settings
@@ -19,14 +20,21 @@ The routes are in :mod:`kafka_archive.ui.catalog_routes` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from kafka_archive.settings import Settings
-from kafka_archive.ui.access import CSRF_HEADER, Access, NotAuthenticated, Principal
+from kafka_archive.ui.access import (
+    CSRF_HEADER,
+    GROUP_OFFSETS_DAG_ID,
+    REPLAY_DAG_ID,
+    Access,
+    NotAuthenticated,
+    Principal,
+)
 from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.errors import ApiError, install_error_handlers
 from kafka_archive.ui.launcher import Launcher
@@ -47,6 +55,7 @@ def build_app(
 ) -> FastAPI:
     """The app (see the module docstring). ``settings`` is called once per request."""
     from kafka_archive.ui.catalog_routes import catalog_router
+    from kafka_archive.ui.group_routes import group_router
     from kafka_archive.ui.replay_routes import replay_router
 
     app = FastAPI(
@@ -83,27 +92,43 @@ def build_app(
             )
         return who
 
-    async def trigger(request: Request) -> Principal:
-        who = await reader(request)
-        if "authorization" not in request.headers and CSRF_HEADER.lower() not in request.headers:
-            raise ApiError(
-                403,
-                "csrf",
-                f"a request authenticated by cookie needs the {CSRF_HEADER} header",
-                "send it from the page's script, or use a bearer token",
-            )
-        if not access.can_trigger(who):
-            raise ApiError(
-                403,
-                "forbidden",
-                f"{who.name} may not trigger kafka_archive_replay",
-                "ask for permission to trigger the kafka_archive_replay DAG",
-            )
-        return who
+    def may_trigger(dag_id: str) -> Callable[[Request], Awaitable[Principal]]:
+        """The dependency of a state-changing endpoint: a reader, the CSRF header with a
+        cookie, and permission to trigger ``dag_id`` (the endpoint creates runs of it)."""
 
-    ctx = ApiContext(settings=settings, launcher=launcher, reader=reader, trigger=trigger)
+        async def trigger(request: Request) -> Principal:
+            who = await reader(request)
+            if (
+                "authorization" not in request.headers
+                and CSRF_HEADER.lower() not in request.headers
+            ):
+                raise ApiError(
+                    403,
+                    "csrf",
+                    f"a request authenticated by cookie needs the {CSRF_HEADER} header",
+                    "send it from the page's script, or use a bearer token",
+                )
+            if not access.can_trigger(who, dag_id):
+                raise ApiError(
+                    403,
+                    "forbidden",
+                    f"{who.name} may not trigger {dag_id}",
+                    f"ask for permission to trigger the {dag_id} DAG",
+                )
+            return who
+
+        return trigger
+
+    ctx = ApiContext(
+        settings=settings,
+        launcher=launcher,
+        reader=reader,
+        trigger=may_trigger(REPLAY_DAG_ID),
+        group_trigger=may_trigger(GROUP_OFFSETS_DAG_ID),
+    )
     app.include_router(catalog_router(ctx), prefix=API_PREFIX)
     app.include_router(replay_router(ctx), prefix=API_PREFIX)
+    app.include_router(group_router(ctx), prefix=API_PREFIX)
 
     @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
     def openapi(_who: Principal = Depends(reader)) -> JSONResponse:
@@ -111,8 +136,13 @@ def build_app(
 
     @app.get(f"{API_PREFIX}/whoami", tags=["access"])
     def whoami(who: Principal = Depends(reader)) -> dict[str, Any]:
-        """The user and whether they may launch replays."""
-        return {"user": who.name, "can_trigger": access.can_trigger(who)}
+        """The user, whether they may launch replays (``can_trigger``) and whether they may
+        move consumer groups (``can_apply_groups``)."""
+        return {
+            "user": who.name,
+            "can_trigger": access.can_trigger(who, REPLAY_DAG_ID),
+            "can_apply_groups": access.can_trigger(who, GROUP_OFFSETS_DAG_ID),
+        }
 
     @app.get("/", include_in_schema=False, response_model=None)
     async def page(request: Request) -> HTMLResponse:

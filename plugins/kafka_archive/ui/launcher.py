@@ -1,10 +1,12 @@
 """What the on-call API asks of Airflow besides access: DAG runs and connection ids.
 
-:class:`Launcher` is the API's view of Airflow: create a run of the replay DAG with validated
-Params (so every replay launched from the page is an ordinary, auditable DAG run, triggered by
-the named user), read a run's state, list the connection ids a replay may target, and read one
-connection for a task that must use it in-process (applying group offsets). Connection secrets
-never leave :meth:`Launcher.connection`; :meth:`Launcher.connection_ids` returns ids only.
+:class:`Launcher` is the API's view of Airflow: create a run of a DAG (the replay DAG, the
+group-offsets DAG) with validated Params (so every replay launched and every group moved from
+the page is an ordinary, auditable DAG run, triggered by the named user), read a run's state
+and one task's result (XCom), list the connection ids a replay may target, and read one
+connection server side (a replay preview checks the target with its settings). Connection
+secrets never leave :meth:`Launcher.connection`; :meth:`Launcher.connection_ids` returns ids
+only.
 
 :class:`AirflowLauncher` does it with Airflow's own models inside the API server.
 """
@@ -13,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-from kafka_archive.ui.access import REPLAY_DAG_ID
 
 __all__ = ["AirflowLauncher", "DagRunInfo", "LaunchError", "Launcher"]
 
@@ -29,18 +29,21 @@ class LaunchError(Exception):
 
 @dataclass(frozen=True)
 class DagRunInfo:
-    """A run of :data:`REPLAY_DAG_ID` as the page shows it."""
+    """A DAG run as the page shows it."""
 
     dag_id: str
     run_id: str
     state: str
     triggered_by: str | None = None
-    #: the replay the run's plan task registered (None until it has run)
-    replay_id: str | None = None
+    #: the return value (XCom) of the task :meth:`Launcher.run` was asked about, None until
+    #: that task has run (the replay DAG's ``plan``: the replay id; the group-offsets DAG's
+    #: ``apply``: the committed positions). Task results never hold secrets.
+    result: Any = None
     #: the DAG is paused: the run waits in ``queued`` until someone unpauses it
     dag_paused: bool = False
 
     def to_json(self) -> dict[str, Any]:
+        """The run without its result (each endpoint shows the part of it it means)."""
         from urllib.parse import quote
 
         return {
@@ -48,7 +51,6 @@ class DagRunInfo:
             "run_id": self.run_id,
             "state": self.state,
             "triggered_by": self.triggered_by,
-            "replay_id": self.replay_id,
             "dag_paused": self.dag_paused,
             # Airflow 3's UI route of a run
             "url": f"/dags/{quote(self.dag_id)}/runs/{quote(self.run_id, safe='')}",
@@ -56,13 +58,14 @@ class DagRunInfo:
 
 
 class Launcher(Protocol):
-    def trigger(self, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
-        """Create a run of :data:`REPLAY_DAG_ID` with ``conf`` as its Params."""
+    def trigger(self, dag_id: str, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
+        """Create a run of ``dag_id`` with ``conf`` as its Params, triggered by
+        ``user_name``; raise :class:`LaunchError` when Airflow refuses."""
         ...
 
-    def run(self, run_id: str) -> DagRunInfo | None:
-        """A run of :data:`REPLAY_DAG_ID`, or None when there is none of that id; its
-        ``replay_id`` is what the run's ``plan`` task returned (its XCom)."""
+    def run(self, dag_id: str, run_id: str, *, result_task: str) -> DagRunInfo | None:
+        """A run of ``dag_id``, or None when there is none of that id; its ``result`` is
+        what the run's task ``result_task`` returned (its XCom; None before it ran)."""
         ...
 
     def connection_ids(self) -> list[str]:
@@ -77,14 +80,14 @@ class Launcher(Protocol):
 class AirflowLauncher:
     """:class:`Launcher` over Airflow's metadata database (inside the API server)."""
 
-    def trigger(self, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
+    def trigger(self, dag_id: str, conf: dict[str, Any], *, user_name: str) -> DagRunInfo:
         from airflow.api.common.trigger_dag import trigger_dag
         from airflow.sdk.exceptions import AirflowException
         from airflow.utils.types import DagRunTriggeredByType
 
         try:
             run = trigger_dag(
-                REPLAY_DAG_ID,
+                dag_id,
                 triggered_by=DagRunTriggeredByType.REST_API,
                 triggering_user_name=user_name,
                 conf=conf,
@@ -92,33 +95,33 @@ class AirflowLauncher:
             )
         except (AirflowException, ValueError) as exc:
             raise LaunchError(
-                f"Airflow refused to start {REPLAY_DAG_ID}: {exc}",
+                f"Airflow refused to start {dag_id}: {exc}",
                 hint="check that the DAG is parsed and unpaused (Airflow's DAG list)",
             ) from None
         if run is None:
-            raise LaunchError(f"Airflow created no run of {REPLAY_DAG_ID}")
+            raise LaunchError(f"Airflow created no run of {dag_id}")
         return DagRunInfo(
-            REPLAY_DAG_ID, str(run.run_id), str(run.state), user_name, dag_paused=_paused()
+            dag_id, str(run.run_id), str(run.state), user_name, dag_paused=_paused(dag_id)
         )
 
-    def run(self, run_id: str) -> DagRunInfo | None:
+    def run(self, dag_id: str, run_id: str, *, result_task: str) -> DagRunInfo | None:
         from airflow.models.dagrun import DagRun
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
         with create_session() as session:
             row = session.scalar(
-                select(DagRun).where(DagRun.dag_id == REPLAY_DAG_ID, DagRun.run_id == run_id)
+                select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)
             )
             if row is None:
                 return None
             return DagRunInfo(
-                REPLAY_DAG_ID,
+                dag_id,
                 str(row.run_id),
                 str(row.state),
                 getattr(row, "triggering_user_name", None),
-                _planned_replay_id(session, run_id),
-                _paused(),
+                _task_result(session, dag_id, run_id, result_task),
+                _paused(dag_id),
             )
 
     def connection_ids(self) -> list[str]:
@@ -148,16 +151,16 @@ class AirflowLauncher:
             raise LookupError(conn_id) from exc
 
 
-def _planned_replay_id(session: Any, run_id: str) -> str | None:
-    """The ``replay_id`` in the XCom the run's ``plan`` task returned (None before it ran)."""
+def _task_result(session: Any, dag_id: str, run_id: str, task_id: str) -> Any:
+    """The XCom ``task_id`` of the run returned (None before it ran, or unreadable)."""
     from airflow.models.xcom import XComModel
     from sqlalchemy import select
 
     row = session.scalar(
         select(XComModel.value).where(
-            XComModel.dag_id == REPLAY_DAG_ID,
+            XComModel.dag_id == dag_id,
             XComModel.run_id == run_id,
-            XComModel.task_id == "plan",
+            XComModel.task_id == task_id,
             XComModel.key == "return_value",
         )
     )
@@ -169,8 +172,7 @@ def _planned_replay_id(session: Any, run_id: str) -> str | None:
             value = json.loads(value)
         except ValueError:
             return None
-    found = value.get("replay_id") if isinstance(value, dict) else None
-    return str(found) if found else None
+    return value
 
 
 class _Row:
@@ -180,12 +182,12 @@ class _Row:
         self.value = value
 
 
-def _paused() -> bool:
-    """Whether :data:`REPLAY_DAG_ID` is paused (new DAGs are, by Airflow's default)."""
+def _paused(dag_id: str) -> bool:
+    """Whether ``dag_id`` is paused (new DAGs are, by Airflow's default)."""
     from airflow.models.dag import DagModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
     with create_session() as session:
-        paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == REPLAY_DAG_ID))
+        paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == dag_id))
     return bool(paused)

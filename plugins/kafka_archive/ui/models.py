@@ -61,7 +61,9 @@ class ReplayRequest(BaseModel):
 
 
 class GroupRequest(BaseModel):
-    """ "Start group G at T on the target": the replay whose offset map translates it."""
+    """ "Start group G at T on the target": the replay whose offset map translates it. The
+    group-offsets DAG's Params (the same names as
+    :data:`kafka_archive.airflow.group_tasks.PARAMS_SCHEMA`; a test keeps them equal)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -81,5 +83,6 @@ class GroupRequest(BaseModel):
     target: str | None = Field(
         None,
         max_length=1000,
-        description="Airflow connection id holding the target's secrets (apply only).",
+        description="Airflow connection id holding the target's secrets (read by the apply "
+        "run, server side).",
     )

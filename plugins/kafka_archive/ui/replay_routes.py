@@ -1,4 +1,4 @@
-"""Replay and group endpoints of the on-call API.
+"""Replay endpoints of the on-call API (the group endpoints: :mod:`kafka_archive.ui.group_routes`).
 
 * ``POST /replay/preview``: the dry-run plan (records, bytes, objects, holes) through
   :meth:`ReplayService.preview <kafka_archive.services.replay.ReplayService.preview>`; the
@@ -6,9 +6,6 @@
 * ``POST /replay/launch``: a run of ``kafka_archive_replay`` with the request as its Params,
   validated first against the DAG's own schema (:func:`~kafka_archive.airflow.replay_tasks.
   spec_from_params`); needs trigger permission. ``GET /replay/runs/{run_id}``: its state.
-* ``POST /groups/translate/preview`` and ``/apply``: "start group G at T on the target" through
-  :class:`~kafka_archive.services.groups.GroupService`; apply commits on the target and needs
-  the same permission as launching a replay.
 * ``GET /connections``: Airflow connection ids (ids only), the form's target choices.
 """
 
@@ -16,11 +13,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from kafka_archive.ui.access import Principal
+from kafka_archive.ui.access import REPLAY_DAG_ID, Principal
 from kafka_archive.ui.catalog_routes import _call
-from kafka_archive.ui.context import ApiContext, resolve_time
+from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.errors import ApiError
-from kafka_archive.ui.models import GroupRequest, ReplayRequest
+from kafka_archive.ui.models import ReplayRequest
 
 __all__ = ["replay_router"]
 
@@ -88,24 +85,19 @@ def replay_router(ctx: ApiContext) -> APIRouter:
     def launch(who: Trigger, req: ReplayRequest) -> dict[str, Any]:
         """Trigger ``kafka_archive_replay`` with the request as its Params (an auditable DAG
         run, triggered by the user)."""
-        from kafka_archive.ui.launcher import LaunchError
-
         params = _validated(req)
-        try:
-            run = ctx.launcher.trigger(params, user_name=who.name)
-        except LaunchError as exc:
-            raise ApiError(409, "launch_refused", str(exc), exc.hint) from None
-        return {**run.to_json(), "params": params}
+        run = _trigger(ctx, REPLAY_DAG_ID, params, who)
+        return {**run.to_json(), "replay_id": None, "params": params}
 
     @router.get("/replay/runs/{run_id}")
     def run_state(_: Reader, run_id: str) -> dict[str, Any]:
         """A run of ``kafka_archive_replay``: its state and, once its plan task has run, the
         replay's progress (``replay``: the ``replay status --json`` object), for the page to
         poll."""
-        run = ctx.launcher.run(run_id)
-        if run is None:
-            raise ApiError(404, "not_found", f"no run {run_id!r} of kafka_archive_replay")
-        return {**run.to_json(), "replay": _progress(ctx, run.replay_id)}
+        run = _run(ctx, REPLAY_DAG_ID, run_id, "plan")
+        found = run.result.get("replay_id") if isinstance(run.result, dict) else None
+        replay_id = str(found) if found else None
+        return {**run.to_json(), "replay_id": replay_id, "replay": _progress(ctx, replay_id)}
 
     @router.get("/replays")
     def replays(
@@ -119,49 +111,25 @@ def replay_router(ctx: ApiContext) -> APIRouter:
         with ReplayService(_call(ctx.settings)) as svc:
             return {"items": _call(svc.status, cluster=cluster, topic=topic)}
 
-    def translate(req: GroupRequest, *, apply: bool) -> dict[str, Any]:
-        from kafka_archive.services.groups import GroupService
-
-        at = _call(resolve_time, req.at, "at") if req.at else None
-        commits_at = _call(resolve_time, req.commits_at, "commits_at") if req.commits_at else None
-        secrets: dict[str, str] = {}
-        if apply and req.target:
-            secrets = dict(_call(target, req.target, {}).config)
-        with GroupService(_call(ctx.settings)) as svc:
-            found = _call(
-                svc.translate,
-                req.cluster,
-                req.topic,
-                req.group,
-                at_ms=None if at is None else int(str(at["ms"])),
-                commits_at_ms=None if commits_at is None else int(str(commits_at["ms"])),
-                replay_id=req.replay_id,
-                target_topic=req.target_topic,
-                apply=apply,
-                target_config=secrets,
-            )
-        # where the offsets go, for the page's confirmation (bootstrap servers and the
-        # connection's name only: never its settings)
-        where = found.plan.spec.target
-        return {
-            "at": at,
-            "commits_at": commits_at,
-            "basis": found.basis,
-            "target": {"bootstrap_servers": where.bootstrap_servers, "name": where.name},
-            "items": found.to_json(),
-        }
-
-    @router.post("/groups/translate/preview")
-    def group_preview(_: Trigger, req: GroupRequest) -> dict[str, Any]:
-        """Where group G would start on the replay's target (nothing committed)."""
-        return translate(req, apply=False)
-
-    @router.post("/groups/translate/apply")
-    def group_apply(_: Trigger, req: GroupRequest) -> dict[str, Any]:
-        """Commit those positions on the target (the group must be inactive there)."""
-        return translate(req, apply=True)
-
     return router
+
+
+def _trigger(ctx: ApiContext, dag_id: str, params: dict[str, Any], who: Principal) -> Any:
+    """A run of ``dag_id`` with ``params``, triggered by ``who`` (409 when Airflow refuses)."""
+    from kafka_archive.ui.launcher import LaunchError
+
+    try:
+        return ctx.launcher.trigger(dag_id, params, user_name=who.name)
+    except LaunchError as exc:
+        raise ApiError(409, "launch_refused", str(exc), exc.hint) from None
+
+
+def _run(ctx: ApiContext, dag_id: str, run_id: str, result_task: str) -> Any:
+    """The run ``run_id`` of ``dag_id`` with ``result_task``'s result (404 when none)."""
+    run = ctx.launcher.run(dag_id, run_id, result_task=result_task)
+    if run is None:
+        raise ApiError(404, "not_found", f"no run {run_id!r} of {dag_id}")
+    return run
 
 
 def _progress(ctx: ApiContext, replay_id: str | None) -> dict[str, Any] | None:

@@ -1,0 +1,177 @@
+"""The body of the ``kafka_archive_group_offsets`` DAG's task, callable without Airflow:
+"start group G at T on the target" (``replay translate-group --apply``) as a DAG run.
+
+* :data:`PARAMS_SCHEMA` - the trigger form's fields with their JSON Schema (the DAG turns each
+  into an Airflow ``Param``; :class:`kafka_archive.ui.models.GroupRequest` has the same
+  fields); :func:`validate_params` checks a run's params against it.
+* :func:`translate` - the positions (and, with ``apply``, the commit on the target) as one
+  JSON object: ``{at, commits_at, basis, target, items}``, the on-call API's preview answer and
+  the task's XCom alike. It holds the target's bootstrap servers and connection name, never
+  its settings.
+* :func:`apply_task` - the DAG's ``apply`` task: the target's secrets come from the Airflow
+  connection named by ``target`` (resolved inside the task; they never go through XCom).
+
+Re-running is safe: committing the same offsets for the same group again is idempotent (the
+positions are a function of the catalog's offset map and the pinned time), so a retried or
+re-triggered run leaves the group where the first one put it. The group must be inactive on
+the target (Kafka refuses commits to a group with live members: the run fails, typed, with a
+hint).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_archive.services.groups import GroupService
+
+__all__ = ["PARAMS_SCHEMA", "apply_task", "target_secrets", "translate", "validate_params"]
+
+log = logging.getLogger(__name__)
+
+_NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
+
+#: name -> (default, JSON Schema, description): the trigger form
+PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "cluster": ("", {"type": "string", "minLength": 1}, "Source cluster name in the archive."),
+    "topic": ("", {"type": "string", "minLength": 1}, "Source topic (the replayed one)."),
+    "group": ("", {"type": "string", "minLength": 1}, "The consumer group to position."),
+    "at": (
+        None,
+        _NULLABLE_STR,
+        "Start the group at this source time: ISO-8601, epoch ms, -2h / now-30m (a relative "
+        "time is read when the task runs; the on-call page sends the instant it previewed).",
+    ),
+    "commits_at": (
+        None,
+        _NULLABLE_STR,
+        "Without 'at': the group's archived commits as of this time (empty: the latest).",
+    ),
+    "replay_id": (None, _NULLABLE_STR, "The replay whose offset map translates (empty: latest)."),
+    "target_topic": (None, _NULLABLE_STR, "Pick the replay by its target topic (empty: any)."),
+    "target": (
+        None,
+        _NULLABLE_STR,
+        "Airflow connection id holding the target's secrets (SASL password, TLS key); empty "
+        "when the target needs none. The bootstrap servers are the replay's.",
+    ),
+}
+
+
+def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` checked against :data:`PARAMS_SCHEMA` (raises
+    ``jsonschema.ValidationError``), with every field present (absent ones at their default).
+    """
+    import jsonschema
+
+    schema = {
+        "type": "object",
+        "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
+        "required": ["cluster", "topic", "group"],
+    }
+    jsonschema.validate(dict(params), schema)
+    return {k: params.get(k, v[0]) for k, v in PARAMS_SCHEMA.items()}
+
+
+def translate(
+    service: GroupService,
+    params: Mapping[str, Any],
+    *,
+    apply: bool,
+    target_config: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Group ``params["group"]``'s positions on the replay's target (committed there with
+    ``apply``) as ``{at, commits_at, basis, target, items}``: the resolved times
+    (``{input, ms, utc}`` or None), what the positions were based on, where they go (bootstrap
+    servers and connection name only) and one ``translate-group --json`` object per partition.
+
+    Raises:
+        TimeParseError: ``at``/``commits_at`` unreadable or outside 1970..9999.
+        ReplayError: no such replay, no archived commits, the target refused (typed, hinted).
+    """
+    from kafka_archive.timeparse import resolve_time
+
+    at = resolve_time(params["at"], "at") if params.get("at") else None
+    commits_at = (
+        resolve_time(params["commits_at"], "commits_at") if params.get("commits_at") else None
+    )
+    found = service.translate(
+        params["cluster"],
+        params["topic"],
+        params["group"],
+        at_ms=None if at is None else int(str(at["ms"])),
+        commits_at_ms=None if commits_at is None else int(str(commits_at["ms"])),
+        replay_id=params.get("replay_id"),
+        target_topic=params.get("target_topic"),
+        apply=apply,
+        target_config=target_config,
+    )
+    where = found.plan.spec.target
+    return {
+        "at": at,
+        "commits_at": commits_at,
+        "basis": found.basis,
+        "target": {"bootstrap_servers": where.bootstrap_servers, "name": where.name},
+        "items": found.to_json(),
+    }
+
+
+def target_secrets(target: str | None, connection_getter: Callable[[str], Any]) -> dict[str, str]:
+    """The librdkafka settings of Airflow connection ``target`` (its extra, login and password
+    as :func:`~kafka_archive.airflow.replay_tasks.resolve_target` reads them); ``{}`` without
+    one.
+
+    Raises:
+        GroupTranslationError: ``target`` names no connection (a typo would otherwise commit
+            without the secrets and fail later with a less helpful error).
+    """
+    from kafka_archive.airflow.replay_tasks import resolve_target
+    from kafka_archive.replay.errors import GroupTranslationError
+
+    if not target:
+        return {}
+    try:
+        conn = connection_getter(target)
+    except Exception:  # Airflow raises its own not-found types
+        raise GroupTranslationError(
+            f"no Airflow connection {target!r} for the target's secrets",
+            hint="create it (Admin > Connections), or leave 'target' empty when the target "
+            "needs no secrets",
+        ) from None
+    return dict(resolve_target(target, None, lambda _id: conn).config)
+
+
+def apply_task(
+    params: Mapping[str, Any],
+    *,
+    connection_getter: Callable[[str], Any],
+    variable_getter: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """Commit group ``params["group"]``'s translated positions on the replay's target; returns
+    :func:`translate`'s object (the run's XCom: no secret in it). Idempotent (see the module
+    docstring)."""
+    from kafka_archive.airflow.replay_tasks import task_service
+
+    checked = validate_params(params)
+    secrets = target_secrets(checked["target"], connection_getter)
+    with task_service(GroupService, variable_getter) as service:
+        out = translate(service, checked, apply=True, target_config=secrets)
+    where = out["target"]
+    log.info(
+        "group %s committed on %s (%s), %s:",
+        checked["group"],
+        where["name"] or where["bootstrap_servers"],
+        where["bootstrap_servers"],
+        out["basis"],
+    )
+    for row in out["items"]:
+        log.info(
+            "  %s[%s] -> offset %s (exact: %s, replay %s)",
+            row["topic"],
+            row["partition"],
+            row["offset"],
+            row["exact"],
+            row["replay_id"],
+        )
+    return out
