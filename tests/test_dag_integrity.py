@@ -184,3 +184,13 @@ def test_the_replay_dag_is_manual_with_a_validated_form(parsed: Any) -> None:
     replay = parsed["kafka_archive_replay.py"]["dags"]["kafka_archive_replay"]
     assert replay["manual"]
     assert replay["params"]["partition_mapping"]["enum"] == ["same", "murmur2", "round-robin"]
+
+
+def test_the_group_offsets_dag_is_manual_with_the_group_form(parsed: Any) -> None:
+    from kafka_archive.airflow.group_tasks import PARAMS_SCHEMA
+
+    dag = parsed["kafka_archive_group_offsets.py"]["dags"]["kafka_archive_group_offsets"]
+    assert dag["manual"]
+    assert set(dag["params"]) == set(PARAMS_SCHEMA)
+    assert dag["params"]["group"]["minLength"] == 1  # required in the form
+    assert dag["params"]["at"]["type"] == ["null", "string"]

@@ -49,6 +49,8 @@ TOPIC = "orders"
 DAG_ARCHIVE = "kafka_archive_segments"
 DAG_CATALOG = "kafka_archive_catalog"
 DAG_REPLAY = "kafka_archive_replay"
+#: the DAG whose runs move a consumer group on a replay's target (the page's "Apply")
+DAG_GROUP_OFFSETS = "kafka_archive_group_offsets"
 PROGRESS_TOPIC = "__kafka_archive_replay_progress"
 #: where the checkout keeps the DAGs (the demo runs from a source checkout)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -216,12 +218,13 @@ def ui_target(root: Path, kafka: str = "auto") -> Iterator[str]:
 
 
 def serve_ui(root: Path, port: int, kafka: str = "auto") -> int:
-    """Unpause the replay DAG, then run :func:`ui_command` in the foreground with
+    """Unpause the replay and group-offsets DAGs, then run :func:`ui_command` in the foreground with
     :func:`ui_target` live, until it ends (Ctrl-C); its exit status."""
     paths = DemoPaths(root)
-    # the replay DAG must be known and unpaused for runs launched from the page to start
+    # the DAGs the page triggers must be known and unpaused for its runs to start
     _airflow(paths, "ui-reserialize", "dags", "reserialize")
-    _airflow(paths, "ui-unpause", "dags", "unpause", "kafka_archive_replay")
+    for dag_id in (DAG_REPLAY, DAG_GROUP_OFFSETS):
+        _airflow(paths, f"ui-unpause-{dag_id}", "dags", "unpause", dag_id)
     with ui_target(root, kafka) as bootstrap:
         argv, env = ui_command(root, port, bootstrap)
         try:

@@ -6,8 +6,9 @@
   browser download) with the flags this kind of machine needs and a fresh profile.
 * :class:`AirflowServer` runs ``airflow standalone`` (API server, scheduler, DAG processor,
   triggerer) in a process group of its own over a fresh ``AIRFLOW_HOME``, with the
-  repository's DAGs and plugins, one admin user with a known password, and the replay DAG
-  unpaused; it is ready when Airflow's health endpoint reports every component healthy.
+  repository's DAGs and plugins, one admin user with a known password, and the DAGs the page
+  triggers (replay, group offsets) unpaused; it is ready when Airflow's health endpoint
+  reports every component healthy.
 """
 
 from __future__ import annotations
@@ -114,10 +115,12 @@ class AirflowServer:
             )
 
     def start(self, timeout_s: float = 600) -> None:
-        """Migrate, parse the DAGs, unpause the replay DAG, start, wait until healthy."""
+        """Migrate, parse the DAGs, unpause the DAGs the page triggers, start, wait until
+        healthy."""
         self._airflow("db", "migrate")
         self._airflow("dags", "reserialize")
-        self._airflow("dags", "unpause", "kafka_archive_replay")
+        for dag_id in ("kafka_archive_replay", "kafka_archive_group_offsets"):
+            self._airflow("dags", "unpause", dag_id)
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [str(Path(sys.executable).with_name("airflow")), "standalone"],

@@ -17,12 +17,13 @@ Airflow's Browse menu, and:
 (b) "the region failed over, consumers must resume 30 minutes back on the other cluster":
     T ``-30m``, group ``billing``: its committed position at T (the archived commits) is the
     catalog's; "Start group G at T on the target" from its archived commits at T: preview,
-    apply; the group's committed offsets on the target (AdminClient) are the preview's, and
-    each is the target offset of the source record at the group's position (the replay's
-    offset map, checked against the target's records);
+    apply (a run of ``kafka_archive_group_offsets``, followed on the page to ``success``,
+    triggered by the logged-in user); the group's committed offsets on the target
+    (AdminClient) are the preview's, and each is the target offset of the source record at the
+    group's position (the replay's offset map, checked against the target's records);
 (c) "start the new group 10 minutes ago": T ``-10m``, a group that never existed, "at T":
-    preview, apply; its committed offsets on the target are the preview's, and the record
-    each points at is the source's record at the offsets-at-T table on screen;
+    preview, apply (a DAG run again); its committed offsets on the target are the preview's,
+    and the record each points at is the source's record at the offsets-at-T table on screen;
 
 then clicks the page's link to the DAG run and lands on Airflow's own page of that run (an
 ordinary run triggered by the logged-in user with the form as its Params, read back through
@@ -281,9 +282,13 @@ def _committed_on_target(bootstrap: str, group: str, partitions: list[int]) -> d
     return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
 
 
-def _start_group(page: Any, frame: Any, group: str, basis: str, shot: str) -> dict[int, int]:
-    """ "Start group G at T on the target": preview, apply (with the page's own confirmation);
-    the offsets shown as committed (checked equal to the preview's)."""
+def _start_group(
+    page: Any, frame: Any, stack: dict[str, Any], group: str, basis: str, shot: str
+) -> dict[int, int]:
+    """ "Start group G at T on the target": preview, apply (with the page's own confirmation):
+    a run of kafka_archive_group_offsets, triggered by the logged-in user with the group as its
+    Params (Airflow's REST API), followed on the page until it succeeds; the offsets shown as
+    committed (checked equal to the preview's)."""
     from playwright.sync_api import expect
 
     frame.locator("#tg-group").fill(group)
@@ -297,12 +302,25 @@ def _start_group(page: Any, frame: Any, group: str, basis: str, shot: str) -> di
     frame.locator("#tg-apply").click()
     expect(frame.locator("#tg-confirm")).to_be_visible()
     frame.locator("#tg-commit").click()
+    run_link = frame.locator("#tg-run a")
+    expect(run_link).to_have_attribute(
+        "href", re.compile(re.escape("/dags/kafka_archive_group_offsets/runs/"))
+    )
+    expect(frame.locator("#tg-run-state")).to_have_text("success", timeout=900_000)
     expect(out).to_contain_text("committed")
     assert frame.locator("#status").inner_text().strip() == ""
     applied = {p: int(o) for p, o in _rows(out, 2, 3).items()}
     assert applied == previewed
     expect(frame.locator("#tg-apply")).to_be_disabled()  # one apply per preview
-    _shot(page, shot, out)
+    _shot(page, shot, frame.locator("#tg-run"))
+    run_id = quote(run_link.inner_text().strip(), safe="")
+    answer = page.request.get(
+        f"{stack['server'].url}/api/v2/dags/kafka_archive_group_offsets/dagRuns/{run_id}"
+    )
+    assert answer.ok, answer.text()
+    run = answer.json()
+    assert (run["state"], run["triggering_user_name"]) == ("success", UI_USER), run
+    assert (run["conf"]["group"], run["conf"]["topic"]) == (group, TOPIC), run
     return previewed
 
 
@@ -379,7 +397,7 @@ def _failover(page: Any, frame: Any, stack: dict[str, Any], starts: dict[int, in
     archived = _group_table_is_the_catalogs(frame, stack, at_b)
     _shot(page, "05-failover-group-at-T", frame.locator("#group-table"))
     expect(frame.locator("#tg-group")).to_have_value(FAILOVER_GROUP)  # pre-filled from above
-    failover = _start_group(page, frame, FAILOVER_GROUP, "commits", "06-failover-applied")
+    failover = _start_group(page, frame, stack, FAILOVER_GROUP, "commits", "06-failover-applied")
     want = _target_positions(stack, starts, archived)
     assert failover == {p: off for p, (off, _rec) in want.items()}
     bootstrap = stack["target"].bootstrap_servers
@@ -393,7 +411,7 @@ def _new_group(page: Any, frame: Any, stack: dict[str, Any], starts: dict[int, i
     at_c, table = _show_at(frame, T_NEW, stack)
     _group_table_is_the_catalogs(frame, stack, at_c)  # the group's table followed T
     new_group = f"oncall-new-{uuid.uuid4().hex[:8]}"
-    fresh = _start_group(page, frame, new_group, "at", "07-new-group-applied")
+    fresh = _start_group(page, frame, stack, new_group, "at", "07-new-group-applied")
     want = _target_positions(stack, starts, table)
     assert all(rec is not None for _off, rec in want.values()), want
     assert fresh == {p: off for p, (off, _rec) in want.items()}

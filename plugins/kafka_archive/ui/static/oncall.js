@@ -5,7 +5,7 @@ const CSRF = { "X-Kafka-Archive-Request": "1" };
 const $ = (id) => document.getElementById(id);
 const state = { T: null, span: 2 * 3600e3, center: null, topics: [], holes: [], holesOf: null,
                 buckets: [], canTrigger: false, previewed: null, groupPreviewed: null,
-                groupShown: null, run: null, poll: null };
+                groupShown: null, canApplyGroups: false };
 // Answers arrive in any order (a slow /time after Show, two quick cluster picks, a zoom while
 // the chart loads): each kind of request takes a ticket, and only the latest ticket's answer
 // is shown; an older one is dropped on arrival.
@@ -56,8 +56,9 @@ function guard(fn) {
 // -- pickers and time ---------------------------------------------------------------------
 async function loadClusters() {
   const who = await api("/whoami");
-  $("who").textContent = `- ${who.user}` + (who.can_trigger ? "" : " (read only)");
-  state.canTrigger = who.can_trigger;
+  $("who").textContent = `- ${who.user}` +
+    (who.can_trigger || who.can_apply_groups ? "" : " (read only)");
+  state.canTrigger = who.can_trigger; state.canApplyGroups = who.can_apply_groups;
   const { items } = await api("/clusters");
   $("cluster").innerHTML = items.map((c) => `<option>${esc(c.cluster)}</option>`).join("");
   await loadTopics();
@@ -340,9 +341,8 @@ async function launch() {
   try { run = await api("/replay/launch", { body }); } catch (e) {
     state.previewed = JSON.stringify(body); $("launch").disabled = !state.canTrigger; throw e;
   }
-  state.run = run.run_id;
   showRun(run);
-  pollRun(run.run_id);
+  pollRun("replay", () => api("/replay/runs/" + enc(run.run_id)), showRun);
 }
 // Airflow's base path (its UI's <base href>) when the page is inside Airflow's frame, where
 // the run's link leads
@@ -366,27 +366,35 @@ function openInAirflow(ev) {
   top.history.pushState({ usr: null, key: Math.random().toString(36).slice(2, 10), idx }, "", href);
   top.dispatchEvent(new PopStateEvent("popstate", { state: top.history.state }));
 }
-function showRun(r) {
+// A DAG run's line in element `where`: its link (opened in Airflow's own page of the run),
+// its state (element id `stateId`), `more` after it, and a note when its DAG is paused.
+function runLine(where, stateId, r, more) {
   const cls = r.state === "success" ? "ok" : r.state === "failed" ? "bad" : "muted";
-  const rp = r.replay, parts = rp ? Object.values(rp.partitions) : [];
-  const progress = rp ? ` - replay ${esc(rp.replay_id)}: ${esc(rp.status)}, ` +
-    `${rp.records_sent} records sent, ${parts.filter((p) => p.done).length}/${parts.length} partitions done` : "";
-  const paused = r.dag_paused && r.state === "queued" ? '<br><span class="warn">the ' +
-    "kafka_archive_replay DAG is paused: the run waits until it is unpaused in Airflow</span>" : "";
-  $("run-out").innerHTML = `<p>DAG run <a target="_top" href="${esc(airflowBase() + r.url)}">${esc(r.run_id)}</a>: ` +
-    `<span class="${cls}" id="run-state">${esc(r.state)}</span>${progress}${paused}</p>`;
-  $("run-out").querySelector("a").addEventListener("click", openInAirflow);
+  const paused = r.dag_paused && r.state === "queued" ? `<br><span class="warn">the ` +
+    `${esc(r.dag_id)} DAG is paused: the run waits until it is unpaused in Airflow</span>` : "";
+  $(where).innerHTML = `<p>DAG run <a target="_top" href="${esc(airflowBase() + r.url)}">${esc(r.run_id)}</a>: ` +
+    `<span class="${cls}" id="${stateId}">${esc(r.state)}</span>${more}${paused}</p>`;
+  $(where).querySelector("a").addEventListener("click", openInAirflow);
 }
-// One request at a time, the next 3 s after the last answered (never two in flight, so never
-// an older state over a newer one); a newer launch ends the polling of the previous run.
-function pollRun(runId) {
-  clearTimeout(state.poll);
-  state.poll = setTimeout(async () => {
+function showRun(r) {
+  const rp = r.replay, parts = rp ? Object.values(rp.partitions) : [];
+  runLine("run-out", "run-state", r, rp ? ` - replay ${esc(rp.replay_id)}: ${esc(rp.status)}, ` +
+    `${rp.records_sent} records sent, ${parts.filter((p) => p.done).length}/${parts.length} partitions done` : "");
+}
+// One request at a time per kind of run, the next 3 s after the last answered (never two in
+// flight, so never an older state over a newer one); a newer run of the same kind ends the
+// polling of the previous one.
+const polls = {};
+function stopPolling(kind) { if (polls[kind]) clearTimeout(polls[kind].timer); polls[kind] = null; }
+function pollRun(kind, ask, show) {
+  stopPolling(kind);
+  const mine = (polls[kind] = {});
+  mine.timer = setTimeout(async () => {
     let r = null;
-    try { r = await api("/replay/runs/" + enc(runId)); } catch (e) { if (state.run === runId) say(e.message, true); }
-    if (state.run !== runId) return;
-    if (r) showRun(r);
-    if (!r || !["success", "failed"].includes(r.state)) pollRun(runId);
+    try { r = await ask(); } catch (e) { if (polls[kind] === mine) say(e.message, true); }
+    if (polls[kind] !== mine) return;
+    if (r) show(r);
+    if (!r || !["success", "failed"].includes(r.state)) pollRun(kind, ask, show);
   }, 3000);
 }
 
@@ -419,11 +427,13 @@ async function groupPreview() {
   // the form as sent is what Apply will compare with (not the form when the answer arrives)
   const body = groupBody(), current = ticket("tg-preview");
   state.groupPreviewed = null; $("tg-apply").disabled = true; $("tg-confirm").hidden = true;
+  stopPolling("group");  // a previous apply's run must not redraw over this preview
   if (!body.group) throw new Error("name the group to start on the target");
   const r = await api("/groups/translate/preview", { body });
   if (!current()) return;
   showGroup(r, false); state.groupPreviewed = JSON.stringify(body);
-  $("tg-apply").disabled = !state.canTrigger;
+  $("tg-run").innerHTML = "";
+  $("tg-apply").disabled = !state.canApplyGroups;
 }
 function groupApply() {
   const body = groupBody();
@@ -432,16 +442,28 @@ function groupApply() {
   $("tg-confirm").hidden = false; $("tg-apply").disabled = true;
 }
 function groupCancel() {
-  $("tg-confirm").hidden = true; $("tg-apply").disabled = !(state.groupPreviewed && state.canTrigger);
+  $("tg-confirm").hidden = true; $("tg-apply").disabled = !(state.groupPreviewed && state.canApplyGroups);
 }
 async function groupCommit() {
   const body = groupBody();
   $("tg-confirm").hidden = true;
   if (JSON.stringify(body) !== state.groupPreviewed) throw new Error("the form changed: preview it again");
   state.groupPreviewed = null; $("tg-apply").disabled = true;  // one apply per preview
-  try { showGroup(await api("/groups/translate/apply", { body }), true); } catch (e) {
-    state.groupPreviewed = JSON.stringify(body); $("tg-apply").disabled = !state.canTrigger; throw e;
+  // a run of kafka_archive_group_offsets commits them (an auditable DAG run): its line until
+  // it ends, then the positions it committed (or its failure)
+  let run;
+  try { run = await api("/groups/translate/apply", { body }); } catch (e) {
+    state.groupPreviewed = JSON.stringify(body); $("tg-apply").disabled = !state.canApplyGroups; throw e;
   }
+  showGroup(run.preview, false);
+  showGroupRun(run);
+  pollRun("group", () => api("/groups/translate/runs/" + enc(run.run_id)), showGroupRun);
+}
+function showGroupRun(r) {
+  const more = r.state === "failed" ? ' - <span class="bad">the run failed: its task log ' +
+    "in Airflow says why</span>" : r.state === "success" ? "" : " - applying...";
+  runLine("tg-run", "tg-run-state", r, more);
+  if (r.applied) showGroup(r.applied, true);
 }
 
 // -- wiring ----------------------------------------------------------------------------------
