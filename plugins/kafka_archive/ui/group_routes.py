@@ -7,9 +7,10 @@
   commits those positions on the target: an auditable DAG run, triggered by the user, with
   relative times pinned to the previewed instant and the target's secrets left in the Airflow
   connection (read by the run's task).
-* ``GET /groups/translate/runs/{run_id}``: that run's state and, once applied, the positions.
+* ``GET /groups/translate/runs/{run_id}``: that run's state and, once applied, the positions
+  (read access, as a replay run's state: the page polls it with GETs).
 
-All three need permission to trigger ``kafka_archive_group_offsets``.
+Preview and apply need permission to trigger ``kafka_archive_group_offsets``.
 """
 
 from typing import Annotated, Any
@@ -28,6 +29,7 @@ __all__ = ["group_router"]
 
 def group_router(ctx: ApiContext) -> APIRouter:
     router = APIRouter(tags=["groups"])
+    Reader = Annotated[Principal, Depends(ctx.reader)]
     GroupTrigger = Annotated[Principal, Depends(ctx.group_trigger)]
 
     def group_preview_of(req: GroupRequest) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -75,7 +77,7 @@ def group_router(ctx: ApiContext) -> APIRouter:
         return {**run.to_json(), "params": params, "preview": preview}
 
     @router.get("/groups/translate/runs/{run_id}")
-    def group_run_state(_: GroupTrigger, run_id: str) -> dict[str, Any]:
+    def group_run_state(_: Reader, run_id: str) -> dict[str, Any]:
         """A run of ``kafka_archive_group_offsets``: its state and, once its ``apply`` task
         has committed, what it committed (``applied``: the preview's form, rows marked
         applied; None before)."""
