@@ -66,7 +66,8 @@ DEFAULT_ARGS: dict[str, Any] = {
     params=dag_params(PARAMS_SCHEMA),
 )
 def kafka_archive_group_offsets() -> None:
-    @task
+    # one XCom, the whole answer (not one per key: the page reads it whole)
+    @task(multiple_outputs=False)
     def apply(params: dict[str, Any] | None = None) -> dict[str, Any]:
         return apply_task(
             params or {},

@@ -312,7 +312,7 @@ def _start_group(
     applied = {p: int(o) for p, o in _rows(out, 2, 3).items()}
     assert applied == previewed
     expect(frame.locator("#tg-apply")).to_be_disabled()  # one apply per preview
-    _shot(page, shot, frame.locator("#tg-run"))
+    _shot(page, shot, out)  # the run line is just above the table
     run_id = quote(run_link.inner_text().strip(), safe="")
     answer = page.request.get(
         f"{stack['server'].url}/api/v2/dags/kafka_archive_group_offsets/dagRuns/{run_id}"
