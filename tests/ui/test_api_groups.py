@@ -8,6 +8,7 @@ and appear in no Params, answer or XCom."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -165,6 +166,26 @@ def test_apply_is_a_group_offsets_dag_run_whose_task_commits_the_preview(
     assert (state["state"], state["applied"]) == ("success", result)
     missing = client.get(f"{API}/groups/translate/runs/nope", headers=OP)
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+
+def test_apply_from_the_latest_commits_pins_them_to_the_preview(
+    replayed: dict[str, Any],
+) -> None:
+    """Without ``at`` or ``commits_at`` the positions come from the group's latest archived
+    commits: the run's Params pin them to the preview's moment, so commits archived before the
+    run's task starts cannot change what it commits."""
+    from kafka_archive.timeparse import parse_time_ms
+
+    launcher: RecordingLauncher = replayed["launcher"]
+    body = {"cluster": C, "topic": "orders", "group": "billing", "replay_id": replayed["replay_id"]}
+    before_ms = int(time.time() * 1000)
+    got = replayed["client"].post(f"{API}/groups/translate/apply", headers=OP, json=body)
+    assert got.status_code == 201, got.text
+    ((conf, _user),) = launcher.triggered[-1:]
+    pinned = parse_time_ms(conf["commits_at"])
+    assert before_ms <= pinned <= int(time.time() * 1000)
+    assert got.json()["preview"]["commits_at"]["ms"] == pinned
+    assert got.json()["preview"]["items"] == _cli_rows(replayed, "--group", "billing")
 
 
 def test_a_bad_group_request_fails_as_the_preview_does_and_triggers_nothing(

@@ -103,7 +103,8 @@ class GroupService(ReplayService):
             if any(v == "***" for v in target.config.values()):
                 raise GroupTranslationError(
                     "the target needs secret settings the catalog does not store",
-                    hint="give them with --target-config NAME=VALUE",
+                    hint="give them with --target-config NAME=VALUE (CLI), or name an Airflow "
+                    "connection holding them as the target (DAG, on-call page)",
                     missing="target secrets",
                 )
             apply_positions(target.client_config(), group, positions)

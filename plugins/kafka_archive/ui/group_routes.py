@@ -67,8 +67,17 @@ def group_router(ctx: ApiContext) -> APIRouter:
         """Checked and previewed as ``/preview`` does (a bad request triggers nothing), then a
         run of ``kafka_archive_group_offsets`` that commits the positions on the target (the
         group must be inactive there). The answer: the run (``url``, ``run_id``, ``state``),
-        its Params (``params``: relative times pinned to the previewed instant, no secrets)
-        and the preview (``preview``: the positions it will commit)."""
+        its Params (``params``: relative times pinned to the previewed instant, "the latest
+        commits" to the preview's moment, no secrets) and the preview (``preview``: the
+        positions it will commit)."""
+        if req.at is None and req.commits_at is None:
+            # "the latest commits" means those archived by now: pinned, so commits archived
+            # between this preview and the run's task cannot change what is committed
+            import time
+
+            from kafka_archive.timeparse import format_ms
+
+            req = req.model_copy(update={"commits_at": format_ms(int(time.time() * 1000))})
         params, preview = group_preview_of(req)
         for name in ("at", "commits_at"):  # the run commits what was previewed
             if preview[name] is not None:
