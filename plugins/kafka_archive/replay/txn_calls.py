@@ -11,9 +11,12 @@ error differs, and is what this module decides:
   - so redoing the transaction from memory could write it twice: the producer is replaced and
   the replay resumes from the progress committed in the target
   (:class:`~.kafka_errors.ProducerFailed`);
-* :func:`abort_transaction` - flushes first (librdkafka#4849, below); fenced is
-  :class:`~.errors.ReplayFencedError`, anything else :class:`~.kafka_errors.ProducerFailed`
-  (always safe: the new producer's ``init_transactions`` aborts what the old one left open).
+* :func:`abort_transaction` - flushes first (librdkafka#4849, below); one attempt: fenced is
+  :class:`~.errors.ReplayFencedError`, anything else, a timeout included,
+  :class:`~.kafka_errors.ProducerFailed` (always safe: the new producer's
+  ``init_transactions`` aborts what the old one left open; retrying instead could wait
+  :data:`MAX_CALL_RETRIES` x 60 s on a producer stuck bumping its epoch, as CI saw on
+  librdkafka's mock cluster).
 
 Waits between attempts go through :func:`backoff` (tests make it instant).
 """
@@ -55,12 +58,15 @@ def backoff(seconds: float) -> None:
 
 
 def _repeat(
-    call: Callable[[], object], settle: Callable[[KafkaError | None, BaseException], NoReturn]
+    call: Callable[[], object],
+    settle: Callable[[KafkaError | None, BaseException], NoReturn],
+    *,
+    attempts: int = MAX_CALL_RETRIES,
 ) -> None:
     """``call()``; after a retriable error (not one requiring an abort) again, at most
-    :data:`MAX_CALL_RETRIES` times in all; any other error, or the last, goes to ``settle``,
-    which raises."""
-    for attempt in range(MAX_CALL_RETRIES):
+    ``attempts`` times in all; any other error, or the last, goes to ``settle``, which
+    raises."""
+    for attempt in range(attempts):
         try:
             call()
             return
@@ -70,7 +76,7 @@ def _repeat(
                 err is not None
                 and err.retriable()
                 and not err.txn_requires_abort()
-                and attempt < MAX_CALL_RETRIES - 1
+                and attempt < attempts - 1
             ):
                 backoff(0.5 * (attempt + 1))
                 continue
@@ -139,4 +145,4 @@ def abort_transaction(producer: Producer, partition: int) -> None:
             f"partition {partition}: aborting a transaction failed: {_text(err, exc)}"
         ) from None
 
-    _repeat(lambda: producer.abort_transaction(_CALL_TIMEOUT_S), settle)
+    _repeat(lambda: producer.abort_transaction(_CALL_TIMEOUT_S), settle, attempts=1)
