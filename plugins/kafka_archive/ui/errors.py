@@ -74,10 +74,15 @@ def _classify(exc: Exception) -> ApiError | None:
 
 
 def platform_error(exc: Exception) -> ApiError:
-    """:func:`_classify`, or a 502 for a Kafka client failure no replay step translated."""
+    """:func:`_classify`; a 422 for Params a DAG's JSON Schema refuses; a 502 for a Kafka
+    client failure no replay step translated."""
+    import jsonschema
+
     found = _classify(exc)
     if found is not None:
         return found
+    if isinstance(exc, jsonschema.ValidationError):
+        return ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}")
     if type(exc).__name__ == "KafkaException":
         return ApiError(502, "target_unavailable", str(exc), "check the target cluster")
     raise exc

@@ -35,15 +35,10 @@ def group_router(ctx: ApiContext) -> APIRouter:
     def group_preview_of(req: GroupRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request as the group DAG's Params (checked by its schema; a named connection
         must exist) and the preview; raises the typed API error of the first problem."""
-        import jsonschema
-
         from kafka_archive.airflow.group_tasks import translate, validate_params
         from kafka_archive.services.groups import GroupService
 
-        try:
-            params = validate_params(req.model_dump(mode="json"))
-        except jsonschema.ValidationError as exc:
-            raise ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}") from None
+        params = _call(validate_params, req.model_dump(mode="json"))
         if req.target:
             try:
                 ctx.launcher.connection(req.target)

@@ -17,6 +17,7 @@ from kafka_archive.ui.access import REPLAY_DAG_ID, Principal
 from kafka_archive.ui.catalog_routes import _call
 from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.errors import ApiError
+from kafka_archive.ui.launcher import DagRunInfo, LaunchError
 from kafka_archive.ui.models import ReplayRequest
 
 __all__ = ["replay_router"]
@@ -24,24 +25,11 @@ __all__ = ["replay_router"]
 
 def _validated(req: ReplayRequest) -> dict[str, Any]:
     """The request as the DAG's Params, checked by the DAG's own schema and spec rules."""
-    import jsonschema
-
     from kafka_archive.airflow.replay_tasks import spec_from_params
 
     params = req.params()
-    try:
-        spec_from_params(params)
-    except jsonschema.ValidationError as exc:
-        raise ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}") from None
-    except Exception as exc:
-        raise _as_api_error(exc) from None
+    _call(spec_from_params, params)
     return params
-
-
-def _as_api_error(exc: Exception) -> ApiError:
-    from kafka_archive.ui.errors import platform_error
-
-    return platform_error(exc)
 
 
 def replay_router(ctx: ApiContext) -> APIRouter:
@@ -114,17 +102,15 @@ def replay_router(ctx: ApiContext) -> APIRouter:
     return router
 
 
-def _trigger(ctx: ApiContext, dag_id: str, params: dict[str, Any], who: Principal) -> Any:
+def _trigger(ctx: ApiContext, dag_id: str, params: dict[str, Any], who: Principal) -> DagRunInfo:
     """A run of ``dag_id`` with ``params``, triggered by ``who`` (409 when Airflow refuses)."""
-    from kafka_archive.ui.launcher import LaunchError
-
     try:
         return ctx.launcher.trigger(dag_id, params, user_name=who.name)
     except LaunchError as exc:
         raise ApiError(409, "launch_refused", str(exc), exc.hint) from None
 
 
-def _run(ctx: ApiContext, dag_id: str, run_id: str, result_task: str) -> Any:
+def _run(ctx: ApiContext, dag_id: str, run_id: str, result_task: str) -> DagRunInfo:
     """The run ``run_id`` of ``dag_id`` with ``result_task``'s result (404 when none)."""
     run = ctx.launcher.run(dag_id, run_id, result_task=result_task)
     if run is None:
