@@ -55,13 +55,13 @@ sys.path.insert(0, str(ROOT))
 import _data  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
 from kafka_archive.export.manifest import PartitionRange, export_id_for, staged_key  # noqa: E402
-from kafka_archive.replay.plan import (  # noqa: E402
+from kafka_archive.replay.planning.plan import (  # noqa: E402
     ReplaySpec,
     TargetSpec,
     build_plan,
     parse_position,
 )
-from kafka_archive.replay.sources import SegmentsPlanSource  # noqa: E402
+from kafka_archive.replay.planning.sources import SegmentsPlanSource  # noqa: E402
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService  # noqa: E402
 from kafka_archive.settings import load_settings  # noqa: E402
 from kafka_archive.store import LocalStore  # noqa: E402
@@ -112,7 +112,7 @@ def _warm(x: int) -> int:
 
 def read_bytes_task(args: tuple[str, str]) -> dict[str, Any]:
     """(a) read the partition's planned byte ranges and CRC-check every batch."""
-    from kafka_archive.replay.plan import PartitionPlan
+    from kafka_archive.replay.planning.plan import PartitionPlan
     from kafka_archive.store import open_store
 
     from segment_lib.log_file import iter_batches
@@ -135,8 +135,8 @@ def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
     import pyarrow.parquet as pq
     from kafka_archive.export.partition import COMPRESSION, DEFAULT_ROW_GROUP_ROWS
     from kafka_archive.export.schema import FILE_SCHEMA, RowBuffer, bucket_dir, bucket_of
-    from kafka_archive.replay.plan import PartitionPlan
-    from kafka_archive.replay.reader import BatchRecords, PartitionReader
+    from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader
+    from kafka_archive.replay.planning.plan import PartitionPlan
     from kafka_archive.store import open_store
 
     store_uri, output_uri, export_id, plan_json = args

@@ -11,10 +11,10 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
 * ``bare-txn``: **the reference** -- every record already decoded in memory (a list of
   ``(partition, key, value, timestamp, headers)``: same keys, values, timestamps and header lists
   as the replay sends), produced in one Python loop by one producer with *the replay's producer
-  configuration* (``kafka_archive.replay.engine.PRODUCER_DEFAULTS``: transactional, idempotent,
-  acks=all, same linger and batch sizes) and the replay's commit cadence: ``begin_transaction``,
-  at most ``--txn-records`` records of one partition, ``commit_transaction``, repeat; then
-  ``flush``. Timed from the first ``begin_transaction`` (the producer's creation and
+  configuration* (``kafka_archive.replay.execution.engine.PRODUCER_DEFAULTS``: transactional,
+  idempotent, acks=all, same linger and batch sizes) and the replay's commit cadence:
+  ``begin_transaction``, at most ``--txn-records`` records of one partition, ``commit_transaction``,
+  repeat; then ``flush``. Timed from the first ``begin_transaction`` (the producer's creation and
   ``init_transactions`` are timed separately as ``bare_txn_startup_s``);
 * ``bare-idem``: the same loop with an idempotent, non-transactional producer (same settings
   otherwise) and one final ``flush``: a second reference, *not the same work* (no transaction
@@ -70,16 +70,16 @@ import confluent_kafka  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
 from kafka_archive.replay import models as _models  # noqa: E402, F401
-from kafka_archive.replay.engine import PRODUCER_DEFAULTS  # noqa: E402
-from kafka_archive.replay.ledger import ReplayLedger  # noqa: E402
-from kafka_archive.replay.plan import (  # noqa: E402
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger  # noqa: E402
+from kafka_archive.replay.execution.engine import PRODUCER_DEFAULTS  # noqa: E402
+from kafka_archive.replay.planning.plan import (  # noqa: E402
     ReplaySpec,
     TargetSpec,
     build_plan,
     parse_position,
 )
+from kafka_archive.replay.planning.sources import SegmentsPlanSource  # noqa: E402
 from kafka_archive.replay.runner import execute  # noqa: E402
-from kafka_archive.replay.sources import SegmentsPlanSource  # noqa: E402
 from kafka_archive.store import LocalStore  # noqa: E402
 
 from segment_lib.compression import Codec  # noqa: E402
@@ -377,8 +377,8 @@ def breakdown(  # noqa: C901, PLR0915
 
 def _warm(x: int) -> int:
     # import what a replay task imports, in every Python worker, before the timing starts
-    import kafka_archive.replay.engine
-    import kafka_archive.replay.ledger
+    import kafka_archive.replay.bookkeeping.ledger
+    import kafka_archive.replay.execution.engine
     import kafka_archive.spark.replay  # noqa: F401
 
     return x

@@ -8,7 +8,7 @@ fresh plan source per plan as :meth:`ReplayService.plan` uses one:
 
 * ``plan``: :func:`~kafka_archive.replay.runner.plan_replay` alone (the reference);
 * ``plan_with_settings``: the same plus
-  :func:`~kafka_archive.replay.topic_config.plan_topic_settings`.
+  :func:`~kafka_archive.replay.planning.topic_config.plan_topic_settings`.
 
 The target is the ratio ``plan_with_settings / plan`` close to 1 (the settings reuse the
 segments the plan read). Printed and written to ``benchmarks/results/replay-plan-configs-*.json``.
@@ -51,10 +51,10 @@ def main() -> None:
     from kafka_archive.archive import run_archive
     from kafka_archive.catalog.build import InProcessRunner, build_catalog
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
+    from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, parse_position
+    from kafka_archive.replay.planning.topic_config import plan_topic_settings
     from kafka_archive.replay.runner import plan_replay
-    from kafka_archive.replay.topic_config import plan_topic_settings
     from kafka_archive.services.metadata_history import MetadataHistoryService
     from kafka_archive.store import open_store
 

@@ -57,7 +57,7 @@ DEFAULT_ARGS: dict[str, Any] = {
 def kafka_archive_offsets() -> None:
     @task
     def follow() -> list[dict[str, Any]]:
-        return follow_in_task(logging.getLogger("kafka_archive.groups").info)
+        return follow_in_task(logging.getLogger("kafka_archive.offsets_follower").info)
 
     follow()
 

@@ -6,8 +6,8 @@ Runs the same with a local master and on a cluster; only the master URL changes:
     spark-submit --master spark://spark-master:7077 spark_jobs/replay.py \\
         --plan plan.json --store s3://bucket/archive --db postgresql://catalog@db/catalog
 
-The plan is a :class:`kafka_archive.replay.plan.ReplayPlan` as JSON (``kafka-archive replay run
---dry-run --json`` prints one; the CLI and the DAG write it for this job). Each executor reads
+The plan is a :class:`kafka_archive.replay.planning.plan.ReplayPlan` as JSON (``kafka-archive replay
+run --dry-run --json`` prints one; the CLI and the DAG write it for this job). Each executor reads
 its partition's objects from the store itself and produces with its own transactional producer;
 the driver collects the per-partition reports and prints the replay report as one JSON line.
 Exit status 0 on success, 1 when the replay failed (re-running resumes it).
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from kafka_archive.replay.errors import ReplayError
-from kafka_archive.replay.plan import ReplayPlan
+from kafka_archive.replay.planning.plan import ReplayPlan
 from kafka_archive.services.replay import ReplayService
 from kafka_archive.settings import SettingsError, load_settings
 

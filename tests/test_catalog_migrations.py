@@ -35,7 +35,7 @@ from sqlalchemy import Engine, create_engine, text
 pytest_plugins = ["support.postgres"]
 
 # the replay's tables register on the catalog's Base (the schema compared below includes them)
-import_module("kafka_archive.replay.models")
+import_module("kafka_archive.replay.bookkeeping.models")
 import_module("kafka_archive.metadata_history.models")
 
 PACKAGES = Path(db.__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 pytest_plugins = ["support.postgres"]
 
 # other packages register their catalog tables on the same Base (replay's mirror tables)
-import_module("kafka_archive.replay.models")
+import_module("kafka_archive.replay.bookkeeping.models")
 import_module("kafka_archive.metadata_history.models")
 
 

@@ -26,7 +26,7 @@ from kafka_archive.export import manifest as manifest_mod
 from kafka_archive.export.manifest import MANIFEST_KEY, read_manifest
 from kafka_archive.export.partition import export_partition
 from kafka_archive.export.schema import FILE_SCHEMA, bucket_of
-from kafka_archive.replay.reader import BatchRecords, PartitionReader
+from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService
 from kafka_archive.settings import load_settings
 from kafka_archive.store import open_store
@@ -430,7 +430,7 @@ def test_a_running_export_holds_its_lease_and_a_second_run_is_refused(
     archive: tuple[History, str, str], spark: Any, tmp_path: Path
 ) -> None:
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.replay.lease import ReplayBusyError, ReplayLease
+    from kafka_archive.replay.bookkeeping.lease import ReplayBusyError, ReplayLease
 
     out = tmp_path / "busy"
     plan = _plan(archive, str(out), topic="events", **{"from": "earliest"})

@@ -155,7 +155,11 @@ def test_a_miniature_of_the_layout_keeps_the_rules(tmp_path: Path) -> None:
             "kafka_archive floors",
         ),
         # two modules on one floor that must stay independent
-        ("kafka_archive/groups/f.py", "import kafka_archive.replay\n", "kafka_archive floors"),
+        (
+            "kafka_archive/offsets_follower/f.py",
+            "import kafka_archive.replay\n",
+            "kafka_archive floors",
+        ),
         # a new module directly under kafka_archive that no floor names
         ("kafka_archive/newcomer.py", "", "kafka_archive floors"),
         # the catalog's read side reaching into its write side

@@ -250,7 +250,7 @@ def test_a_history_that_begins_with_a_snapshot_is_unknown_before_it(
     assert s is not None and s.topic_id == TOPIC_B
     assert service.acls_at(C, 50_000)[0] == []
     # a replay starting before the history notes it and goes on with the archive's partitions
-    from kafka_archive.replay.topic_config import topic_settings
+    from kafka_archive.replay.planning.topic_config import topic_settings
 
     got = topic_settings(
         service,

@@ -26,8 +26,8 @@ from kafka_archive.catalog.models import (
     Segment,
 )
 from kafka_archive.catalog.queries import group_commit_history, group_offsets
-from kafka_archive.groups import follower
-from kafka_archive.groups.follower import (
+from kafka_archive.offsets_follower import follower
+from kafka_archive.offsets_follower.follower import (
     PositionConflictError,
     ReadRecord,
     apply_batch,
@@ -206,7 +206,7 @@ _CHILD = textwrap.dedent(
     import random, sys
     sys.path.insert(0, {tests!r})
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.groups.follower import apply_batch, load_positions
+    from kafka_archive.offsets_follower.follower import apply_batch, load_positions
     from support.offsets_records import synthetic_records
 
     cat = open_catalog({url!r}, create=True)

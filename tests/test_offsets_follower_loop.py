@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import FollowedCommitRow
 from kafka_archive.embedded_kafka import EmbeddedKafka
-from kafka_archive.groups.follower import (
+from kafka_archive.offsets_follower.follower import (
     CONSUMER_OFFSETS_TOPIC,
     BatchResult,
     ReadRecord,

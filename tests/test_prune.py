@@ -700,9 +700,14 @@ def test_locate_says_an_offset_was_pruned(archive: tuple[Catalog, ObjectStore, P
 def test_replay_plans_refuse_pruned_ranges_with_the_reason(
     archive: tuple[Catalog, ObjectStore, Path],
 ) -> None:
-    from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.completeness import ReplayGapsError
-    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
+    from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.planning.completeness import ReplayGapsError
+    from kafka_archive.replay.planning.plan import (
+        ReplaySpec,
+        TargetSpec,
+        build_plan,
+        parse_position,
+    )
     from kafka_archive.replay.runner import require_complete
 
     cat, store, _root = archive
@@ -742,8 +747,8 @@ def test_a_replay_run_leases_its_ranges_and_refuses_data_pruned_after_planning(
     archive: tuple[Catalog, ObjectStore, Path],
 ) -> None:
     from kafka_archive.catalog.models import ObjectLease
-    from kafka_archive.replay.completeness import ReplayGapsError
-    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
+    from kafka_archive.replay.planning.completeness import ReplayGapsError
+    from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, parse_position
     from kafka_archive.services.replay import ReplayService, lease_ranges
 
     cat, store, _root = archive

@@ -25,10 +25,10 @@ from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.cli import app
 from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.replay import models as _models  # noqa: F401
-from kafka_archive.replay.catalog_source import CatalogPlanSource
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.replay.runner import execute
 from kafka_archive.store import ObjectStore, open_store
 from support.cli_json import cli
@@ -318,7 +318,7 @@ def test_airflow_tasks_show_every_hole(
     """The DAG's plan task logs each hole (offsets, object key, reason) and puts them in its XCom
     summary; execute refuses without ``allow_gaps``; with it, the report lists the holes."""
     from kafka_archive.airflow.replay_tasks import execute_task, plan_task, report_task
-    from kafka_archive.replay.completeness import ReplayGapsError
+    from kafka_archive.replay.planning.completeness import ReplayGapsError
 
     monkeypatch.setenv("KAFKA_ARCHIVE_STORE", holed.store.uri)
     monkeypatch.setenv("KAFKA_ARCHIVE_DB", holed.db_url)

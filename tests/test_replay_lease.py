@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from kafka_archive.catalog.db import Catalog, open_catalog
-from kafka_archive.replay import models as _models  # noqa: F401
-from kafka_archive.replay.lease import ReplayBusyError, ReplayLease
-from kafka_archive.replay.models import ReplayLeaseRow
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive.replay.bookkeeping.lease import ReplayBusyError, ReplayLease
+from kafka_archive.replay.bookkeeping.models import ReplayLeaseRow
 from sqlalchemy import insert, select
 
 

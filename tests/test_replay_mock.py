@@ -28,13 +28,13 @@ from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.cli import app
 from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
-from kafka_archive.replay import models as _models  # noqa: F401
-from kafka_archive.replay.catalog_source import CatalogPlanSource
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import PartitionMappingError, SameTopicError
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
-from kafka_archive.replay.progress import load_progress, progress_key, progress_partition
-from kafka_archive.replay.reader import RawBatch
+from kafka_archive.replay.execution.progress import load_progress, progress_key, progress_partition
+from kafka_archive.replay.execution.reader import RawBatch
+from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.replay.runner import check_target, execute
 from kafka_archive.store import ObjectStore, open_store
 from support.cli_json import cli

@@ -16,8 +16,9 @@ from kafka_archive.replay.errors import (
     ReplayDataError,
     UnknownTopicError,
 )
-from kafka_archive.replay.filters import KeyFilter
-from kafka_archive.replay.plan import (
+from kafka_archive.replay.execution.reader import PartitionReader, RawBatch
+from kafka_archive.replay.planning.filters import KeyFilter
+from kafka_archive.replay.planning.plan import (
     ObjectRange,
     PartitionPlan,
     ReplaySpec,
@@ -25,8 +26,7 @@ from kafka_archive.replay.plan import (
     build_plan,
     parse_position,
 )
-from kafka_archive.replay.reader import PartitionReader, RawBatch
-from kafka_archive.replay.sources import SegmentsPlanSource
+from kafka_archive.replay.planning.sources import SegmentsPlanSource
 from kafka_archive.store import LocalStore
 from kafka_archive.store.errors import StoreUnavailable
 

@@ -1,4 +1,4 @@
-"""The target topic's configs of a replay (replay/topic_config.py, replay/target_config.py):
+"""The target topic's configs of a replay (replay/planning/topic_config.py, replay/target/topic.py):
 the source's at the start from a stub history, overrides, drops, findings, and the admin
 requests against a fake AdminClient (the real cluster: tests/real_kafka/test_replay_configs.py).
 """
@@ -17,7 +17,7 @@ from kafka_archive.replay.errors import (
     TargetConfigError,
     TargetTopicMissingError,
 )
-from kafka_archive.replay.plan import (
+from kafka_archive.replay.planning.plan import (
     PartitionPlan,
     PlannedSegment,
     ReplayPlan,
@@ -25,8 +25,7 @@ from kafka_archive.replay.plan import (
     TargetSpec,
     parse_position,
 )
-from kafka_archive.replay.target_config import check_configs, create_configured, create_topic
-from kafka_archive.replay.topic_config import (
+from kafka_archive.replay.planning.topic_config import (
     TopicSettings,
     config_diffs,
     config_findings,
@@ -34,6 +33,7 @@ from kafka_archive.replay.topic_config import (
     plan_topic_settings,
     topic_settings,
 )
+from kafka_archive.replay.target.topic import check_configs, create_configured, create_topic
 
 DAY = 86_400_000
 NOW = 1_800_000_000_000

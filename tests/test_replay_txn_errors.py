@@ -1,10 +1,10 @@
 """Every error of the replay's transactional calls, typed and answered by its class.
 
-librdkafka's contract (see kafka_archive.replay.kafka_errors): retriable -> the same call again;
-abortable -> abort and redo from the committed position; fenced -> stop; fatal (e.g.
+librdkafka's contract (see kafka_archive.replay.execution.kafka_errors): retriable -> the same call
+again; abortable -> abort and redo from the committed position; fenced -> stop; fatal (e.g.
 INVALID_TXN_STATE from EndTxn, librdkafka#4849, seen in CI on Kafka 4.x) -> a new producer
 resumes from the progress committed in the target. The first tests drive
-``kafka_archive.replay.txn_calls`` with a bare fake; the rest replay a real archive into
+``kafka_archive.replay.execution.txn_calls`` with a bare fake; the rest replay a real archive into
 librdkafka's mock cluster through a real producer whose calls fail on cue, and check the target
 holds exactly the src's committed records, once.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from kafka_archive.replay import engine, txn_calls
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
-from kafka_archive.replay.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
+from kafka_archive.replay.execution import engine, txn_calls
+from kafka_archive.replay.execution.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
 from kafka_archive.replay.runner import execute
 from support.cli_json import cli
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from kafka_archive.replay.errors import ReplayConfigError
-from kafka_archive.replay.filters import KeyFilter
-from kafka_archive.replay.murmur2 import murmur2, murmur2_partition, to_positive
-from kafka_archive.replay.ratelimit import RateLimiter, TokenBucket
+from kafka_archive.replay.execution.ratelimit import RateLimiter, TokenBucket
+from kafka_archive.replay.planning.filters import KeyFilter
+from kafka_archive.replay.target.murmur2 import murmur2, murmur2_partition, to_positive
 
 # Kafka's own vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java,
 # testMurmur2): expected signed Java ints of Utils.murmur2
@@ -133,7 +133,7 @@ def test_dag_params_and_target_resolution() -> None:
 
     import jsonschema
     from kafka_archive.airflow.replay_tasks import resolve_target, spec_from_params
-    from kafka_archive.replay.plan import ReplayPlan, TargetSpec
+    from kafka_archive.replay.planning.plan import ReplayPlan, TargetSpec
 
     conn = SimpleNamespace(
         host="k1:9093,k2", port=9094, login="replay", password="s3cret",
@@ -168,8 +168,8 @@ def test_dag_params_and_target_resolution() -> None:
 
 def test_ledger_mirror_is_idempotent_and_monotone(tmp_path: Path) -> None:
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.replay.ledger import ReplayLedger
-    from kafka_archive.replay.progress import OffsetRange, ProgressRecord
+    from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+    from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
 
     ledger = ReplayLedger(open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}", create=True).engine)
 
@@ -211,7 +211,7 @@ def test_problems_another_version_serves_are_not_holes() -> None:
     misfiled duplicate replica) loses nothing: not a hole; one that nothing serves is."""
     from types import SimpleNamespace
 
-    from kafka_archive.replay.completeness import holes_from_gaps
+    from kafka_archive.replay.planning.completeness import holes_from_gaps
 
     def gap(kind: str, served: bool, lo: int) -> SimpleNamespace:
         detail = {"object": f"c/t/0/{lo:020d}.log", "position": 61, "reason": "x", "served": served}

@@ -1,13 +1,14 @@
 """librdkafka's own log lines and error callbacks, captured instead of streamed.
 
 By default librdkafka prints every log line to stderr itself. Against a dead cluster a client
-(a replay's reconnect every 10 ms, see :data:`kafka_archive.replay.progress.CLIENT_DEFAULTS`)
-printed thousands of ``Connect to ipv4#127.0.0.1:1 failed`` lines before the real error. Every
-client the platform makes (replay, offsets follower) gets :data:`CLIENT_LOG_SETTINGS` instead: a
-Python :class:`logging.Logger` that does not propagate (so nothing reaches the terminal or the
-Airflow task log) and an ``error_cb``, both feeding one process-wide :class:`ClientLog`. Errors
-raised about a cluster then carry a *summary* of what librdkafka reported
-(:meth:`ClientLog.summary`): a count and the distinct messages, most frequent first.
+(a replay's reconnect every 10 ms, see
+:data:`kafka_archive.replay.execution.progress.CLIENT_DEFAULTS`) printed thousands of ``Connect to
+ipv4#127.0.0.1:1 failed`` lines before the real error. Every client the platform makes (replay,
+offsets follower) gets :data:`CLIENT_LOG_SETTINGS` instead: a Python :class:`logging.Logger` that
+does not propagate (so nothing reaches the terminal or the Airflow task log) and an ``error_cb``,
+both feeding one process-wide :class:`ClientLog`. Errors raised about a cluster then carry a
+*summary* of what librdkafka reported (:meth:`ClientLog.summary`): a count and the distinct
+messages, most frequent first.
 :func:`reach_metadata` asks a cluster's metadata and gives up quickly, with that summary, when
 librdkafka reports every broker down.
 

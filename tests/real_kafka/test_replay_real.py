@@ -30,17 +30,23 @@ from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
 from kafka_archive.local_kafka import LocalKafkaCluster
-from kafka_archive.replay import models as _models  # noqa: F401
-from kafka_archive.replay.catalog_source import CatalogPlanSource
-from kafka_archive.replay.engine import PartitionReplay
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayFencedError
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec, build_plan, parse_position
-from kafka_archive.replay.progress import (
+from kafka_archive.replay.execution.engine import PartitionReplay
+from kafka_archive.replay.execution.progress import (
     KafkaCommittedReader,
     ProgressRecord,
     load_progress,
     progress_key,
+)
+from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+from kafka_archive.replay.planning.plan import (
+    ReplayPlan,
+    ReplaySpec,
+    TargetSpec,
+    build_plan,
+    parse_position,
 )
 from kafka_archive.replay.runner import claim_run, execute
 from kafka_archive.store import ObjectStore, open_store

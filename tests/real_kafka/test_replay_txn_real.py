@@ -1,5 +1,6 @@
 """Real broker failures inside a replay transaction: whatever class of error librdkafka reports
-(kafka_archive.replay.kafka_errors), the target ends with exactly the committed source records.
+(kafka_archive.replay.execution.kafka_errors), the target ends with exactly the committed source
+records.
 
 The cluster is tests/support/real_kafka.py's (Apache Kafka 4.x, 3 KRaft nodes, the coordinator
 aborting timed-out transactions every 2 s); the source and the checks are
@@ -14,8 +15,8 @@ from typing import Any
 
 import pytest
 from kafka_archive.local_kafka import LocalKafkaCluster
-from kafka_archive.replay import engine, txn_calls
-from kafka_archive.replay.kafka_errors import TxnAbort
+from kafka_archive.replay.execution import engine, txn_calls
+from kafka_archive.replay.execution.kafka_errors import TxnAbort
 from kafka_archive.replay.runner import execute
 
 from tests.real_kafka import test_replay_real

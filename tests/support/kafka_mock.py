@@ -254,8 +254,8 @@ def iter_committed(bootstrap: str, topic: str, partitions: list[int]) -> Iterato
 
 
 class MarkerAwareReader:
-    """A :class:`kafka_archive.replay.progress.CommittedLogReader` that applies the broker's
-    read_committed rule itself (see the module docstring): what the replay engine must use
+    """A :class:`kafka_archive.replay.execution.progress.CommittedLogReader` that applies the
+    broker's read_committed rule itself (see the module docstring): what the replay engine must use
     against the mock, whose read_committed consumers also see aborted and open transactions."""
 
     def __init__(self, bootstrap: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from kafka_archive.groups.follower import ReadRecord
+from kafka_archive.offsets_follower.follower import ReadRecord
 
 from segment_lib.consumer_offsets import (
     encode_group_metadata_key,

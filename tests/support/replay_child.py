@@ -20,9 +20,9 @@ import threading
 from typing import Any
 
 from kafka_archive.catalog.db import open_catalog
-from kafka_archive.replay import models as _models  # noqa: F401
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import ReplayPlan
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+from kafka_archive.replay.planning.plan import ReplayPlan
 from kafka_archive.replay.runner import execute
 from kafka_archive.store import open_store
 

@@ -116,14 +116,14 @@ def test_the_created_topics_fields_reach_the_preview_and_back(
 def test_an_error_finding_keeps_launch_off_with_the_reason(
     page: tuple[Any, list[dict[str, Any]]], api: TestClient
 ) -> None:
-    from kafka_archive.replay.target_config import TopicConfigCheck
-    from kafka_archive.replay.topic_config import (
+    from kafka_archive.replay.planning.topic_config import (
         ConfigChoice,
         ConfigDiff,
         ConfigFinding,
         DroppedConfig,
         TopicSettings,
     )
+    from kafka_archive.replay.target.topic import TopicConfigCheck
     from playwright.sync_api import expect
 
     p, _sent = page

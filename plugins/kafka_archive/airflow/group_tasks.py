@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafka_archive.services.groups import GroupService
+from kafka_archive.services.group_translation import GroupTranslationService
 
 __all__ = ["PARAMS_SCHEMA", "apply_task", "target_secrets", "translate", "validate_params"]
 
@@ -75,7 +75,7 @@ def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def translate(
-    service: GroupService,
+    service: GroupTranslationService,
     params: Mapping[str, Any],
     *,
     apply: bool,
@@ -155,7 +155,7 @@ def apply_task(
 
     checked = validate_params(params)
     secrets = target_secrets(checked["target"], connection_getter)
-    with task_service(GroupService, variable_getter) as service:
+    with task_service(GroupTranslationService, variable_getter) as service:
         out = translate(service, checked, apply=True, target_config=secrets)
     where = out["target"]
     log.info(

@@ -11,8 +11,8 @@ Configuration (:class:`FollowJobConfig`), from the Airflow Variable ``kafka_arch
 
 Each run follows every cluster's ``__consumer_offsets`` until caught up (at most
 ``max_seconds`` per cluster), exactly once into the catalog
-(:func:`kafka_archive.groups.follower.follow_offsets`). A run killed at any point loses nothing:
-the next resumes from the positions stored with the rows.
+(:func:`kafka_archive.offsets_follower.follower.follow_offsets`). A run killed at any point loses
+nothing: the next resumes from the positions stored with the rows.
 """
 
 from __future__ import annotations
@@ -110,36 +110,16 @@ def run_follow(
         RuntimeError: a cluster did not catch up within ``max_seconds`` (what was read is
             stored; the next run goes on from there), after every cluster had its turn.
     """
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.groups.follower import follow_offsets
+    from kafka_archive.services.offsets_follower import OffsetsFollowerService
+    from kafka_archive.settings import Settings
 
-    reports: list[dict[str, Any]] = []
-    behind: list[str] = []
-    with open_catalog(config.db_url, create=True) as catalog:
-        for c in config.clusters:
-            report = follow_offsets(
-                catalog,
-                c.cluster,
-                c.bootstrap,
-                until_caught_up=True,
-                duration_s=config.max_seconds,
-                config=c.consumer_config,
-            )
-            out = report.to_json()
-            log(
-                f"{c.cluster}: {report.records_read} record(s), {report.commits_recorded} "
-                f"commit(s) in {report.seconds}s; {report.stopped_by}"
-            )
-            if report.behind_log_start:
-                log(
-                    f"{c.cluster}: records deleted before they were read: {report.behind_log_start}"
-                )
-            if not report.caught_up:
-                behind.append(c.cluster)
-            reports.append(out)
+    targets = [(c.cluster, c.bootstrap, c.consumer_config) for c in config.clusters]
+    with OffsetsFollowerService(Settings(db=config.db_url)) as service:
+        reports = service.follow_each(targets, max_seconds=config.max_seconds, log=log)
+    behind = [r.cluster for r in reports if not r.caught_up]
     if behind:
         raise RuntimeError(
             f"not caught up within {config.max_seconds}s: {', '.join(behind)} (what was read "
             "is stored; the next run continues)"
         )
-    return reports
+    return [r.to_json() for r in reports]

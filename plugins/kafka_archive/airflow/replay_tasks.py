@@ -2,7 +2,7 @@
 
 * :data:`PARAMS_SCHEMA` - the trigger form's fields with their JSON Schema (the DAG turns each
   into an Airflow ``Param``); :func:`spec_from_params` validates a run's params against it and
-  builds the :class:`~kafka_archive.replay.plan.ReplaySpec`.
+  builds the :class:`~kafka_archive.replay.planning.plan.ReplaySpec`.
 * :func:`resolve_target` - ``target`` is an Airflow connection id (host[:port][,...] are the
   bootstrap servers, ``extra`` holds librdkafka settings - TLS, SASL - and the password becomes
   ``sasl.password``) or plain bootstrap servers. Secrets are resolved inside the task that needs
@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
+from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec, TargetSpec
 from kafka_archive.services.replay import (
     DEFAULT_SPARK_THRESHOLD_BYTES,
     ReplayService,
@@ -233,7 +233,7 @@ def plan_task(
     variable_getter: Callable[[str], str | None] | None = None,
 ) -> dict[str, Any]:
     """Plan the replay; returns the (redacted) plan and its summary for XCom."""
-    from kafka_archive.replay.completeness import describe_hole
+    from kafka_archive.replay.planning.completeness import describe_hole
     from kafka_archive.replay.runner import dry_run_report
 
     # the plan needs the target's identity only (secrets are resolved by execute)

@@ -29,8 +29,8 @@ Vocabulary:
   or queued replay or export needs, which prune never deletes (:mod:`kafka_archive.catalog.prune`,
   :mod:`kafka_archive.catalog.leases`).
 * ``followed_commits`` / ``offsets_follower_positions``: the same history as the continuous
-  reader of ``__consumer_offsets`` (:mod:`kafka_archive.groups.follower`) saw it, and how far it
-  read each partition (written in the same transaction as its rows).
+  reader of ``__consumer_offsets`` (:mod:`kafka_archive.offsets_follower.follower`) saw it, and how
+  far it read each partition (written in the same transaction as its rows).
 
 All timestamps are epoch milliseconds (BIGINT); -1 means "none", as in Kafka.
 """
@@ -63,7 +63,8 @@ __all__ = [
 
 class Base(DeclarativeBase):
     """Declarative base of every catalog table: its metadata is :data:`tables.metadata`, so
-    the replay's declarative tables (:mod:`kafka_archive.replay.models`) join the catalog's."""
+    the replay's declarative tables (:mod:`kafka_archive.replay.bookkeeping.models`) join the
+    catalog's."""
 
     metadata = tables.metadata
 

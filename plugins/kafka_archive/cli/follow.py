@@ -1,5 +1,5 @@
 """``kafka-archive catalog follow-offsets``: read a live cluster's ``__consumer_offsets`` into the
-catalog (the offsets follower, :mod:`kafka_archive.groups.follower`), so that
+catalog (the offsets follower, :mod:`kafka_archive.offsets_follower.follower`), so that
 ``catalog group-offsets`` has every commit even after the broker compacted the topic."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def follow_offsets_command(
 ) -> None:
     from kafka_archive.cli.catalog import parse_duration_ms
     from kafka_archive.cli.context import cli_settings, open_catalog_or_fail
-    from kafka_archive.groups.follower import follow_offsets, probe_cluster
+    from kafka_archive.services.offsets_follower import OffsetsFollowerService
 
     duration_s = None
     if duration is not None:
@@ -67,7 +67,8 @@ def follow_offsets_command(
         except ValueError as exc:
             fail(f"--duration: {exc}", as_json=as_json)
     extra = parse_settings(config, "-X", as_json)
-    db = cli_settings(as_json, db=db).db or ""
+    settings = cli_settings(as_json, db=db)
+    db = settings.db or ""
     if not db:
         fail(
             "no catalog given",
@@ -76,7 +77,8 @@ def follow_offsets_command(
         )
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        probe_cluster(bootstrap, extra)  # before a catalog is created: a wrong address makes none
+        # before a catalog is created: a wrong address makes none
+        OffsetsFollowerService(settings).probe(bootstrap, extra)
     except Exception as exc:  # unreachable, or a setting librdkafka refuses
         fail(
             f"{exc}",
@@ -87,23 +89,21 @@ def follow_offsets_command(
     # the follower may be the catalog's first writer; errors name it with the password hidden
     cat = open_catalog_or_fail(db, as_json, create=True)
     try:
-        report = follow_offsets(
-            cat,
-            cluster,
-            bootstrap,
-            until_caught_up=until_caught_up,
-            duration_s=duration_s,
-            config=extra,
-            handle_signals=True,
-        )
+        with OffsetsFollowerService(settings, catalog=cat) as service:
+            report = service.follow(
+                cluster,
+                bootstrap,
+                until_caught_up=until_caught_up,
+                duration_s=duration_s,
+                config=extra,
+                handle_signals=True,
+            )
     except Exception as exc:  # a Kafka or database failure: report it; positions are safe
         fail(
             f"following __consumer_offsets of {cluster} failed: {exc}",
             hint="everything stored so far is kept; a re-run resumes from the stored positions",
             as_json=as_json,
         )
-    finally:
-        cat.close()
     if as_json:
         emit_json(report.to_json())
         return

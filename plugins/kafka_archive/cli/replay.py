@@ -94,7 +94,7 @@ def _fail_replay(exc: BaseException, as_json: bool) -> None:
     if isinstance(exc, KafkaException):
         # a Kafka client failure no replay step translated: still one clear error, with what
         # librdkafka reported (its own lines are captured, see replay.client_log)
-        from kafka_archive.replay.client_log import CLIENT_LOG
+        from kafka_archive.replay.target.clients import CLIENT_LOG
 
         err = exc.args[0] if exc.args else exc
         text = err.str() if isinstance(err, KafkaError) else str(err)
@@ -282,7 +282,7 @@ def run(
           --topic-config retention.ms=-1 --dry-run
     """
     from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.replay.plan import TargetSpec
+    from kafka_archive.replay.planning.plan import TargetSpec
     from kafka_archive.services.replay import spec_from_request
 
     if offline and not dry_run:
@@ -462,7 +462,7 @@ def translate_group_cmd(
     """Compute GROUP's positions on a replay's target topic and, with --apply, commit them."""
     from kafka_archive.catalog.queries import CatalogQueryError
     from kafka_archive.replay.errors import ReplayError
-    from kafka_archive.services.groups import GroupService
+    from kafka_archive.services.group_translation import GroupTranslationService
     from kafka_archive.timeparse import TimeParseError, parse_time_ms
 
     try:
@@ -472,7 +472,9 @@ def translate_group_cmd(
         fail(str(exc), code=2, as_json=as_json)
     catalog = open_catalog_or_fail(db, as_json)
     st = open_store_or_fail(store, as_json)
-    with GroupService(cli_settings(as_json, db=db, store=store), catalog=catalog, store=st) as svc:
+    with GroupTranslationService(
+        cli_settings(as_json, db=db, store=store), catalog=catalog, store=st
+    ) as svc:
         try:
             found = svc.translate(
                 cluster,

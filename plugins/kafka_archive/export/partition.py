@@ -1,8 +1,8 @@
 """One source partition's export: committed records -> Parquet files in the staging prefix.
 
 :func:`export_partition` reads the partition plan with the replay's
-:class:`~kafka_archive.replay.reader.PartitionReader` (so the rows are exactly the records a
-replay of the same plan delivers: control batches, aborted transactions and transactions still
+:class:`~kafka_archive.replay.execution.reader.PartitionReader` (so the rows are exactly the records
+a replay of the same plan delivers: control batches, aborted transactions and transactions still
 open at the end of the archive left out, CRCs checked) and writes them with pyarrow's Parquet
 writer, one file per ``date``/``hour`` bucket (a bucket with more than ``max_rows_per_file``
 rows gets several files; a bucket closed to bound memory and reopened later gets a new one).
@@ -37,8 +37,8 @@ from kafka_archive.export.schema import (
     bucket_dir,
     bucket_of_hour,
 )
-from kafka_archive.replay.plan import PartitionPlan
-from kafka_archive.replay.reader import BatchRecords, PartitionReader
+from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader
+from kafka_archive.replay.planning.plan import PartitionPlan
 from kafka_archive.store.base import ObjectStore
 from segment_lib.records import BatchHeader, Header
 

@@ -29,24 +29,24 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 from pydantic import BaseModel
 
-from kafka_archive.replay.completeness import (
-    ReplayGapsError,
-    describe_hole,
-    final_status,
-)
-from kafka_archive.replay.engine import Hook, PartitionReplay, PartitionResult
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+from kafka_archive.replay.bookkeeping.lifecycle import replay_run
 from kafka_archive.replay.errors import ReplayError, ReplayTargetError
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.lifecycle import replay_run
-from kafka_archive.replay.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
-from kafka_archive.replay.progress import (
+from kafka_archive.replay.execution.engine import Hook, PartitionReplay, PartitionResult
+from kafka_archive.replay.execution.progress import (
     CLIENT_DEFAULTS,
     CommittedLogReader,
     RunClaim,
     claim_key,
     progress_partition,
 )
-from kafka_archive.replay.target import (
+from kafka_archive.replay.planning.completeness import (
+    ReplayGapsError,
+    describe_hole,
+    final_status,
+)
+from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
+from kafka_archive.replay.target.checks import (
     DEFAULT_PROGRESS_PARTITIONS,
     TargetInfo,
     check_target,

@@ -13,7 +13,10 @@ work (the replay ledger and lease, build runs).
   (:class:`CatalogBuildService`);
 * :mod:`.catalog_queries` - the catalog's answers (:class:`CatalogQueryService`);
 * :mod:`.replay` - plan, check, run, resume and list replays (:class:`ReplayService`);
-* :mod:`.groups` - consumer-group positions on a replay's target (:class:`GroupService`).
+* :mod:`.group_translation` - consumer-group positions on a replay's target
+  (:class:`GroupTranslationService`);
+* :mod:`.offsets_follower` - every group commit of a live cluster's ``__consumer_offsets`` into
+  the catalog (:class:`OffsetsFollowerService`);
 * :mod:`.export` - export a range as Parquet files on Spark, committed by a manifest
   (:class:`ExportService`).
 

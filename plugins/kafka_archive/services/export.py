@@ -4,8 +4,8 @@
 ``spark_jobs/export.py`` call. The steps:
 
 1. :meth:`ExportService.plan` - resolve the request with the replay planner
-   (:func:`kafka_archive.replay.plan.build_plan`): the same ``--from``/``--to`` semantics, the
-   same partitions and offset ranges, the same holes. The export id is derived from the
+   (:func:`kafka_archive.replay.planning.plan.build_plan`): the same ``--from``/``--to`` semantics,
+   the same partitions and offset ranges, the same holes. The export id is derived from the
    resolved ranges (:func:`~kafka_archive.export.manifest.export_id_for`).
 2. :meth:`ExportService.run` - refuse a plan with holes (unless ``allow_gaps``); if the output's
    committed manifest already has this export id, only finish its clean-up and report it
@@ -33,7 +33,7 @@ from kafka_archive.services.resources import ResourceService
 if TYPE_CHECKING:
     from kafka_archive.export.manifest import ExportManifest, PartitionRange
     from kafka_archive.export.partition import PartitionExport
-    from kafka_archive.replay.plan import ReplayPlan
+    from kafka_archive.replay.planning.plan import ReplayPlan
     from kafka_archive.store.base import ObjectStore
 
 __all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService"]
@@ -82,7 +82,7 @@ class ExportPlan(BaseModel):
 
     @property
     def replay_plan(self) -> ReplayPlan:
-        from kafka_archive.replay.plan import ReplayPlan
+        from kafka_archive.replay.planning.plan import ReplayPlan
 
         return ReplayPlan.from_json(self.replay_plan_json)
 
@@ -151,9 +151,9 @@ class ExportService(ResourceService):
                 or a format other than ``parquet``.
         """
         from kafka_archive.export.manifest import export_id_for
-        from kafka_archive.replay.catalog_source import CatalogPlanSource
         from kafka_archive.replay.errors import ReplayConfigError
-        from kafka_archive.replay.plan import TargetSpec
+        from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+        from kafka_archive.replay.planning.plan import TargetSpec
         from kafka_archive.replay.runner import plan_replay
         from kafka_archive.services.replay import spec_from_request
 
@@ -231,7 +231,7 @@ class ExportService(ResourceService):
         from kafka_archive.catalog.leases import ObjectLeases
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
-        from kafka_archive.replay.lease import ReplayLease
+        from kafka_archive.replay.bookkeeping.lease import ReplayLease
         from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 

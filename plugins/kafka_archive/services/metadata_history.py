@@ -53,7 +53,7 @@ class MetadataHistoryError(Exception):
 class MetadataHistoryUnknown(MetadataHistoryError, LookupError):
     """The history does not reach back to the moment asked (it begins with a later KRaft
     snapshot). A ``LookupError`` too, so that callers below the services (the replay's
-    :class:`~kafka_archive.replay.topic_config.TopicHistory`) can tell it apart."""
+    :class:`~kafka_archive.replay.planning.topic_config.TopicHistory`) can tell it apart."""
 
 
 class SnapshotReport:

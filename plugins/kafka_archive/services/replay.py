@@ -25,11 +25,11 @@ from kafka_archive.settings import Settings
 if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.catalog.leases import LeaseRange
-    from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.ledger import ReplayLedger
-    from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
+    from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+    from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec, TargetSpec
+    from kafka_archive.replay.planning.topic_config import TopicHistory
     from kafka_archive.replay.runner import ReplayReport, TargetInfo
-    from kafka_archive.replay.topic_config import TopicHistory
     from kafka_archive.store.base import ObjectStore
 
 __all__ = [
@@ -59,7 +59,7 @@ def spec_from_request(request: Mapping[str, Any], target: TargetSpec) -> ReplayS
     from pydantic import ValidationError
 
     from kafka_archive.replay.errors import ReplayConfigError
-    from kafka_archive.replay.plan import ReplaySpec, parse_position
+    from kafka_archive.replay.planning.plan import ReplaySpec, parse_position
 
     given = {k: v for k, v in request.items() if v is not None and v != "" and v != []}
     if "from" not in given:
@@ -133,7 +133,7 @@ def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) 
         ReplayGapsError: naming the policy and when.
     """
     from kafka_archive.catalog.leases import pruned_in
-    from kafka_archive.replay.completeness import ReplayGapsError
+    from kafka_archive.replay.planning.completeness import ReplayGapsError
     from kafka_archive.timeparse import format_ms
 
     known = {(part, h.first_offset, h.last_offset) for part, h in plan.holes if h.kind == "pruned"}
@@ -184,7 +184,7 @@ class ReplayService(ResourceService):
     def ledger(self) -> ReplayLedger:
         """Where replays and their progress are recorded (the catalog's replay tables)."""
         if self._ledger is None:
-            from kafka_archive.replay.ledger import ReplayLedger
+            from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 
             self._ledger = ReplayLedger(self.resources.catalog().engine)
         return self._ledger
@@ -208,7 +208,7 @@ class ReplayService(ResourceService):
 
     def source(self) -> CatalogPlanSource:
         """What planning reads: the catalog, and the store for exact positions."""
-        from kafka_archive.replay.catalog_source import CatalogPlanSource
+        from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
 
         return CatalogPlanSource(self.resources.catalog(), self.resources.store())
 
@@ -222,8 +222,8 @@ class ReplayService(ResourceService):
         (default: ``register``): lease its offsets as a queued replay, so that prune leaves
         them until the run takes the lease over (or it expires,
         :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
+        from kafka_archive.replay.planning.topic_config import plan_topic_settings
         from kafka_archive.replay.runner import plan_replay
-        from kafka_archive.replay.topic_config import plan_topic_settings
 
         source = self.source()
         plan = plan_replay(spec, source)
@@ -275,11 +275,11 @@ class ReplayService(ResourceService):
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). A plan with holes is refused unless
         its request allows gaps; a replay another live run holds is refused
-        (:class:`~kafka_archive.replay.lease.ReplayBusyError`). The run leases the plan's
-        offset ranges (prune leaves them) and is refused
-        (:class:`~kafka_archive.replay.completeness.ReplayGapsError`) when part of them was
+        (:class:`~kafka_archive.replay.bookkeeping.lease.ReplayBusyError`). The run leases the
+        plan's offset ranges (prune leaves them) and is refused
+        (:class:`~kafka_archive.replay.planning.completeness.ReplayGapsError`) when part of them was
         pruned after it was planned. ``on_warning`` gets every warning about the target
-        topic's configs (dropped configs, findings; :mod:`~kafka_archive.replay.target_config`)
+        topic's configs (dropped configs, findings; :mod:`~kafka_archive.replay.target.topic`)
         after the target check and before anything is sent."""
         ranges = lease_ranges(plan)
         with self._leases().hold(lease_holder(plan), ranges):
@@ -396,7 +396,7 @@ class ReplayService(ResourceService):
         return [self._status_of(r) for r in runs]
 
     def _status_of(self, run: Any) -> dict[str, Any]:
-        from kafka_archive.replay.plan import ReplayPlan
+        from kafka_archive.replay.planning.plan import ReplayPlan
 
         progress = self.ledger.all_progress(run.replay_id)
         plan = ReplayPlan.from_json(run.plan_json)

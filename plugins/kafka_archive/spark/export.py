@@ -43,7 +43,7 @@ def export_task(task: ExportTask) -> dict[str, Any]:
         DEFAULT_ROW_GROUP_ROWS,
         export_partition,
     )
-    from kafka_archive.replay.plan import PartitionPlan
+    from kafka_archive.replay.planning.plan import PartitionPlan
     from kafka_archive.store import open_store
 
     plan = PartitionPlan.model_validate_json(task.partition_plan_json)

@@ -3,8 +3,8 @@
 :func:`run_on_spark` ships the plan (as JSON) to the executors; each task opens the object store
 and the catalog itself, replays its source partition with its own transactional producer
 (:func:`kafka_archive.replay.runner.run_partition`) and returns its
-:class:`~kafka_archive.replay.engine.PartitionResult` as a dict; the driver builds the report.
-A retried Spark task is safe: the producer's ``transactional.id`` is the same, so the retry
+:class:`~kafka_archive.replay.execution.engine.PartitionResult` as a dict; the driver builds the
+report. A retried Spark task is safe: the producer's ``transactional.id`` is the same, so the retry
 fences the failed attempt and resumes from its last committed transaction.
 
 The same code runs with ``local[*]`` and with a cluster master URL (only the URL changes); on a
@@ -18,10 +18,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka_archive.replay.engine import PartitionResult
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.lifecycle import replay_run
-from kafka_archive.replay.plan import ReplayPlan
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+from kafka_archive.replay.bookkeeping.lifecycle import replay_run
+from kafka_archive.replay.execution.engine import PartitionResult
+from kafka_archive.replay.planning.plan import ReplayPlan
 from kafka_archive.replay.runner import (
     ReplayReport,
     TargetInfo,

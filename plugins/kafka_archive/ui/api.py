@@ -14,7 +14,8 @@ The routes are in :mod:`kafka_archive.ui.catalog_routes`, :mod:`kafka_archive.ui
 and :mod:`kafka_archive.ui.group_routes`; they reach the catalog only through the services
 (:class:`~kafka_archive.services.catalog_queries.CatalogQueryService`,
 :class:`~kafka_archive.services.replay.ReplayService`,
-:class:`~kafka_archive.services.groups.GroupService`), one per request, with the settings
+:class:`~kafka_archive.services.group_translation.GroupTranslationService`), one per request, with
+the settings
 :func:`build_app` was given (in Airflow: read per request, Variables included).
 """
 

@@ -1,7 +1,7 @@
 """Consumer-group endpoints of the on-call API: "start group G at T on the target".
 
 * ``POST /groups/translate/preview``: the positions through
-  :class:`~kafka_archive.services.groups.GroupService` (nothing committed).
+  :class:`~kafka_archive.services.group_translation.GroupTranslationService` (nothing committed).
 * ``POST /groups/translate/apply``: the same checks and preview (a bad request fails with the
   same typed error, nothing triggered), then a run of ``kafka_archive_group_offsets`` that
   commits those positions on the target: an auditable DAG run, triggered by the user, with
@@ -36,7 +36,7 @@ def group_router(ctx: ApiContext) -> APIRouter:
         """The request as the group DAG's Params (checked by its schema; a named connection
         must exist) and the preview; raises the typed API error of the first problem."""
         from kafka_archive.airflow.group_tasks import translate, validate_params
-        from kafka_archive.services.groups import GroupService
+        from kafka_archive.services.group_translation import GroupTranslationService
 
         params = _call(validate_params, req.model_dump(mode="json"))
         if req.target:
@@ -49,7 +49,7 @@ def group_router(ctx: ApiContext) -> APIRouter:
                     f"no Airflow connection {req.target!r} for the target's secrets",
                     "pick one of /connections, or none when the target needs no secrets",
                 ) from None
-        with GroupService(_call(ctx.settings)) as svc:
+        with GroupTranslationService(_call(ctx.settings)) as svc:
             return params, _call(translate, svc, params, apply=False)
 
     @router.post("/groups/translate/preview")

@@ -14,7 +14,7 @@
   segments.
 * :func:`group_offsets` - a consumer group's committed offsets at a moment, from the
   ``__consumer_offsets`` history decoded from archived segments merged with the history the
-  offsets follower read live (:mod:`kafka_archive.groups.follower`);
+  offsets follower read live (:mod:`kafka_archive.offsets_follower.follower`);
   :func:`group_commit_history` lists that merged history, each commit once.
 * :func:`topics` - what the archive holds per topic and partition, :func:`clusters` per
   cluster (both in :mod:`kafka_archive.catalog.holdings`, which defines ``records``,
@@ -24,7 +24,7 @@ Every answer type has ``to_json()`` giving the object the CLI prints with ``--js
 query raises :class:`CatalogQueryError` (:mod:`kafka_archive.catalog.query_errors`) when the
 catalog cannot answer. The rooms: :mod:`~kafka_archive.catalog.queries.offsets` (offsets for a
 time), :mod:`~kafka_archive.catalog.queries.locate`, :mod:`~kafka_archive.catalog.queries.stats`,
-:mod:`~kafka_archive.catalog.queries.groups` (group offsets and commit history) and
+:mod:`~kafka_archive.catalog.queries.group_offsets` (group offsets and commit history) and
 :mod:`~kafka_archive.catalog.queries.partitions` (the partitions a query names). This package
 is the read side: it imports nothing of the build (:mod:`kafka_archive.catalog.build`) or of
 extraction; the settings both sides agree on are in :mod:`kafka_archive.catalog.constants`.
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         clusters,
         topics,
     )
-    from kafka_archive.catalog.queries.groups import (
+    from kafka_archive.catalog.queries.group_offsets import (
         GroupCommit,
         GroupOffset,
         group_commit_history,
@@ -69,8 +69,8 @@ _HOMES = {
     "CatalogQueryError": "kafka_archive.catalog.query_errors",
     "ClusterHoldings": "kafka_archive.catalog.holdings",
     "GapEntry": "kafka_archive.catalog.gaps",
-    "GroupCommit": "kafka_archive.catalog.queries.groups",
-    "GroupOffset": "kafka_archive.catalog.queries.groups",
+    "GroupCommit": "kafka_archive.catalog.queries.group_offsets",
+    "GroupOffset": "kafka_archive.catalog.queries.group_offsets",
     "IntervalToRead": "kafka_archive.catalog.queries.offsets",
     "Location": "kafka_archive.catalog.queries.locate",
     "OffsetAnswer": "kafka_archive.catalog.queries.offsets",
@@ -78,8 +78,8 @@ _HOMES = {
     "StatsBucket": "kafka_archive.catalog.queries.stats",
     "clusters": "kafka_archive.catalog.holdings",
     "gaps": "kafka_archive.catalog.gaps",
-    "group_commit_history": "kafka_archive.catalog.queries.groups",
-    "group_offsets": "kafka_archive.catalog.queries.groups",
+    "group_commit_history": "kafka_archive.catalog.queries.group_offsets",
+    "group_offsets": "kafka_archive.catalog.queries.group_offsets",
     "locate": "kafka_archive.catalog.queries.locate",
     "offset_intervals": "kafka_archive.catalog.queries.offsets",
     "offsets_for_time": "kafka_archive.catalog.queries.offsets",

@@ -1,5 +1,5 @@
-"""Alembic revisions of the replay's tables (:mod:`kafka_archive.replay.models`), kept in the
-catalog database on the branch ``replay``.
+"""Alembic revisions of the replay's tables (:mod:`kafka_archive.replay.bookkeeping.models`), kept
+in the catalog database on the branch ``replay``.
 
 They run in the catalog's Alembic environment, found by path
 (:func:`kafka_archive.catalog.db.version_locations`):

@@ -1,6 +1,6 @@
 """Consumer-group history read continuously from ``__consumer_offsets`` (the follower,
-:mod:`kafka_archive.groups.follower`): commits it read and its position per partition (models
-``FollowedCommitRow``, ``FollowerPosition`` in :mod:`kafka_archive.catalog.models`).
+:mod:`kafka_archive.offsets_follower.follower`): commits it read and its position per partition
+(models ``FollowedCommitRow``, ``FollowerPosition`` in :mod:`kafka_archive.catalog.models`).
 
 Revision ID: g0001_followed_commits
 Revises: 0001_initial

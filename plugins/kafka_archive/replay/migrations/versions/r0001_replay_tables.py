@@ -1,5 +1,5 @@
 """Replay tables: replay runs, mirrored per-partition progress, source->target offset ranges
-(models in :mod:`kafka_archive.replay.models`). The base of the ``replay`` branch.
+(models in :mod:`kafka_archive.replay.bookkeeping.models`). The base of the ``replay`` branch.
 
 Revision ID: r0001_replay
 Revises:

@@ -1,6 +1,7 @@
 """Replay leases: at most one live run per replay id (two identical ``replay run`` at once: one
 proceeds, the other is refused), and a wider ``replay_runs.status`` for ``complete-with-gaps``
-(models in :mod:`kafka_archive.replay.models`; logic in :mod:`kafka_archive.replay.lease`).
+(models in :mod:`kafka_archive.replay.bookkeeping.models`; logic in
+:mod:`kafka_archive.replay.bookkeeping.lease`).
 
 Revision ID: r0002_replay_lease
 Revises: r0001_replay

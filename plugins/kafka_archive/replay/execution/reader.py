@@ -41,8 +41,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kafka_archive.replay.errors import ReplayDataError
-from kafka_archive.replay.filters import KeyFilter
-from kafka_archive.replay.plan import ObjectRange, PartitionPlan
+from kafka_archive.replay.planning.filters import KeyFilter
+from kafka_archive.replay.planning.plan import ObjectRange, PartitionPlan
 from kafka_archive.store.base import ObjectStore, read_view
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import SegmentError, TornTailError

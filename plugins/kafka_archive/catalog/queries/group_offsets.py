@@ -4,7 +4,7 @@ history (:func:`group_commit_history`).
 Both merge two sources: the ``__consumer_offsets`` history decoded from archived segments
 (``offset_commits``, with transactional commits resolved against their markers by the build)
 and the history the offsets follower read live (``followed_commits``,
-:mod:`kafka_archive.groups.follower`), each commit once.
+:mod:`kafka_archive.offsets_follower.follower`), each commit once.
 """
 
 from __future__ import annotations

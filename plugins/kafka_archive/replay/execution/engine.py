@@ -53,16 +53,14 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kafka_archive.replay import txn_calls
-from kafka_archive.replay.batch_produce import PROVENANCE_HEADER, BatchProducer, streams
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
-from kafka_archive.replay.filters import KeyFilter
-from kafka_archive.replay.gc_pause import GC_PAUSE
-from kafka_archive.replay.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.partition_result import PartitionResult
-from kafka_archive.replay.plan import PartitionPlan, ReplayPlan
-from kafka_archive.replay.progress import (
+from kafka_archive.replay.execution import txn_calls
+from kafka_archive.replay.execution.batch_produce import PROVENANCE_HEADER, BatchProducer, streams
+from kafka_archive.replay.execution.gc_pause import GC_PAUSE
+from kafka_archive.replay.execution.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
+from kafka_archive.replay.execution.partition_result import PartitionResult
+from kafka_archive.replay.execution.progress import (
     CLIENT_DEFAULTS,
     CommittedLogReader,
     KafkaCommittedReader,
@@ -72,11 +70,13 @@ from kafka_archive.replay.progress import (
     progress_key,
     progress_partition,
 )
-from kafka_archive.replay.ratelimit import RateLimiter
-from kafka_archive.replay.reader import PartitionReader
-from kafka_archive.replay.resume import committed_progress, progress_partition_count
-from kafka_archive.replay.txn_calls import RERUN
-from kafka_archive.replay.txn_runs import OpenTxn, merge_runs, next_progress
+from kafka_archive.replay.execution.ratelimit import RateLimiter
+from kafka_archive.replay.execution.reader import PartitionReader
+from kafka_archive.replay.execution.resume import committed_progress, progress_partition_count
+from kafka_archive.replay.execution.txn_calls import RERUN
+from kafka_archive.replay.execution.txn_runs import OpenTxn, merge_runs, next_progress
+from kafka_archive.replay.planning.filters import KeyFilter
+from kafka_archive.replay.planning.plan import PartitionPlan, ReplayPlan
 from kafka_archive.store.base import ObjectStore
 
 __all__ = [

@@ -27,8 +27,8 @@ from types import TracebackType
 from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from kafka_archive.replay.bookkeeping.models import ReplayLeaseRow
 from kafka_archive.replay.errors import ReplayError
-from kafka_archive.replay.models import ReplayLeaseRow
 
 __all__ = ["HEARTBEAT_S", "LEASE_TTL_S", "ReplayBusyError", "ReplayLease"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kafka_archive.replay.progress import OffsetRange, ProgressRecord
-from kafka_archive.replay.reader import ReaderStats
+from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
+from kafka_archive.replay.execution.reader import ReaderStats
 from segment_lib.records import Record
 
 __all__ = ["OpenTxn", "Run", "hashed_runs", "merge_runs", "next_progress", "same_runs"]

@@ -1,11 +1,11 @@
 """Consumer-group translation as a service: where should group G start on a replay's target.
 
-:class:`GroupService` answers "start group G at T on the target" and "move group G to where it
-was, on the replayed topic": it finds the replay (:func:`~kafka_archive.replay.groups.
-find_replay`), takes the group's source positions (at a source time, or from its archived
-commits), maps them through the replay's offset map, and, when asked, commits them on the
-target (the group must be inactive there). The CLI's ``replay translate-group`` and the UI use
-it.
+:class:`GroupTranslationService` answers "start group G at T on the target" and "move group G to
+where it was, on the replayed topic": it finds the replay
+(:func:`~kafka_archive.replay.group_translation. find_replay`), takes the group's source positions
+(at a source time, or from its archived commits), maps them through the replay's offset map, and,
+when asked, commits them on the target (the group must be inactive there). The CLI's ``replay
+translate-group`` and the UI use it.
 
 Errors: :class:`~kafka_archive.replay.errors.GroupTranslationError` (and the other
 ``ReplayError`` subclasses) with a hint, :class:`~kafka_archive.catalog.queries.
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from kafka_archive.services.replay import ReplayService
 
 if TYPE_CHECKING:
-    from kafka_archive.replay.groups import TargetPosition
-    from kafka_archive.replay.plan import ReplayPlan
+    from kafka_archive.replay.group_translation import TargetPosition
+    from kafka_archive.replay.planning.plan import ReplayPlan
 
-__all__ = ["GroupService", "GroupTranslation"]
+__all__ = ["GroupTranslation", "GroupTranslationService"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class GroupTranslation:
         ]
 
 
-class GroupService(ReplayService):
+class GroupTranslationService(ReplayService):
     """Group positions on replay targets (see the module docstring)."""
 
     def translate(
@@ -75,7 +75,7 @@ class GroupService(ReplayService):
         """
         from kafka_archive.catalog.queries import group_offsets
         from kafka_archive.replay.errors import GroupTranslationError
-        from kafka_archive.replay.groups import (
+        from kafka_archive.replay.group_translation import (
             apply_positions,
             find_replay,
             positions_at_time,

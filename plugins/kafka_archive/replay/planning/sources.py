@@ -1,11 +1,11 @@
 """Plan sources that do not need the SQL catalog: segment lists held in memory.
 
-:class:`SegmentsPlanSource` implements :class:`~kafka_archive.replay.plan.PlanSource` over
-:class:`~kafka_archive.replay.plan.PlannedSegment` lists (what the catalog's segment summaries hold)
-and answers ``offset_for_time`` by scanning the archived objects (ListOffsets semantics: the first
-record, in offset order, whose timestamp is >= T). The catalog's own source answers the same
-questions from SQL plus at most one ranged read; this one serves tests, benchmarks and replays
-straight from a copy of broker log dirs (:meth:`SegmentsPlanSource.upload_log_dirs`).
+:class:`SegmentsPlanSource` implements :class:`~kafka_archive.replay.planning.plan.PlanSource` over
+:class:`~kafka_archive.replay.planning.plan.PlannedSegment` lists (what the catalog's segment
+summaries hold) and answers ``offset_for_time`` by scanning the archived objects (ListOffsets
+semantics: the first record, in offset order, whose timestamp is >= T). The catalog's own source
+answers the same questions from SQL plus at most one ranged read; this one serves tests, benchmarks
+and replays straight from a copy of broker log dirs (:meth:`SegmentsPlanSource.upload_log_dirs`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kafka_archive.replay.errors import UnknownTopicError
-from kafka_archive.replay.plan import PlannedSegment
+from kafka_archive.replay.planning.plan import PlannedSegment
 from kafka_archive.store.base import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches

@@ -1,4 +1,4 @@
-"""The production :class:`~kafka_archive.replay.plan.PlanSource`: the SQL catalog.
+"""The production :class:`~kafka_archive.replay.planning.plan.PlanSource`: the SQL catalog.
 
 * partitions and offsets come from the catalog's canonical **chain** (``chain_pieces``: disjoint
   offset ranges, each served by exactly one archived segment version), so a replay reads every
@@ -10,7 +10,7 @@
   (:func:`kafka_archive.catalog.queries.offsets_for_time`);
 * holes (:meth:`CatalogPlanSource.holes`) are the catalog's coverage problems
   (:func:`kafka_archive.catalog.queries.gaps`: missing offsets, quarantined objects), read
-  generically by :func:`kafka_archive.replay.completeness.holes_from_gaps`;
+  generically by :func:`kafka_archive.replay.planning.completeness.holes_from_gaps`;
 * the ``.txnindex`` object of each segment in a plan and the source's Kafka cluster id come from
   the segments' manifests (one read per planned segment; the reader works from the control
   markers alone when a segment has no ``.txnindex``).
@@ -26,9 +26,9 @@ from sqlalchemy import func, select
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import ChainPiece, Partition, Segment, TimeIndexEntry
 from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_time
-from kafka_archive.replay.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.errors import UnknownTopicError
-from kafka_archive.replay.plan import PlannedSegment
+from kafka_archive.replay.planning.completeness import PlanHole, holes_from_gaps
+from kafka_archive.replay.planning.plan import PlannedSegment
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]

@@ -35,9 +35,9 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
-from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS
 from kafka_archive.replay.errors import ReplayTargetError
-from kafka_archive.replay.murmur2 import murmur2_partition
+from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS
+from kafka_archive.replay.target.murmur2 import murmur2_partition
 
 __all__ = [
     "CLIENT_DEFAULTS",

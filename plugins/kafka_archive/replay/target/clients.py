@@ -21,7 +21,7 @@ def new_client(factory: Callable[[dict[str, Any]], T], config: dict[str, Any]) -
     :class:`~.errors.ReplayConfigError` naming it, instead of a bare ``KafkaException``.
     Secret values never appear in the message."""
     from kafka_archive.replay.errors import ReplayConfigError
-    from kafka_archive.replay.plan import REDACTED, is_secret_setting
+    from kafka_archive.replay.planning.plan import REDACTED, is_secret_setting
 
     try:
         return factory(config)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayTargetError
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.progress import CommittedLogReader, ProgressRecord, load_progress
+from kafka_archive.replay.execution.progress import (
+    CommittedLogReader,
+    ProgressRecord,
+    load_progress,
+)
 
 __all__ = ["committed_progress", "progress_partition_count"]
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from kafka_archive.replay.plan import PlanSource, ReplayPlan
+    from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan
 
 __all__ = [
     "KAFKA_DEFAULTS",

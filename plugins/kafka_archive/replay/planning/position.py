@@ -1,6 +1,6 @@
 """One end of a replay's range (``--from``/``--to``): a time, an offset for all partitions or
 per partition, ``earliest`` or ``latest`` (:class:`Position`), and its parser
-(:func:`parse_position`). Re-exported by :mod:`kafka_archive.replay.plan`."""
+(:func:`parse_position`). Re-exported by :mod:`kafka_archive.replay.planning.plan`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The catalog mirror of replays: runs, per-partition progress and offset ranges (SQL).
 
 Written *after* each committed target transaction; the target's progress topic stays the
-authority (see :mod:`kafka_archive.replay.progress`). :meth:`ReplayLedger.mirror` is idempotent
-and monotone: a progress record older than (or equal to) what the row holds changes nothing, and
-ranges are keyed by ``(replay, source partition, target partition, source_first)``, so replaying
-the same progress record twice (e.g. once from the engine, once from a resume that re-read it
-from Kafka) leaves one copy.
+authority (see :mod:`kafka_archive.replay.execution.progress`). :meth:`ReplayLedger.mirror` is
+idempotent and monotone: a progress record older than (or equal to) what the row holds changes
+nothing, and ranges are keyed by ``(replay, source partition, target partition, source_first)``, so
+replaying the same progress record twice (e.g. once from the engine, once from a resume that re-read
+it from Kafka) leaves one copy.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from kafka_archive.replay.completeness import FINISHED_STATUSES
-from kafka_archive.replay.models import ReplayOffsetRangeRow, ReplayProgressRow, ReplayRun
-from kafka_archive.replay.plan import ReplayPlan
-from kafka_archive.replay.progress import OffsetRange, ProgressRecord
+from kafka_archive.replay.bookkeeping.models import (
+    ReplayOffsetRangeRow,
+    ReplayProgressRow,
+    ReplayRun,
+)
+from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
+from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
+from kafka_archive.replay.planning.plan import ReplayPlan
 
 __all__ = ["MirroredProgress", "ReplayLedger"]
 

@@ -31,7 +31,12 @@ from typing import NoReturn
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafka_archive.replay.errors import ReplayTargetError
-from kafka_archive.replay.kafka_errors import ProducerFailed, is_fenced, kafka_error, raise_kafka
+from kafka_archive.replay.execution.kafka_errors import (
+    ProducerFailed,
+    is_fenced,
+    kafka_error,
+    raise_kafka,
+)
 
 __all__ = [
     "MAX_CALL_RETRIES",

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from kafka_archive.replay.completeness import final_status
-from kafka_archive.replay.lease import ReplayLease
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import ReplayPlan
+from kafka_archive.replay.bookkeeping.lease import ReplayLease
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
+from kafka_archive.replay.planning.completeness import final_status
+from kafka_archive.replay.planning.plan import ReplayPlan
 
 __all__ = ["replay_run"]
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_archive.replay.plan import PartitionPlan
-from kafka_archive.replay.progress import ProgressRecord
+from kafka_archive.replay.execution.progress import ProgressRecord
+from kafka_archive.replay.planning.plan import PartitionPlan
 
 __all__ = ["PartitionResult"]
 

@@ -1,16 +1,17 @@
 """The replay tables of the catalog (registered on the catalog's SQLAlchemy ``Base``).
 
 They are a *mirror* of what the target cluster holds authoritatively (the progress topic, see
-:mod:`kafka_archive.replay.progress`), written after each committed transaction, for display
-(``replay status``), for ``translate-group`` and as a fast path on resume. The schema is created by
-the replay's own Alembic revisions (``replay/migrations/versions``, branch ``replay``, run in the
-catalog database by :func:`kafka_archive.catalog.db.open_catalog`); these classes must match it.
+:mod:`kafka_archive.replay.execution.progress`), written after each committed transaction, for
+display (``replay status``), for ``translate-group`` and as a fast path on resume. The schema is
+created by the replay's own Alembic revisions (``replay/migrations/versions``, branch ``replay``,
+run in the catalog database by :func:`kafka_archive.catalog.db.open_catalog`); these classes must
+match it.
 
 * ``replay_runs``: one row per replay id: the plan (JSON), status, timestamps.
 * ``replay_progress``: per (replay, source partition): the newest mirrored progress record and
   where it lies in the progress topic.
 * ``replay_leases``: the run currently holding a replay (revision ``r0002_replay_lease``; see
-  :mod:`kafka_archive.replay.lease`).
+  :mod:`kafka_archive.replay.bookkeeping.lease`).
 * ``replay_offset_ranges``: compact source->target offset ranges (run-length, one row per
   contiguous run per transaction, never one per message).
 """

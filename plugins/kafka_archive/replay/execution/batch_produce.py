@@ -7,7 +7,7 @@ hands its records to the transactional producer's ``produce()``, booking the bat
 
 * *streaming* - ``same`` partition mapping, no provenance headers, no key filter, no MB/s
   limit: the reader hands over whole committed batches undecoded
-  (:class:`~kafka_archive.replay.reader.RawBatch`) and
+  (:class:`~kafka_archive.replay.execution.reader.RawBatch`) and
   ``segment_lib.record_batch.emit_records_v2`` decodes each record in C straight into the
   arguments of ``produce()`` and calls it (no Record objects, no Python loop per record; what
   ``produce()`` raises comes back with the index to resume at: a full queue is served and the
@@ -27,12 +27,12 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from kafka_archive.replay.kafka_errors import raise_kafka
-from kafka_archive.replay.murmur2 import murmur2_partition
-from kafka_archive.replay.plan import ReplaySpec
-from kafka_archive.replay.ratelimit import RateLimiter
-from kafka_archive.replay.reader import PartitionReader, RawBatch
-from kafka_archive.replay.txn_runs import OpenTxn, Run, hashed_runs, same_runs
+from kafka_archive.replay.execution.kafka_errors import raise_kafka
+from kafka_archive.replay.execution.ratelimit import RateLimiter
+from kafka_archive.replay.execution.reader import PartitionReader, RawBatch
+from kafka_archive.replay.execution.txn_runs import OpenTxn, Run, hashed_runs, same_runs
+from kafka_archive.replay.planning.plan import ReplaySpec
+from kafka_archive.replay.target.murmur2 import murmur2_partition
 from segment_lib.records import Record, TimestampType
 
 __all__ = ["PROVENANCE_HEADER", "BatchProducer", "streams"]

@@ -2,7 +2,7 @@
 
 Archived segments of ``__consumer_offsets`` cannot hold every commit: the broker's log cleaner
 compacts the topic (keeping only the newest commit per group/topic/partition) long before
-its segments roll and are archived. :mod:`kafka_archive.groups.follower` reads the topic as it
-is written and stores every commit in the catalog, exactly once; the catalog's
+its segments roll and are archived. :mod:`kafka_archive.offsets_follower.follower` reads the topic
+as it is written and stores every commit in the catalog, exactly once; the catalog's
 ``group-offsets`` merges that history with the one decoded from archived segments.
 """

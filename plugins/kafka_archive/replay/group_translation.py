@@ -1,9 +1,9 @@
 """Translating a consumer group's positions from the source topic to a replay's target topic.
 
 A group's position on a source partition ``p`` is a source offset ``S`` (the next record it will
-read). A replay's offset map (:class:`~kafka_archive.replay.progress.OffsetRange` rows) says where
-each replayed source record landed. The group's position on a target partition ``q`` is the
-target offset of the first record it has not consumed yet:
+read). A replay's offset map (:class:`~kafka_archive.replay.execution.progress.OffsetRange` rows)
+says where each replayed source record landed. The group's position on a target partition ``q`` is
+the target offset of the first record it has not consumed yet:
 
 * for each source partition ``p`` feeding ``q``: the target offset of the first record of ``p``
   with source offset >= ``S`` (exact inside an exact range; the range's first target offset
@@ -35,12 +35,12 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS, new_client
-from kafka_archive.replay.completeness import FINISHED_STATUSES
+from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import GroupTranslationError
-from kafka_archive.replay.ledger import ReplayLedger
-from kafka_archive.replay.plan import PlanSource, ReplayPlan
-from kafka_archive.replay.progress import OffsetRange
+from kafka_archive.replay.execution.progress import OffsetRange
+from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
+from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan
+from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS, new_client
 
 __all__ = [
     "GroupOffsetsSource",

@@ -28,16 +28,16 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kafka_archive.client_log import ClusterUnreachable, reach_metadata
-from kafka_archive.replay.client_log import CLIENT_LOG_SETTINGS, new_client
 from kafka_archive.replay.errors import (
     PartitionMappingError,
     ReplayTargetError,
     SameTopicError,
     TargetTopicMissingError,
 )
-from kafka_archive.replay.plan import ReplayPlan
-from kafka_archive.replay.progress import CLIENT_DEFAULTS, is_retriable
-from kafka_archive.replay.target_config import (
+from kafka_archive.replay.execution.progress import CLIENT_DEFAULTS, is_retriable
+from kafka_archive.replay.planning.plan import ReplayPlan
+from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS, new_client
+from kafka_archive.replay.target.topic import (
     TopicConfigCheck,
     check_configs,
     create_configured,

@@ -30,7 +30,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from pydantic import BaseModel, Field
 
 from kafka_archive.replay.errors import TargetConfigError, TargetTopicMissingError
-from kafka_archive.replay.topic_config import (
+from kafka_archive.replay.planning.topic_config import (
     ConfigDiff,
     ConfigFinding,
     DroppedConfig,

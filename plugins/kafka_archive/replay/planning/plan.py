@@ -31,21 +31,21 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from kafka_archive.replay.completeness import (
+from kafka_archive.replay.errors import (
+    EmptyRangeError,
+    ReplayConfigError,
+    UnknownTopicError,
+)
+from kafka_archive.replay.planning.completeness import (
     HoleSource,
     PlanHole,
     bound_holes,
     clip_holes,
     pruned_holes,
 )
-from kafka_archive.replay.errors import (
-    EmptyRangeError,
-    ReplayConfigError,
-    UnknownTopicError,
-)
-from kafka_archive.replay.position import Frozen as _Frozen
-from kafka_archive.replay.position import Position, parse_position
-from kafka_archive.replay.topic_config import TopicSettings
+from kafka_archive.replay.planning.position import Frozen as _Frozen
+from kafka_archive.replay.planning.position import Position, parse_position
+from kafka_archive.replay.planning.topic_config import TopicSettings
 
 __all__ = [
     "DEFAULT_PROGRESS_TOPIC",
@@ -310,7 +310,7 @@ class PlannedSegment(_Frozen):
 @runtime_checkable
 class PlanSource(Protocol):
     """What planning needs from the catalog (the catalog implements it; see
-    :mod:`kafka_archive.replay.sources` for one built from archived objects)."""
+    :mod:`kafka_archive.replay.planning.sources` for one built from archived objects)."""
 
     def partitions(self, cluster: str, topic: str) -> list[int]:
         """Archived partitions of the topic, ascending; raises UnknownTopicError if none."""
@@ -467,7 +467,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         EmptyRangeError: ``from`` is after ``to``, or no partition has anything to replay.
         ReplayConfigError: other invalid requests (bad key filter, per-partition offsets...).
     """
-    from kafka_archive.replay.filters import KeyFilter
+    from kafka_archive.replay.planning.filters import KeyFilter
 
     if spec.key_filter is not None:
         KeyFilter.parse(spec.key_filter)  # validate early, with a clear message
