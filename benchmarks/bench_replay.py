@@ -69,7 +69,7 @@ import _data  # noqa: E402
 import confluent_kafka  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from kafka_archive.catalog.db import open_catalog  # noqa: E402
-from kafka_archive.replay import models as _models  # noqa: E402, F401
+from kafka_archive.replay.bookkeeping import models as _models  # noqa: E402, F401
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger  # noqa: E402
 from kafka_archive.replay.execution.engine import PRODUCER_DEFAULTS  # noqa: E402
 from kafka_archive.replay.planning.plan import (  # noqa: E402
@@ -265,7 +265,8 @@ def breakdown(  # noqa: C901, PLR0915
     run, seconds; ``*_cpu`` are CPU seconds of the calling thread(s)."""
     import gc
 
-    from kafka_archive.replay import engine, reader, runner
+    from kafka_archive.replay import runner
+    from kafka_archive.replay.execution import engine, reader
 
     acc: dict[str, float] = {}
 
