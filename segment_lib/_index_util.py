@@ -10,12 +10,15 @@ entries end in such a file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from segment_lib.errors import CorruptIndexError, InvalidFileNameError
+from segment_lib.errors import CorruptIndexError, InvalidFileNameError, SegmentError
 from segment_lib.names import SegmentSuffix, parse_segment_file_name
 
 Buffer = bytes | bytearray | memoryview
+_Index = TypeVar("_Index")
 
 _ZERO_CHUNK_SIZE = 1 << 16
 _ZERO_CHUNK = bytes(_ZERO_CHUNK_SIZE)
@@ -64,3 +67,30 @@ def base_offset_from_path(path: str | os.PathLike[str], kind: SegmentSuffix) -> 
             f"{Path(path).name!r} is a {parsed.kind} file, not {kind}", path=path, expected=kind
         )
     return parsed.base_offset
+
+
+def read_index_file(
+    path: str | os.PathLike[str],
+    kind: SegmentSuffix,
+    base_offset: int | None,
+    parse: Callable[[Buffer, int], _Index],
+) -> _Index:
+    """Read the index file at ``path`` and ``parse`` it; the base offset defaults to the one in
+    the file's name, and a parse error is re-anchored to ``path``."""
+    if base_offset is None:
+        base_offset = base_offset_from_path(path, kind)
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return parse(data, base_offset)
+    except SegmentError as exc:
+        raise exc.with_location(path) from None
+
+
+def pad_preallocated(out: bytearray, preallocate: int, entry_size: int) -> bytes:
+    """``out`` padded with zeros to ``preallocate`` bytes rounded down to whole entries, as Kafka
+    leaves an active segment's index (no padding when ``out`` is already that long)."""
+    target = preallocate - preallocate % entry_size
+    if target > len(out):
+        out += bytes(target - len(out))
+    return bytes(out)

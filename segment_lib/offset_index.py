@@ -32,8 +32,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from segment_lib._index_util import Buffer, base_offset_from_path, valid_length
-from segment_lib.errors import CorruptIndexError, SegmentError
+from segment_lib._index_util import Buffer, pad_preallocated, read_index_file, valid_length
+from segment_lib.errors import CorruptIndexError
 
 __all__ = [
     "ENTRY",
@@ -150,14 +150,7 @@ def _check(rel: array[int], pos: array[int]) -> None:
 
 def read_offset_index(path: str | os.PathLike[str], base_offset: int | None = None) -> OffsetIndex:
     """Read and parse an ``.index`` file; the base offset defaults to the one in its name."""
-    if base_offset is None:
-        base_offset = base_offset_from_path(path, ".index")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return parse_offset_index(data, base_offset)
-    except SegmentError as exc:
-        raise exc.with_location(path) from None
+    return read_index_file(path, ".index", base_offset, parse_offset_index)
 
 
 def format_offset_index(
@@ -179,7 +172,4 @@ def format_offset_index(
             raise ValueError(f"position {position} is not positive, decreasing or beyond int32")
         out += ENTRY.pack(rel, position)
         last, last_pos = rel, position
-    target = preallocate - preallocate % ENTRY.size
-    if target > len(out):
-        out += bytes(target - len(out))
-    return bytes(out)
+    return pad_preallocated(out, preallocate, ENTRY.size)

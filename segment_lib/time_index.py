@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from segment_lib._index_util import Buffer, base_offset_from_path, valid_length
-from segment_lib.errors import CorruptIndexError, SegmentError
+from segment_lib._index_util import Buffer, pad_preallocated, read_index_file, valid_length
+from segment_lib.errors import CorruptIndexError
 
 __all__ = [
     "ENTRY",
@@ -154,14 +154,7 @@ def _check(ts: array[int], rel: array[int]) -> None:
 
 def read_time_index(path: str | os.PathLike[str], base_offset: int | None = None) -> TimeIndex:
     """Read and parse a ``.timeindex`` file; the base offset defaults to the one in its name."""
-    if base_offset is None:
-        base_offset = base_offset_from_path(path, ".timeindex")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return parse_time_index(data, base_offset)
-    except SegmentError as exc:
-        raise exc.with_location(path) from None
+    return read_index_file(path, ".timeindex", base_offset, parse_time_index)
 
 
 def format_time_index(
@@ -184,7 +177,4 @@ def format_time_index(
             raise ValueError(f"offset {offset} decreases or is not within int32 of the base")
         out += ENTRY.pack(timestamp, rel)
         last_ts, last_rel = timestamp, rel
-    target = preallocate - preallocate % ENTRY.size
-    if target > len(out):
-        out += bytes(target - len(out))
-    return bytes(out)
+    return pad_preallocated(out, preallocate, ENTRY.size)

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from segment_lib._index_util import Buffer, base_offset_from_path
-from segment_lib.errors import CorruptIndexError, SegmentError
+from segment_lib._index_util import Buffer, read_index_file
+from segment_lib.errors import CorruptIndexError
 
 __all__ = [
     "CURRENT_VERSION",
@@ -155,14 +155,7 @@ def read_txn_index(
     path: str | os.PathLike[str], base_offset: int | None = None
 ) -> TransactionIndex:
     """Read and parse a ``.txnindex``; the base offset defaults to the one in its name."""
-    if base_offset is None:
-        base_offset = base_offset_from_path(path, ".txnindex")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return parse_txn_index(data, base_offset)
-    except SegmentError as exc:
-        raise exc.with_location(path) from None
+    return read_index_file(path, ".txnindex", base_offset, parse_txn_index)
 
 
 def format_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
