@@ -4,8 +4,9 @@ Every path the page names in backticks (``x.py``, ``x.c``, ``x.h``, ``x/``) must
 file or folder of the repository, and every dotted ``kafka_archive.…``/``segment_lib.…`` name to a
 module (or a name defined in one). A path resolves against, in order: the repository root,
 ``plugins/``, ``plugins/kafka_archive/``, the folder named by the nearest heading above it, and
-the folder named by the first cell of its table row, so the page can stay readable (``plan.py``
-in the ``replay/`` row) without naming what is gone.
+the folder named by the first cell of its table row, and the folders named before it on the same
+line, so the page can stay readable (``plan.py`` in the ``replay/`` row, after ``planning/``)
+without naming what is gone.
 """
 
 from __future__ import annotations
@@ -80,12 +81,16 @@ def unresolved_names(doc: str) -> list[str]:
         if line.startswith("|"):
             cells = line.split("|")
             row_bases = _dirs_named(cells[1], tuple(heading_bases)) if len(cells) > 2 else []
+        line_dirs: list[Path] = []  # folders named earlier on the line: `replay/` ... `plan.py`
         for token in re.findall(r"`([^`\s]+)`", line):
             if token.startswith(("../", "http", "/", "~")) or "*" in token:
                 continue
+            bases = heading_bases + row_bases + line_dirs
             if (PATH_TOKEN.match(token) and "/" in token) or token.endswith((".py", ".c", ".h")):
-                if not _resolves(token, heading_bases + row_bases):
+                if not _resolves(token, bases):
                     missing.append(f"{n}: {token}")
+                elif token.endswith("/"):
+                    line_dirs += _dirs_named(f"`{token}`", tuple(bases))
             elif DOTTED.match(token) and not _dotted_exists(token):
                 missing.append(f"{n}: {token}")
     return missing
