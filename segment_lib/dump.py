@@ -121,7 +121,9 @@ def batch_event(batch: BatchHeader, crc_valid: bool) -> Event:
     ``last_sequence`` and ``delete_horizon_ms`` are what DumpLogSegments prints as
     ``lastSequence`` and ``deleteHorizonMs``: the sequence of the last record (-1 without
     one) and the delete horizon the log cleaner stamped on a batch with tombstones or a
-    transaction marker (``null`` when the batch has none).
+    transaction marker (``null`` when the batch has none). ``first_timestamp`` is the
+    header's field as stored: with a delete horizon it *is* the horizon (KIP-534), not a
+    record's time (DumpLogSegments does not print it; the records' own timestamps are right).
     """
     return {
         "kind": "batch",

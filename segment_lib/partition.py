@@ -23,6 +23,7 @@ from segment_lib.names import (
     parse_partition_dir_name,
     segment_file_name,
 )
+from segment_lib.record_batch import first_record_timestamp
 from segment_lib.records import BatchHeader
 
 __all__ = ["OffsetGap", "PartitionView", "SegmentFiles", "SegmentSummary"]
@@ -201,7 +202,8 @@ class PartitionView:
             size = len(log)
             for b in log.batches(allow_torn_tail=active):
                 if first < 0:
-                    first, first_ts = b.base_offset, b.first_timestamp
+                    # the first record's time, not a cleaner's delete horizon (KIP-534)
+                    first, first_ts = b.base_offset, first_record_timestamp(log.data, b)
                 last = b.last_offset
                 batches += 1
                 records += b.record_count

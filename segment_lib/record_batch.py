@@ -47,15 +47,18 @@ from segment_lib.errors import (
     CrcMismatchError,
     SegmentError,
 )
-from segment_lib.records import BatchHeader, Header, Record, TimestampType
+from segment_lib.records import NO_TIMESTAMP, BatchHeader, Header, Record, TimestampType
 
 __all__ = [
     "BATCH_HEADER",
     "CRC_START",
+    "DELETE_HORIZON_BIT",
     "RECORDS_START",
     "EmitSlots",
     "decode_records_v2",
     "emit_records_v2",
+    "first_record_timestamp",
+    "has_delete_horizon",
     "parse_batch_header_v2",
     "verify_crc_v2",
 ]
@@ -89,6 +92,8 @@ _CODECS = tuple(Codec(i) for i in range(Codec.ZSTD + 1))
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+#: attribute bit 6 (KIP-534): the log cleaner stored its delete horizon in ``firstTimestamp``
+DELETE_HORIZON_BIT: Final = 0x40
 
 
 def parse_batch_header_v2(buf: bytes | memoryview, position: int) -> BatchHeader:
@@ -156,6 +161,46 @@ def parse_batch_header_v2(buf: bytes | memoryview, position: int) -> BatchHeader
         is_transactional=bool(attributes & _TRANSACTIONAL_BIT),
         is_control=bool(attributes & _CONTROL_BIT),
     )
+
+
+def has_delete_horizon(header: BatchHeader) -> bool:
+    """Whether the batch's ``firstTimestamp`` field holds the log cleaner's delete horizon
+    (KIP-534, attribute bit 6, magic 2 only) instead of its first record's timestamp."""
+    return header.magic >= 2 and bool(header.attributes & DELETE_HORIZON_BIT)
+
+
+def first_record_timestamp(buf: bytes | memoryview, header: BatchHeader) -> int:
+    """The timestamp of the batch's first record, as a consumer would see it.
+
+    Normally the header's ``first_timestamp``. When the log cleaner set the delete horizon
+    (:func:`has_delete_horizon`; Kafka's ``DefaultRecordBatch.deleteHorizonMs``) that field is
+    the horizon, a moment *after* the cleaning, and record timestamps stay ``firstTimestamp +
+    timestampDelta`` (``MemoryRecordsBuilder`` takes the deltas against the horizon, so they
+    may be negative): the first record is decoded (decompressing the batch if needed) for its
+    time. Under LogAppendTime that is the batch's ``max_timestamp``; a batch without records
+    has none (``NO_TIMESTAMP``). The CRC is not checked here.
+
+    Raises:
+        CompressionError, CorruptRecordError: as :func:`decode_records_v2`.
+    """
+    if not has_delete_horizon(header):
+        return header.first_timestamp
+    if header.record_count <= 0:
+        return NO_TIMESTAMP
+    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        return header.max_timestamp
+    data, error_base, _ = _records_section(buf, header)
+    try:
+        # only the first record is taken (the check that the records fill the data exactly
+        # comes after the last one, which is never reached)
+        first = next(
+            _iter_records_python(
+                data, header.record_count, header.base_offset, header.first_timestamp, None
+            )
+        )
+    except CorruptRecordError as exc:
+        raise _reanchored(exc, header, error_base) from exc
+    return first.timestamp
 
 
 def verify_crc_v2(buf: bytes | memoryview, header: BatchHeader) -> None:

@@ -443,3 +443,35 @@ def test_unreachable_cluster_is_one_clear_error_and_creates_no_catalog(tmp_path:
     assert not [line for line in proc.stderr.splitlines() if line.startswith("%")], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not db.parent.exists()
+
+
+def test_a_transactional_commit_counts_at_its_marker_when_the_archive_knows_it(
+    catalog: Catalog,
+) -> None:
+    """Issue 20, point 4: the follower (read_committed through librdkafka, which shows neither
+    producer ids nor markers) dates a transactional commit by its record; where the archive
+    resolved the same record against its COMMIT marker, the marker's moment is the answer,
+    as the broker's: between the record and the marker the previous commit stands."""
+    _archive_rows(catalog, [{"p": 0, "lo": 30, "ts": 3000, "off": 300, "marker": (35, 3500)}])
+    apply_batch(
+        catalog,
+        CLUSTER,
+        [_followed(20, 2000, 200), _followed(30, 3000, 300)],
+        {0: None},
+    )
+
+    def at(t: int) -> dict[tuple[str, int], int]:
+        return {(o.topic, o.partition): o.offset for o in group_offsets(catalog, CLUSTER, "g", t)}
+
+    assert at(2999) == {("t", 0): 200}
+    assert at(3000) == {("t", 0): 200}  # the record is appended, the transaction still open
+    assert at(3499) == {("t", 0): 200}
+    assert at(3500) == {("t", 0): 300}  # the COMMIT marker
+    # the history lists it once, at the marker, never at its record time
+    inside = group_commit_history(catalog, CLUSTER, "g", from_ms=2900, to_ms=3100)
+    assert [(c.offset, c.visible_ts) for c in inside] == []
+    history = group_commit_history(catalog, CLUSTER, "g")
+    assert [(c.offset, c.visible_ts, c.sources) for c in history] == [
+        (200, 2000, ("follower",)),
+        (300, 3500, ("archive", "follower")),
+    ]

@@ -330,8 +330,9 @@ class FollowedCommitRow(_CommitFields, Base):
     The follower reads ``read_committed``: a commit written inside a transaction appears only
     once its producer committed, and aborted ones never. ``record_timestamp`` (the record's own
     timestamp, set by the group coordinator when it appended the commit) is when the commit is
-    taken to be in effect. Unique per ``(cluster, source_partition, log_offset)``: re-reading a
-    record adds nothing.
+    taken to be in effect, unless the archive resolved the same record as a transactional commit
+    against its marker (then the archive's row counts, see ``catalog.queries.groups``). Unique
+    per ``(cluster, source_partition, log_offset)``: re-reading a record adds nothing.
     """
 
     __table__ = tables.followed_commits

@@ -16,6 +16,8 @@ Contract of :func:`follow_offsets` / :func:`apply_batch`:
   offset tombstones ``delete`` rows of ``followed_commits``; the other record types are counted.
 * **When a commit counts.** At its record's timestamp (the group coordinator sets it when it
   appends the commit), kept as ``record_timestamp``; ``commit_timestamp`` is the value's field.
+  (A transactional one counts at its COMMIT marker once the archive holds that: see
+  :func:`kafka_archive.catalog.queries.group_offsets.group_offsets`.)
 * **Exactly once.** The follower's position per partition (``offsets_follower_positions``: every
   record before ``next_offset`` is reflected) is stored in the **same database transaction** as
   the rows read up to it. A crash (even ``kill -9``) at any moment leaves either both or neither,

@@ -21,6 +21,7 @@ from kafka_archive.archive.digests import FileDigest, digest_buffer
 from segment_lib.errors import CorruptBatchError, SegmentError
 from segment_lib.log_file import open_log
 from segment_lib.offset_index import parse_offset_index
+from segment_lib.record_batch import first_record_timestamp
 from segment_lib.time_index import parse_time_index
 from segment_lib.txn_index import parse_txn_index
 
@@ -77,7 +78,9 @@ def scan_log(
                     expected=f"offsets in [{base_offset}, {end_offset})",
                 )
             if scan.first_offset < 0:
-                scan.first_offset, scan.first_timestamp = b.base_offset, b.first_timestamp
+                # the first record's time, not a cleaner's delete horizon (KIP-534)
+                scan.first_offset = b.base_offset
+                scan.first_timestamp = first_record_timestamp(logbuf.data, b)
             scan.last_offset = b.last_offset
             scan.batch_count += 1
             scan.record_count += b.record_count

@@ -28,6 +28,7 @@ from kafka_archive.catalog.extract.rows import IntervalRow
 from kafka_archive.catalog.extract.state import Checksum, ExtractorState
 from kafka_archive.catalog.integrity import ObjectChecksum
 from segment_lib.log_file import iter_batches
+from segment_lib.record_batch import first_record_timestamp
 from segment_lib.records import LOG_OVERHEAD, BatchHeader, Codec
 
 __all__ = ["FastPath"]
@@ -104,6 +105,7 @@ class FastPath(ExtractorState):
         pos = 0  # where the next window starts
         min_end = 0  # a batch longer than a window: the next window must reach its end
         while pos < n:
+            first_unset = self._first < 0
             limit = min(n, max(pos + window, min_end))
             covered = pos  # the checksum has seen view[:covered]
             stop, reason = pos, ""
@@ -130,6 +132,8 @@ class FastPath(ExtractorState):
                 if found:  # booked before the next window is summarized (and on errors)
                     self._book(found)
                     found = []
+            if first_unset and self._first >= 0:
+                self._first_record_time(view, pos, stop)
             if stop == pos:  # the window holds no whole batch: widen it to the batch's end
                 declared = OFFSET_SIZE.unpack_from(view, pos)[1]
                 min_end = max(limit + 1, pos + LOG_OVERHEAD + declared)
@@ -139,6 +143,19 @@ class FastPath(ExtractorState):
                 self._checked = stop
             pos = stop
         return pos
+
+    def _first_record_time(self, view: memoryview, start: int, end: int) -> None:
+        """Correct the first timestamp just booked from the batches of ``view[start:end]``.
+
+        Both bookings (compiled and :meth:`_book`) take the first batch's ``firstTimestamp``
+        field, which after a log cleaner's pass may hold its delete horizon (KIP-534) instead of
+        the first record's time; :func:`~segment_lib.record_batch.first_record_timestamp`
+        decodes that batch's first record then. Once per segment: only right after the window
+        in which the first offset was booked."""
+        for h in iter_batches(view, start, verify_crc=False, end=end):
+            if h.base_offset == self._first:  # the batch the first offset was taken from
+                self._first_ts = first_record_timestamp(view, h)
+                return
 
     def _summarize_window(
         self, view: memoryview, start: int, end: int, crc: int | None

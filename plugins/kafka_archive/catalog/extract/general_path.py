@@ -23,6 +23,7 @@ from segment_lib.consumer_offsets import (
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import CorruptRecordError
 from segment_lib.log_file import decode_batch
+from segment_lib.record_batch import first_record_timestamp
 from segment_lib.records import BatchHeader, Record
 
 __all__ = ["GeneralPath"]
@@ -43,7 +44,8 @@ class GeneralPath(ExtractorState):
     def _on_batch(self, data: bytes | memoryview, b: BatchHeader) -> None:
         # whole-segment stats
         if self._first < 0:
-            self._first, self._first_ts = b.base_offset, b.first_timestamp
+            # the first record's time, not a cleaner's delete horizon (KIP-534)
+            self._first, self._first_ts = b.base_offset, first_record_timestamp(data, b)
         self._last = b.last_offset
         self._batches += 1
         self._records += b.record_count

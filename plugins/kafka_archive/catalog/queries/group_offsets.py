@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import ColumnElement, and_, exists, func, select
 
+from kafka_archive.catalog.constants import CONSUMER_OFFSETS_TOPIC
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import FollowedCommitRow, OffsetCommitRow
+from kafka_archive.catalog.models import FollowedCommitRow, OffsetCommitRow, Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
 
 __all__ = ["GroupCommit", "GroupOffset", "group_commit_history", "group_offsets"]
@@ -51,7 +52,9 @@ def group_offsets(
     partition each source's latest entry by then is taken, and the one later in the
     ``__consumer_offsets`` log wins (a group's records all live in one partition of that topic,
     so log positions of both sources are comparable; the same record seen by both is the same
-    answer).
+    answer). A transactional commit whose COMMIT/ABORT marker the archive holds counts only as
+    the archive resolved it: the follower's row of the same record (dated by the record, too
+    early) is set aside (:func:`_not_resolved_by_archive`).
     """
     archived = _archived_latest(catalog, cluster, group, at_ms)
     followed = _followed_latest(catalog, cluster, group, at_ms)
@@ -135,10 +138,37 @@ def _archived_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | No
     return best
 
 
+def _not_resolved_by_archive(cluster: str) -> ColumnElement[bool]:
+    """True for a follower row unless the archive holds the same ``__consumer_offsets`` record
+    as a transactional commit it resolved against its marker (``committed``: in effect at the
+    marker's offset and time; ``aborted``: never).
+
+    Why: the follower reads ``read_committed`` through librdkafka, which shows neither the
+    producer id nor the transaction markers, so it can only date a transactional commit by its
+    own record, which precedes the COMMIT marker by the rest of the transaction. Where the
+    archive knows the marker, its answer is the exact one and the follower's row of the same
+    record must not count earlier (a pending row, marker not archived yet, decides nothing).
+    """
+    fc, oc, pt = FollowedCommitRow, OffsetCommitRow, Partition
+    return ~exists(
+        select(oc.id)
+        .join(pt, pt.id == oc.source_partition_id)
+        .where(
+            pt.cluster == cluster,
+            pt.topic == CONSUMER_OFFSETS_TOPIC,
+            pt.partition == fc.source_partition,
+            oc.log_offset == fc.log_offset,
+            oc.producer_id >= 0,
+            oc.txn_state.in_(("committed", "aborted")),
+        )
+    )
+
+
 def _followed_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | None) -> _Latest:
-    """As :func:`_archived_latest`, from the offsets follower's rows."""
+    """As :func:`_archived_latest`, from the offsets follower's rows (those the archive
+    resolved as transactional commits left to it: :func:`_not_resolved_by_archive`)."""
     fc = FollowedCommitRow
-    conds = [fc.cluster == cluster, fc.group_id == group]
+    conds = [fc.cluster == cluster, fc.group_id == group, _not_resolved_by_archive(cluster)]
     if at_ms is not None:
         conds.append(fc.record_timestamp <= at_ms)
     with catalog.session() as s:
@@ -218,8 +248,9 @@ def group_commit_history(
     """Every commit of ``group`` in effect between ``from_ms`` and ``to_ms`` (inclusive), from
     both sources, in time order; deduplicated on (topic, partition, kind, commit timestamp,
     offset): a commit both the archive and the follower saw is listed once (with the archive's
-    ``visible_ts``, exact for transactional commits). Aborted and still-pending transactional
-    commits of the archive are left out, as the follower never sees them."""
+    ``visible_ts``, exact for transactional commits; a follower row of a transactional commit
+    the archive resolved is never listed at its own record time). Aborted and still-pending
+    transactional commits of the archive are left out, as the follower never sees them."""
     oc, fc = OffsetCommitRow, FollowedCommitRow
     merged: dict[tuple[str, int, str, int, int], tuple[int, set[str]]] = {}
     with catalog.session() as s:
@@ -250,7 +281,7 @@ def group_commit_history(
             f_conds.append(fc.record_timestamp >= from_ms)
         if to_ms is not None:
             f_conds.append(fc.record_timestamp <= to_ms)
-        for r in s.execute(
+        for f in s.execute(
             select(
                 fc.topic,
                 fc.partition,
@@ -258,13 +289,14 @@ def group_commit_history(
                 fc.commit_timestamp,
                 fc.committed_offset,
                 fc.record_timestamp,
+                _not_resolved_by_archive(cluster).label("own"),
             ).where(*f_conds)
         ):
-            key = (r.topic, r.partition, r.kind, r.commit_timestamp, r.committed_offset)
+            key = (f.topic, f.partition, f.kind, f.commit_timestamp, f.committed_offset)
             if key in merged:
                 merged[key][1].add("follower")
-            else:
-                merged[key] = (int(r.record_timestamp), {"follower"})
+            elif f.own:  # else the archive's row (in effect outside the range) speaks for it
+                merged[key] = (int(f.record_timestamp), {"follower"})
     out = [
         GroupCommit(t, p, kind, off, cts, vis, tuple(sorted(src)))
         for (t, p, kind, cts, off), (vis, src) in merged.items()

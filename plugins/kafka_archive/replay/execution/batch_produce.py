@@ -33,6 +33,7 @@ from kafka_archive.replay.execution.reader import PartitionReader, RawBatch
 from kafka_archive.replay.execution.txn_runs import OpenTxn, Run, hashed_runs, same_runs
 from kafka_archive.replay.planning.plan import ReplaySpec
 from kafka_archive.replay.target.murmur2 import murmur2_partition
+from segment_lib.record_batch import first_record_timestamp
 from segment_lib.records import Record, TimestampType
 
 __all__ = ["PROVENANCE_HEADER", "BatchProducer", "streams"]
@@ -208,11 +209,15 @@ class BatchProducer:
         source_partition = self.partition
         run = Run(source_partition, h.base_offset, h.last_offset, h.record_count)
         # as the decode path decides on its first and last record's timestamps (under
-        # LogAppendTime every record has the batch's max timestamp)
+        # LogAppendTime every record has the batch's max timestamp; a cleaned batch's first
+        # timestamp field may hold the delete horizon: its first record tells)
         ok_ts = (
             self.keep_ts
             and h.max_timestamp >= 0
-            and (h.first_timestamp >= 0 or h.timestamp_type is TimestampType.LOG_APPEND_TIME)
+            and (
+                h.timestamp_type is TimestampType.LOG_APPEND_TIME
+                or first_record_timestamp(batch.view, h) >= 0
+            )
         )
         template = (self.topic, None, None, source_partition, None, None, 0, None)
         marks = (run.first, run.last, run.both)

@@ -20,6 +20,7 @@ from kafka_archive.store.base import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.names import parse_partition_dir_name
+from segment_lib.record_batch import first_record_timestamp
 
 __all__ = ["SegmentsPlanSource", "segment_ref_from_bytes"]
 
@@ -50,7 +51,8 @@ def segment_ref_from_bytes(
                 next_index_at = h.position + index_every_bytes
             if not h.is_control:
                 if first_ts is None:
-                    first_ts = h.first_timestamp
+                    # the first record's time, not a cleaner's delete horizon (KIP-534)
+                    first_ts = first_record_timestamp(data, h)
                 max_ts = h.max_timestamp if max_ts is None else max(max_ts, h.max_timestamp)
     except SegmentError as exc:
         raise exc.with_location(key) from exc
