@@ -26,7 +26,10 @@ deleted as a prefix: a unit goes only when every older unit goes too.
   (every version counts: a compaction rewrite costs its own bytes); while it exceeds
   ``max_bytes``, the oldest next unit of any partition goes.
 * a unit that a live lease (:mod:`kafka_archive.catalog.leases`) touches stops its
-  partition's prefix: neither it nor any later unit of the partition goes in this run.
+  partition's prefix: neither it nor any later unit of the partition goes in this run. The
+  prefixes are chosen first as if nothing were leased, then cut at the leases: a lease only
+  ever keeps more (a held partition's bytes are not made up for by deleting more of the
+  others, so the topic may stay above ``max_bytes`` until the lease ends).
 
 Everything here is pure (rows in, selections out); :mod:`kafka_archive.catalog.prune` reads
 the catalog and acts.
@@ -302,44 +305,44 @@ def select_units(
     deleted it and what follows it).
     """
     leased = leased or {}
-    chosen: dict[int, list[Unit]] = {p: [] for p in units}
-    held: dict[int, Unit] = {}
     if policy.keep_all:
         return {}, {}
+    # What the policy deletes is chosen first as if nothing were leased; a lease then only
+    # cuts a partition's prefix short. Choosing around a lease instead would count the held
+    # bytes against ``max_bytes`` and take the other partitions' newest units to make up for
+    # them: a lease must only ever keep more, never make the policy delete more.
+    wanted = _policy_prefixes(policy, units, now_ms=now_ms)
+    chosen: dict[int, list[Unit]] = {}
+    held: dict[int, Unit] = {}
+    for p, prefix in wanted.items():
+        cut = next((i for i, u in enumerate(prefix) if _blocked(u, leased.get(p, ()))), len(prefix))
+        if cut < len(prefix):
+            held[p] = prefix[cut]
+        if cut:
+            chosen[p] = prefix[:cut]
+    return chosen, held
+
+
+def _policy_prefixes(
+    policy: RetentionPolicy, units: Mapping[int, Sequence[Unit]], *, now_ms: int
+) -> dict[int, list[Unit]]:
+    """Per partition, the prefix of ``units`` the policy deletes, leases aside."""
     nxt = dict.fromkeys(units, 0)
-
-    def take(p: int) -> bool:
-        u = units[p][nxt[p]]
-        if _blocked(u, leased.get(p, ())):
-            held[p] = u
-            return False
-        chosen[p].append(u)
-        nxt[p] += 1
-        return True
-
     age = policy.max_age_ms
     if age is not None:
         cutoff = now_ms - age
         for p in units:
             while nxt[p] < len(units[p]) and units[p][nxt[p]].newest_ms < cutoff:
-                if not take(p):
-                    break
+                nxt[p] += 1
     limit = policy.max_size
-    if limit is not None:
-        total = sum(u.log_bytes for us in units.values() for u in us)
-        total -= sum(u.log_bytes for us in chosen.values() for u in us)
-        heap = [
-            (units[p][nxt[p]].newest_ms, p)
-            for p in units
-            if nxt[p] < len(units[p]) and p not in held
-        ]
+    if limit is not None:  # per topic: the oldest next unit of any partition goes
+        total = sum(u.log_bytes for p, us in units.items() for u in us[nxt[p] :])
+        heap = [(units[p][nxt[p]].newest_ms, p) for p in units if nxt[p] < len(units[p])]
         heapq.heapify(heap)
         while total > limit and heap:
             _, p = heapq.heappop(heap)
-            size = units[p][nxt[p]].log_bytes
-            if not take(p):
-                continue
-            total -= size
+            total -= units[p][nxt[p]].log_bytes
+            nxt[p] += 1
             if nxt[p] < len(units[p]):
                 heapq.heappush(heap, (units[p][nxt[p]].newest_ms, p))
-    return {p: us for p, us in chosen.items() if us}, held
+    return {p: list(units[p][: nxt[p]]) for p in units if nxt[p]}

@@ -1,0 +1,117 @@
+"""Retention must never delete what it has to keep (issue 20, points 1 and 7).
+
+* a lease only ever protects more: a ``max_bytes`` policy run while a replay or export leases
+  part of one partition trims the other partitions exactly as it would without the lease;
+* policies are strictly typed (``max_age: true`` is not 1 ms);
+* a prune that would delete more than the configured share of a topic asks first;
+* internal topics (``__cluster_metadata``, ``__consumer_offsets``, ``_schemas``) are kept
+  unless a policy names them;
+* what is said about a topic whose data was pruned away entirely.
+
+The archive is a real one (:func:`support.catalog_data.archived_catalog`), copied per test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_archive.catalog.db import Catalog, open_catalog
+from kafka_archive.catalog.leases import LeaseRange, ObjectLeases
+from kafka_archive.catalog.models import Partition, Segment
+from kafka_archive.catalog.prune import prune
+from kafka_archive.catalog.retention import (
+    RetentionPolicy,
+    VersionSpan,
+    select_units,
+    units_of,
+)
+from kafka_archive.store import ObjectStore, open_store
+from sqlalchemy import select
+from support.catalog_data import archived_catalog
+
+CLUSTER = "c1"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("retention-safety")
+    archived_catalog(root, cluster=CLUSTER, appends=180)
+    return root
+
+
+@pytest.fixture
+def archive(pristine: Path, tmp_path: Path) -> Iterator[tuple[Catalog, ObjectStore, Path]]:
+    root = tmp_path / "a"
+    shutil.copytree(pristine, root)
+    cat = open_catalog(str(root / "catalog.db"))
+    store = open_store(str(root / "store"))
+    yield cat, store, root
+    cat.close()
+    store.close()
+
+
+def _segments(cat: Catalog, topic: str, part: int) -> list[Segment]:
+    with cat.session() as s:
+        return list(
+            s.execute(
+                select(Segment)
+                .join(Partition, Partition.id == Segment.partition_id)
+                .where(Partition.topic == topic, Partition.partition == part)
+                .order_by(Segment.base_offset)
+            ).scalars()
+        )
+
+
+def _v(sid: int, base: int, end: int, newest: int, size: int = 100) -> VersionSpan:
+    return VersionSpan(sid, base, end, base, end - 1, newest - 5, newest, newest, size)
+
+
+# ---------------------------------------------------------------------------------------------
+# a lease only ever protects more
+
+
+def test_a_lease_never_makes_a_size_policy_delete_more_of_other_partitions() -> None:
+    # three partitions of three 100-byte units each, interleaved in time
+    units = {
+        p: units_of(p, [_v(10 * p + i, 100 * i, 100 * i + 100, 1_000 * i + p) for i in range(3)])
+        for p in range(3)
+    }
+    policy = RetentionPolicy(name="size", max_bytes=600)  # per topic: 300 of 900 bytes go
+    free, held = select_units(policy, units, now_ms=0)
+    assert held == {}
+    assert {p: [u.first_offset for u in us] for p, us in free.items()} == {
+        0: [0],
+        1: [0],
+        2: [0],
+    }
+    leased, held = select_units(policy, units, now_ms=0, leased={0: [(0, 29)]})
+    # partition 0 is held from its first unit; 1 and 2 lose what they lose without the lease
+    assert held[0].first_offset == 0
+    assert {p: [u.first_offset for u in us] for p, us in leased.items()} == {1: [0], 2: [0]}
+
+
+def test_a_size_prune_with_a_lease_trims_the_other_partitions_as_without_it(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """The issue's case: ``max_bytes`` 16 KiB on the 3-partition ``orders`` with a lease on
+    partition 0 offsets 0..29. Before the fix partitions 1 and 2 were pruned empty (the held
+    partition's bytes were made up for with their newest data)."""
+    cat, store, _root = archive
+    policy = RetentionPolicy(name="orders-16k", topic="orders", max_bytes="16KiB")
+    free = prune(cat, store, [policy], dry_run=True)
+    want = {r.partition: (r.first_offset, r.last_offset) for r in free.ranges}
+    assert set(want) == {0, 1, 2}
+    ObjectLeases(cat.engine).take("replay:r-1", [LeaseRange(CLUSTER, "orders", 0, 0, 29)])
+    report = prune(cat, store, [policy])
+    got = {r.partition: (r.first_offset, r.last_offset) for r in report.ranges}
+    assert got == {p: want[p] for p in (1, 2)}
+    assert [(h["partition"], h["first_offset"]) for h in report.held] == [(0, 0)]
+    for p in (1, 2):  # each keeps its newest data
+        kept = [s for s in _segments(cat, "orders", p) if s.status != "pruned"]
+        assert kept and kept[-1].end_offset == _segments(cat, "orders", p)[-1].end_offset
+    assert all(s.status != "pruned" for s in _segments(cat, "orders", 0))
