@@ -115,3 +115,75 @@ def test_a_size_prune_with_a_lease_trims_the_other_partitions_as_without_it(
         kept = [s for s in _segments(cat, "orders", p) if s.status != "pruned"]
         assert kept and kept[-1].end_offset == _segments(cat, "orders", p)[-1].end_offset
     assert all(s.status != "pruned" for s in _segments(cat, "orders", 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# strictly typed policies
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"max_age": True}, r"retention\[0\] \(typo\): max_age: True is a boolean"),
+        ({"max_bytes": True}, r"retention\[0\] \(typo\): max_bytes: True is a boolean"),
+        ({"max_age": False}, "max_age: False is a boolean"),
+        ({"max_age": 1.5}, "max_age: 1.5 is a float"),
+        ({"max_bytes": 1e9}, "max_bytes: 1000000000.0 is a float"),
+        ({"max_age": 30}, "max_age: 30 would be 30 millisecond"),
+        ({"max_age": "30"}, "not a duration"),
+        ({"max_age": "30 days"}, "not a duration"),
+        ({"max_age": "yes"}, "not a duration"),
+        ({"max_bytes": "1.5GiB"}, "not a size"),
+        ({"max_bytes": "2tb"}, "not a size"),
+        ({"max_bytes": "yes"}, "not a size"),
+        ({"max_bytes": 0}, "must be positive"),
+        ({"keep_all": "yes"}, "keep_all: Input should be a valid boolean"),
+        ({"keep_all": 1}, "keep_all: Input should be a valid boolean"),
+        ({"max_age": "30d", "topic": 7}, "topic: Input should be a valid string"),
+    ],
+)
+def test_a_doubtful_policy_value_is_refused_naming_the_policy_and_field(
+    entry: dict[str, Any], message: str
+) -> None:
+    from kafka_archive.catalog.retention import RetentionConfigError, load_policies
+
+    with pytest.raises(RetentionConfigError, match=message):
+        load_policies([{"name": "typo", **entry}])
+
+
+def test_yaml_yes_is_refused_as_a_max_age(tmp_path: Path) -> None:
+    """YAML 1.1 reads ``yes`` as true: the policy is refused, not a 1 ms retention."""
+    from kafka_archive.catalog.retention import RetentionConfigError, load_policies
+    from kafka_archive.settings import load_settings
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("retention:\n  - {name: oops, topic: orders, max_age: yes}\n")
+    settings = load_settings(env={"KAFKA_ARCHIVE_CONFIG": str(cfg)})
+    with pytest.raises(RetentionConfigError, match=r"\(oops\): max_age: True is a boolean"):
+        load_policies(settings.retention)
+    env = {"KAFKA_ARCHIVE_RETENTION": json.dumps([{"name": "j", "max_bytes": True}])}
+    with pytest.raises(RetentionConfigError, match=r"\(j\): max_bytes: True is a boolean"):
+        load_policies(load_settings(env=env).retention)
+
+
+def test_the_documented_forms_are_accepted() -> None:
+    from kafka_archive.catalog.retention import load_policies
+
+    got = load_policies(
+        [
+            {"name": "a", "max_age": "30d"},
+            {"name": "b", "max_age": "2w", "max_bytes": "500GiB"},
+            {"name": "c", "max_age": 86_400_000, "max_bytes": 1_048_576},
+            {"name": "d", "max_age": "500ms", "max_bytes": "2TB"},
+            {"name": "e", "max_bytes": "1048576"},
+            {"name": "f", "keep_all": True},
+        ]
+    )
+    assert [(p.max_age_ms, p.max_size) for p in got] == [
+        (30 * 86_400_000, None),
+        (14 * 86_400_000, 500 * 2**30),
+        (86_400_000, 1_048_576),
+        (500, 2 * 10**12),
+        (None, 1_048_576),
+        (None, None),
+    ]

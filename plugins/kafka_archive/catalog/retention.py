@@ -59,10 +59,12 @@ __all__ = [
     "units_of",
 ]
 
-_DURATION_RE: Final = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
+_DURATION_RE: Final = re.compile(r"^(\d+) ?(ms|s|m|h|d|w)$")
 _DURATION_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION_MS["w"] = 7 * _DURATION_MS["d"]
-_BYTES_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]i?B|B)?\s*$", re.I)
+#: units exactly as documented (``KiB`` = 1024, ``KB`` = 1000): ``500gib`` or ``2tb`` is
+#: refused rather than guessed
+_BYTES_RE: Final = re.compile(r"^(\d+) ?(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$")
 _BYTES_UNIT: Final = {
     "B": 1,
     "KB": 10**3,
@@ -70,12 +72,15 @@ _BYTES_UNIT: Final = {
     "GB": 10**9,
     "TB": 10**12,
     "PB": 10**15,
-    "KIB": 2**10,
-    "MIB": 2**20,
-    "GIB": 2**30,
-    "TIB": 2**40,
-    "PIB": 2**50,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "PiB": 2**50,
 }
+#: an integer ``max_age`` is milliseconds; below one second it is surely a unit forgotten
+#: (``max_age: 30`` meant as 30 days would prune everything older than 30 ms)
+_MIN_BARE_AGE_MS: Final = 1000
 
 
 class RetentionConfigError(ValueError):
@@ -83,63 +88,90 @@ class RetentionConfigError(ValueError):
     entry and why)."""
 
     hint = (
-        "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}, "
-        'e.g. [{"name": "30-days", "topic": "*", "max_age": "30d"}] (see docs/archive.md)'
+        "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}: "
+        "max_age a duration with its unit (30d, 12h, 90m, 45s, 500ms, 2w) or an integer of "
+        "milliseconds, max_bytes a size (500GiB, 2TB, 1048576) or an integer of bytes, "
+        'keep_all true; e.g. [{"name": "30-days", "topic": "*", "max_age": "30d"}] '
+        "(see docs/archive.md)"
     )
 
 
-def parse_duration_ms(value: str | int) -> int:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``500ms``, ``2w`` or an integer of milliseconds."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise ValueError(f"a duration must be positive, not {value}")
+def _kind(value: object) -> str:
+    return "a boolean" if isinstance(value, bool) else f"a {type(value).__name__}"
+
+
+def parse_duration_ms(value: object) -> int:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``500ms``, ``2w`` or an integer of milliseconds
+    (at least 1000). Strict: a boolean, a float, a string without its unit or in any other
+    form is refused (``ValueError`` saying why), never read as some number."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(
+            f"{value!r} is {_kind(value)}, not a duration (write e.g. 30d, 12h, 90m, 2w)"
+        )
+    if isinstance(value, int):
+        if value < _MIN_BARE_AGE_MS:
+            raise ValueError(
+                f"{value} would be {value} millisecond(s); write the unit (e.g. {value}d) or "
+                f"at least {_MIN_BARE_AGE_MS} milliseconds"
+            )
         return value
-    m = _DURATION_RE.match(str(value))
+    m = _DURATION_RE.match(value)
     if m is None:
-        raise ValueError(f"{value!r} is not a duration (e.g. 30d, 12h, 90m, 2w)")
+        raise ValueError(f"{value!r} is not a duration (e.g. 30d, 12h, 90m, 45s, 500ms, 2w)")
     ms = int(m[1]) * _DURATION_MS[m[2]]
     if ms <= 0:
         raise ValueError(f"a duration must be positive, not {value!r}")
     return ms
 
 
-def parse_bytes(value: str | int) -> int:
-    """``500GiB``, ``2TB``, ``1048576`` (bytes)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+def parse_bytes(value: object) -> int:
+    """``500GiB``, ``2TB``, ``1048576`` (bytes; a string of digits too). Strict: a boolean, a
+    float, a fraction or a unit spelt otherwise (``2tb``) is refused (``ValueError``)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{value!r} is {_kind(value)}, not a size (write e.g. 500GiB, 2TB)")
+    if isinstance(value, int):
         if value <= 0:
             raise ValueError(f"a size must be positive, not {value}")
         return value
-    m = _BYTES_RE.match(str(value))
+    m = _BYTES_RE.match(value)
     if m is None:
-        raise ValueError(f"{value!r} is not a size (e.g. 500GiB, 2TB, 1048576)")
-    n = int(float(m[1]) * _BYTES_UNIT[(m[2] or "B").upper()])
+        raise ValueError(
+            f"{value!r} is not a size (an integer and one of B, KB, MB, GB, TB, PB, KiB, "
+            "MiB, GiB, TiB, PiB, e.g. 500GiB, 2TB, 1048576)"
+        )
+    n = int(m[1]) * _BYTES_UNIT[m[2] or "B"]
     if n <= 0:
         raise ValueError(f"a size must be positive, not {value!r}")
     return n
 
 
 class RetentionPolicy(BaseModel):
-    """One named policy and the topics it applies to (glob patterns, ``*`` by default)."""
+    """One named policy and the topics it applies to (glob patterns, ``*`` by default).
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Strictly typed (``strict``): a name and patterns are strings, ``keep_all`` a boolean
+    (not ``"yes"`` nor 1), ``max_age``/``max_bytes`` as :func:`parse_duration_ms` and
+    :func:`parse_bytes` take them (not ``true``, which lax parsing read as 1 ms / 1 byte).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1, max_length=200)
-    cluster: str = "*"
-    topic: str = "*"
+    cluster: str = Field("*", min_length=1)
+    topic: str = Field("*", min_length=1)
     max_age: str | int | None = None
     max_bytes: str | int | None = None
     keep_all: bool = False
 
-    @field_validator("max_age")
+    @field_validator("max_age", mode="before")
     @classmethod
-    def _age(cls, v: str | int | None) -> str | int | None:
+    def _age(cls, v: object) -> object:
         if v is not None:
             parse_duration_ms(v)
         return v
 
-    @field_validator("max_bytes")
+    @field_validator("max_bytes", mode="before")
     @classmethod
-    def _size(cls, v: str | int | None) -> str | int | None:
+    def _size(cls, v: object) -> object:
         if v is not None:
             parse_bytes(v)
         return v
@@ -197,7 +229,8 @@ def load_policies(raw: Any) -> list[RetentionPolicy]:
             where = ".".join(str(p) for p in first["loc"]) or "entry"
             name = entry.get("name") if isinstance(entry, Mapping) else None
             label = f"retention[{i}]" + (f" ({name})" if name else "")
-            raise RetentionConfigError(f"{label}: {where}: {first['msg']}") from None
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            raise RetentionConfigError(f"{label}: {where}: {msg}") from None
         if any(p.name == policy.name for p in out):
             raise RetentionConfigError(f"retention[{i}]: a second policy named {policy.name!r}")
         out.append(policy)
