@@ -187,3 +187,133 @@ def test_the_documented_forms_are_accepted() -> None:
         (None, 1_048_576),
         (None, None),
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# a prune that deletes much of a topic asks first
+
+
+def _keys(store: ObjectStore) -> set[str]:
+    return {o.key for o in store.list("")}
+
+
+def test_a_prune_above_the_share_deletes_nothing_and_a_dry_run_shows_the_share(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.catalog.models import PrunedRange
+    from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
+
+    cat, store, _root = archive
+    everything = [RetentionPolicy(name="typo", topic="events", max_bytes=1)]
+    before = _keys(store)
+    with pytest.raises(PruneNeedsConfirmation, match=r"more than 50% of 1 topic\(s\)") as asked:
+        prune(cat, store, everything, max_share=50)
+    assert "c1/events 100.0% (policy typo)" in str(asked.value)
+    assert "--yes" in asked.value.hint and "prune_max_share" in asked.value.hint
+    assert _keys(store) == before
+    with cat.session() as s:
+        assert s.execute(select(PrunedRange)).first() is None
+    assert all(x.status != "pruned" for p in (0, 1) for x in _segments(cat, "events", p))
+    dry = prune(cat, store, everything, max_share=50, dry_run=True)
+    assert [(x.topic, x.percent) for x in dry.needs_confirmation] == [("events", 100.0)]
+    total = sum(x.size_bytes for p in (0, 1) for x in _segments(cat, "events", p))
+    assert [(x.pruned_bytes, x.total_bytes) for x in dry.shares] == [(total, total)]
+    # a policy that keeps most of the topic is not asked about; confirmed (None), it all goes
+    most = [RetentionPolicy(name="most", topic="events", max_bytes=total * 3 // 4)]
+    small = prune(cat, store, most, max_share=50)
+    assert small.ranges and 0 < small.shares[0].percent < 50
+    assert prune(cat, store, everything, max_share=None).segments > 0
+
+
+def test_the_share_setting_is_a_strict_percentage() -> None:
+    from kafka_archive.settings import SettingsError, load_settings
+
+    assert load_settings(env={}).prune_max_share == 50
+    for text, want in (("30", 30), ("30%", 30), ("100", 100), ("0", 0)):
+        got = load_settings(env={"KAFKA_ARCHIVE_PRUNE_MAX_SHARE": text}).prune_max_share
+        assert got == want
+    for bad in ("yes", "true", "0.5", "101", "-1", "half"):
+        with pytest.raises(SettingsError, match="prune_max_share from KAFKA_ARCHIVE_PRUNE_MAX_SH"):
+            load_settings(env={"KAFKA_ARCHIVE_PRUNE_MAX_SHARE": bad})
+
+
+def _cli(args: list[str], env: dict[str, str]) -> Any:
+    from kafka_archive.cli import _register_groups, app
+    from typer.testing import CliRunner
+
+    _register_groups()
+    return CliRunner().invoke(app, args, env=env)
+
+
+def test_cli_prune_asks_for_yes_and_the_task_fails_without_it(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.airflow.prune_tasks import prune_in_task
+    from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
+
+    _cat, store, root = archive
+    policy = json.dumps([{"name": "typo", "topic": "events", "max_bytes": "1KiB"}])
+    env = {
+        "KAFKA_ARCHIVE_DB": str(root / "catalog.db"),
+        "KAFKA_ARCHIVE_STORE": store.uri,
+        "KAFKA_ARCHIVE_RETENTION": policy,
+    }
+    before = _keys(store)
+    dry = _cli(["archive", "prune", "--dry-run"], env)
+    assert dry.exit_code == 0, dry.output
+    assert (
+        "c1/events: would prune 100.0% of the topic" in dry.output and "needs --yes" in dry.output
+    )
+    refused = _cli(["archive", "prune"], env)
+    assert refused.exit_code == 1, refused.output
+    assert "would delete more than 50% of 1 topic(s): c1/events 100.0%" in refused.output
+    assert "--yes" in refused.output and "Traceback" not in refused.output
+    assert _keys(store) == before
+    variables = {"kafka_archive_retention": policy}.get
+    with pytest.raises(PruneNeedsConfirmation):
+        prune_in_task(variables, env=env)
+    assert _keys(store) == before
+    # the setting raises the limit; --yes confirms
+    raised = _cli(
+        ["archive", "prune", "--dry-run", "--json"], {**env, "KAFKA_ARCHIVE_PRUNE_MAX_SHARE": "100"}
+    )
+    lines = [json.loads(x) for x in raised.output.splitlines()]
+    assert [x["needs_confirmation"] for x in lines if x["kind"] == "topic_share"] == [False]
+    done = _cli(["archive", "prune", "--yes", "--json"], env)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output.splitlines()[-1])["segments"] > 0
+    assert _keys(store) != before
+
+
+# ---------------------------------------------------------------------------------------------
+# internal topics are kept unless a policy names them
+
+
+def test_a_catch_all_policy_keeps_internal_topics_unless_one_names_them(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.catalog.retention import policy_for
+
+    catch_all = RetentionPolicy(name="all", max_bytes=1)
+    for internal in ("__cluster_metadata", "__consumer_offsets", "_schemas", "__transaction_state"):
+        assert policy_for([catch_all], "c1", internal) is None
+        assert policy_for([catch_all], "c1", internal, internal=True) is catch_all
+    named = RetentionPolicy(name="meta", topic="__cluster_metadata", max_age="30d")
+    internals = RetentionPolicy(name="internals", topic="__*", max_age="90d")
+    assert policy_for([named, catch_all], "c1", "__cluster_metadata") is named
+    assert policy_for([catch_all, internals], "c1", "__consumer_offsets") is internals
+    assert policy_for([catch_all, internals], "c1", "orders") is catch_all
+
+    cat, store, _root = archive
+    report = prune(cat, store, [catch_all])
+    assert {r.topic for r in report.ranges} == {"events", "orders"}
+    assert [(k["topic"], k["policy"]) for k in report.kept_internal] == [
+        ("__consumer_offsets", "all")
+    ]
+    assert all(
+        x.status != "pruned" for p in (0, 1, 2) for x in _segments(cat, "__consumer_offsets", p)
+    )
+    named_co = RetentionPolicy(name="co", topic="__consumer_offsets", max_bytes=1)
+    assert {r.topic for r in prune(cat, store, [named_co, catch_all]).ranges} == {
+        "__consumer_offsets"
+    }

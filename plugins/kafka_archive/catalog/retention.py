@@ -2,11 +2,12 @@
 
 A **policy** (:class:`RetentionPolicy`) has a name and applies to the topics its ``cluster``
 and ``topic`` glob patterns match (the first matching policy of the list wins; a topic no
-policy matches is kept whole). It keeps data by age (``max_age``: delete what is older),
-by total size (``max_bytes``: delete the oldest until the topic fits), both (delete what
-either says), or ``keep_all``. Policies come from the ``retention`` setting
-(:mod:`kafka_archive.settings`): a YAML list in the configuration file, JSON in
-``KAFKA_ARCHIVE_RETENTION``::
+policy matches is kept whole; an internal topic, ``_`` first, only by a policy whose
+``topic`` pattern starts with ``_`` too: :func:`policy_for`). It keeps data by age
+(``max_age``: delete what is older), by total size (``max_bytes``: delete the oldest until
+the topic fits), both (delete what either says), or ``keep_all``. Policies come from the
+``retention`` setting (:mod:`kafka_archive.settings`): a YAML list in the configuration file,
+JSON in ``KAFKA_ARCHIVE_RETENTION``::
 
     retention:
       - {name: orders-90d, cluster: prod, topic: "orders*", max_age: 90d}
@@ -47,10 +48,12 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
+    "KEPT_INTERNAL",
     "RetentionConfigError",
     "RetentionPolicy",
     "Unit",
     "VersionSpan",
+    "is_internal_topic",
     "load_policies",
     "parse_bytes",
     "parse_duration_ms",
@@ -237,11 +240,42 @@ def load_policies(raw: Any) -> list[RetentionPolicy]:
     return out
 
 
+#: why a catch-all policy leaves an internal topic alone (reported by a prune)
+KEPT_INTERNAL: Final = (
+    "an internal topic: only a policy whose topic pattern names it (starts with '_', e.g. "
+    "'__consumer_offsets' or '__*') prunes it"
+)
+
+
+def is_internal_topic(topic: str) -> bool:
+    """Whether ``topic`` is an internal topic: its name begins with ``_``. Kafka's own
+    (``__cluster_metadata``: the metadata history; ``__consumer_offsets``: the groups'
+    commits; ``__transaction_state``, ``__share_group_state``) and the platform topics by the
+    same convention (Schema Registry's ``_schemas``, without which retained records cannot be
+    decoded; ``_confluent-*``)."""
+    return topic.startswith("_")
+
+
+def _names_internal(policy: RetentionPolicy) -> bool:
+    return policy.topic.startswith("_")
+
+
 def policy_for(
-    policies: Sequence[RetentionPolicy], cluster: str, topic: str
+    policies: Sequence[RetentionPolicy], cluster: str, topic: str, *, internal: bool = False
 ) -> RetentionPolicy | None:
-    """The first policy matching ``cluster``/``topic`` (``None``: keep everything)."""
-    return next((p for p in policies if p.matches(cluster, topic)), None)
+    """The first policy matching ``cluster``/``topic`` (``None``: keep everything).
+
+    An internal topic (:func:`is_internal_topic`) is matched only by a policy that names it:
+    its ``topic`` pattern starts with ``_`` (``__consumer_offsets``, ``__*``, ``_schemas``); a
+    catch-all ``*`` or ``orders*`` never prunes the metadata history or the schemas.
+    ``internal=True``: the first policy whose patterns match, named or not (to report which
+    catch-all an internal topic escaped).
+    """
+    guard = is_internal_topic(topic) and not internal
+    return next(
+        (p for p in policies if p.matches(cluster, topic) and (not guard or _names_internal(p))),
+        None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
