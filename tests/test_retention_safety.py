@@ -317,3 +317,105 @@ def test_a_catch_all_policy_keeps_internal_topics_unless_one_names_them(
     assert {r.topic for r in prune(cat, store, [named_co, catch_all]).ranges} == {
         "__consumer_offsets"
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# a replay refused over a pruned range: the part asked for, each offset counted once
+
+
+def _prune_oldest_events(cat: Catalog, store: ObjectStore, keep_from: int = 3) -> list[Segment]:
+    segs = _segments(cat, "events", 0)
+    cutoff = max(x.max_timestamp for x in segs[:keep_from]) + 1
+    policy = RetentionPolicy(name="events-age", topic="events", max_age="1s")
+    prune(cat, store, [policy], now_ms=cutoff + 1000)
+    return segs
+
+
+def _plan(source: Any, frm: str, to: str | None = None) -> Any:
+    from kafka_archive.replay.plan import ReplaySpec, TargetSpec, build_plan, parse_position
+
+    bounds: dict[str, Any] = {"from": parse_position(frm)}
+    if to is not None:
+        bounds["to"] = parse_position(to)
+    spec = ReplaySpec(
+        cluster=CLUSTER,
+        topic="events",
+        partitions=[0],
+        **bounds,
+        target=TargetSpec(bootstrap_servers="localhost:1"),
+    )
+    return build_plan(spec, source)
+
+
+def test_a_refusal_names_the_part_of_a_pruned_range_that_was_asked_for(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.completeness import ReplayGapsError
+    from kafka_archive.replay.runner import require_complete
+
+    cat, store, _root = archive
+    segs = _prune_oldest_events(cat, store)
+    last_pruned = segs[2].end_offset - 1
+    source = CatalogPlanSource(cat, store)
+    plan = _plan(source, "offset:50")
+    assert [(h.kind, h.first_offset, h.last_offset) for _p, h in plan.holes] == [
+        ("pruned", 50, last_pruned)
+    ]
+    with pytest.raises(ReplayGapsError) as refused:
+        require_complete(plan)
+    n = last_pruned - 50 + 1
+    assert f"cannot deliver {n} offset(s)" in str(refused.value)
+    assert f"partition 0 offsets 50..{last_pruned} ({n}): pruned" in str(refused.value)
+    # a request wholly inside the pruned range: refused naming it (it was "nothing to replay:
+    # selects no records", as if the offsets had never existed)
+    with pytest.raises(ReplayGapsError, match=r"24 offset\(s\).*offsets 10\.\.33 \(24\): pruned"):
+        _plan(source, "offset:10", "offset:34")
+
+
+def test_offsets_two_sources_report_are_counted_once(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    """A pruned range the catalog also reports as ``missing`` (and a duplicate report of the
+    same range) is one hole, counted once: it was "48 offset(s) (2 hole(s))" for 24."""
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.completeness import PlanHole, ReplayGapsError
+    from kafka_archive.replay.runner import require_complete
+
+    cat, store, _root = archive
+    segs = _prune_oldest_events(cat, store)
+    last_pruned = segs[2].end_offset - 1
+
+    class TwoSources(CatalogPlanSource):
+        def holes(self, cluster: str, topic: str, partition: int) -> list[PlanHole]:
+            found = super().holes(cluster, topic, partition)
+            again = [h.model_copy(update={"kind": "missing"}) for h in found]
+            return [*found, *again, *found]
+
+    plan = _plan(TwoSources(cat, store), f"offset:{last_pruned - 23}")
+    assert [(h.kind, h.first_offset, h.last_offset) for _p, h in plan.holes] == [
+        ("pruned", last_pruned - 23, last_pruned)
+    ]
+    with pytest.raises(ReplayGapsError, match=r"cannot deliver 24 offset\(s\) .* \(1 hole\(s\)\)"):
+        require_complete(plan)
+
+
+def test_overlapping_holes_are_made_disjoint_most_specific_first() -> None:
+    from kafka_archive.replay.completeness import PlanHole, disjoint_holes
+
+    def h(kind: str, a: int, b: int) -> PlanHole:
+        return PlanHole(kind=kind, first_offset=a, last_offset=b, reason=kind)
+
+    got = disjoint_holes(
+        [h("missing", 0, 99), h("corrupt", 40, 59), h("pruned", 0, 19), h("not-archived", 90, 120)],
+        10,
+        109,
+    )
+    assert [(x.kind, x.first_offset, x.last_offset) for x in got] == [
+        ("pruned", 10, 19),
+        ("missing", 20, 39),
+        ("corrupt", 40, 59),
+        ("missing", 60, 99),
+        ("not-archived", 100, 109),
+    ]
+    assert sum(x.offsets for x in got) == 100
