@@ -419,3 +419,40 @@ def test_overlapping_holes_are_made_disjoint_most_specific_first() -> None:
         ("not-archived", 100, 109),
     ]
     assert sum(x.offsets for x in got) == 100
+
+
+# ---------------------------------------------------------------------------------------------
+# a topic pruned away entirely: the answers name the policy
+
+
+def test_a_topic_pruned_away_entirely_is_named_as_pruned_not_unknown(
+    archive: tuple[Catalog, ObjectStore, Path],
+) -> None:
+    from kafka_archive.catalog.time_answers import offsets_at
+    from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.errors import UnknownTopicError
+
+    cat, store, root = archive
+    last = {p: _segments(cat, "events", p)[-1].end_offset - 1 for p in (0, 1)}
+    prune(cat, store, [RetentionPolicy(name="events-gone", topic="events", max_bytes=1)])
+    with pytest.raises(UnknownTopicError) as refused:
+        _plan(CatalogPlanSource(cat, store), "earliest")
+    text = str(refused.value)
+    assert "holds no retained data of 'events'" in text and "policy events-gone pruned" in text
+    assert f"partition 0 up to offset {last[0]}, partition 1 up to offset {last[1]}" in text
+    assert "catalog build" not in text.split(":")[0]
+    assert "cannot be replayed or exported" in (refused.value.hint or "")
+    # catalog offsets --at 0: not "1970 is after the archive's last record"
+    answers = offsets_at(cat, store, CLUSTER, "events", 0)
+    assert [(a.partition, a.offset, a.clamped) for a in answers] == [
+        (0, -1, "pruned"),
+        (1, -1, "pruned"),
+    ]
+    assert "holds no retained record" in (answers[0].note or "")
+    assert "pruned by policy events-gone at" in (answers[0].note or "")
+    assert answers[0].to_json()["pruned"]["last_offset"] == last[0]
+    env = {"KAFKA_ARCHIVE_DB": str(root / "catalog.db"), "KAFKA_ARCHIVE_STORE": store.uri}
+    out = _cli(["catalog", "offsets", "--cluster", CLUSTER, "--topic", "events", "--at", "0"], env)
+    assert out.exit_code == 0, out.output
+    assert "after the archive's last record" not in out.output
+    assert "pruned by policy events-gone" in out.output
