@@ -442,6 +442,15 @@ def test_a_topic_pruned_away_entirely_is_named_as_pruned_not_unknown(
     assert f"partition 0 up to offset {last[0]}, partition 1 up to offset {last[1]}" in text
     assert "catalog build" not in text.split(":")[0]
     assert "cannot be replayed or exported" in (refused.value.hint or "")
+    # export plans through the same source: the same answer
+    from kafka_archive.services.export import ExportRequest, ExportService
+    from kafka_archive.settings import load_settings
+
+    request = ExportRequest(
+        cluster=CLUSTER, topic="events", **{"from": "earliest"}, output=str(root / "out")
+    )
+    with pytest.raises(UnknownTopicError, match="policy events-gone pruned all of it"):
+        ExportService(load_settings(env={}), catalog=cat, store=store).plan(request)
     # catalog offsets --at 0: not "1970 is after the archive's last record"
     answers = offsets_at(cat, store, CLUSTER, "events", 0)
     assert [(a.partition, a.offset, a.clamped) for a in answers] == [

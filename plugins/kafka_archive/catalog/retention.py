@@ -159,8 +159,8 @@ class RetentionPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1, max_length=200)
-    cluster: str = Field("*", min_length=1)
-    topic: str = Field("*", min_length=1)
+    cluster: str = Field(default="*", min_length=1)
+    topic: str = Field(default="*", min_length=1)
     max_age: str | int | None = None
     max_bytes: str | int | None = None
     keep_all: bool = False
