@@ -13,7 +13,12 @@ keeps any more, oldest first, with every archived version of the same offsets. S
   the next one, so retries are always safe.
 
 Daily, one run at a time. Trigger with `{"dry_run": true}` to see in the task log what would
-go and how many bytes.
+go, how many bytes, and which share of each topic.
+
+A run that would delete more than the `prune_max_share` setting (default 50%) of any topic
+deletes nothing and fails, naming the topics and their shares: check with a dry run, then
+trigger with `{"yes": true}` (or raise the setting). Internal topics (`__cluster_metadata`,
+`__consumer_offsets`, `_schemas`, ...) are pruned only by a policy that names them.
 
 ## Configuration
 
@@ -30,8 +35,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Param, dag, task
+from airflow.sdk.exceptions import AirflowFailException
 from kafka_archive.airflow import protect_task_logs
 from kafka_archive.airflow.prune_tasks import prune_in_task
+from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -56,18 +63,28 @@ DEFAULT_ARGS: dict[str, Any] = {
         "dry_run": Param(False, type="boolean", description="List what would go; delete nothing."),
         "cluster": Param(None, type=["null", "string"], description="Only this cluster."),
         "topic": Param(None, type=["null", "string"], description="Only this topic."),
+        "yes": Param(
+            False,
+            type="boolean",
+            description="Confirm a prune that deletes more than the prune_max_share setting "
+            "(default 50%) of a topic; without it such a run deletes nothing and fails.",
+        ),
     },
 )
 def kafka_archive_prune() -> None:
     @task
     def prune(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = params or {}
-        return prune_in_task(
-            dry_run=bool(params.get("dry_run")),
-            cluster=params.get("cluster") or None,
-            topic=params.get("topic") or None,
-            log=logging.getLogger("kafka_archive.prune").info,
-        )
+        try:
+            return prune_in_task(
+                dry_run=bool(params.get("dry_run")),
+                cluster=params.get("cluster") or None,
+                topic=params.get("topic") or None,
+                yes=params.get("yes") is True,
+                log=logging.getLogger("kafka_archive.prune").info,
+            )
+        except PruneNeedsConfirmation as exc:  # a retry would refuse again: fail at once
+            raise AirflowFailException(f"{exc}. {exc.hint}") from None
 
     prune()
 

@@ -378,7 +378,7 @@ def test_a_prune_killed_mid_deletion_is_completed_by_the_next_run(
     script = tmp_path / "freezing_cli.py"
     script.write_text(_FREEZING_CLI)
     proc = subprocess.Popen(
-        [sys.executable, str(script), "archive", "prune", "--json"],
+        [sys.executable, str(script), "archive", "prune", "--json", "--yes"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -395,7 +395,9 @@ def test_a_prune_killed_mid_deletion_is_completed_by_the_next_run(
     assert len(doomed & _all_keys(store)) == len(doomed) - 5
     with cat.session() as s:
         assert [r.status for r in s.execute(select(PrunedRange)).scalars()] == ["planned"]
-    rerun = _cli(["archive", "prune", "--json"], {k: env[k] for k in env if k.startswith("KAFKA_")})
+    rerun = _cli(
+        ["archive", "prune", "--json", "--yes"], {k: env[k] for k in env if k.startswith("KAFKA_")}
+    )
     assert rerun.exit_code == 0, rerun.output
     assert not doomed & _all_keys(store)
     with cat.session() as s:
@@ -867,7 +869,7 @@ def test_cli_prune_dry_run_then_prune_then_gaps(
     assert {x["partition"] for x in would} == {0, 1}
     assert lines[-1]["kind"] == "prune_summary" and lines[-1]["bytes"] > 0
     assert store.exists(segs[0].object_key)
-    done = _cli(["archive", "prune", "--topic", "events", "--json"], env)
+    done = _cli(["archive", "prune", "--topic", "events", "--json", "--yes"], env)
     assert done.exit_code == 0, done.output
     pruned = [json.loads(x) for x in done.output.splitlines() if '"pruned"' in x]
     assert [(x["partition"], x["segments"]) for x in pruned] == [
@@ -901,7 +903,7 @@ def test_the_dag_task_prunes_with_the_settings(archive: tuple[Catalog, ObjectSto
     }
     dry = prune_in_task(variables.get, dry_run=True, env={})
     assert dry["segments"] > 0 and dry["dry_run"]
-    out = prune_in_task(variables.get, dry_run=False, env={})
+    out = prune_in_task(variables.get, dry_run=False, env={}, yes=True)
     assert out["segments"] == dry["segments"] and out["bytes"] == dry["bytes"]
     assert all(s.status == "pruned" for s in _segments(cat, "events", 0))
 

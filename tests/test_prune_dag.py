@@ -39,7 +39,8 @@ def run(**conf):
 
 run(dry_run=True)
 run(dry_run=False)
-run(dry_run=False)
+run(dry_run=False, yes=True)
+run(dry_run=False, yes=True)
 print("RESULT " + json.dumps(out))
 """
 
@@ -51,6 +52,8 @@ def test_the_prune_dag_prunes_with_the_settings(airflow_home: Any, tmp_path: Pat
     store = open_store(store_uri)
     keys_before = {o.key for o in store.list("")}
     policy = [{"name": "events-gone", "topic": "events", "max_bytes": 1}]
+    with open_catalog(db) as cat, cat.session() as s:
+        assert s.execute(select(PrunedRange)).first() is None
     out: dict[str, Any] = run_airflow_python(
         airflow_home,
         SNIPPET.format(dags=airflow_home.env["AIRFLOW__CORE__DAGS_FOLDER"]),
@@ -61,9 +64,15 @@ def test_the_prune_dag_prunes_with_the_settings(airflow_home: Any, tmp_path: Pat
         },
     )
     assert out["schedule"] == "@daily" and "retention" in out["tags"] and out["doc"]
-    assert out["params"] == ["cluster", "dry_run", "topic"]
-    dry, real, again = out["runs"]
-    assert [r["state"] for r in out["runs"]] == ["success"] * 3
+    assert out["params"] == ["cluster", "dry_run", "topic", "yes"]
+    dry, refused, real, again = out["runs"]
+    assert [r["state"] for r in out["runs"]] == ["success", "failed", "success", "success"]
+    # the whole topic would go: the dry run says a real run needs confirming, and a run
+    # without the Param yes deletes nothing and fails
+    assert [(x["topic"], x["percent"]) for x in dry["result"]["needs_confirmation"]] == [
+        ("events", 100.0)
+    ]
+    assert refused["result"] is None
     assert dry["result"]["dry_run"] and dry["result"]["segments"] > 0
     assert {r["partition"] for r in dry["result"]["ranges"]} == {0, 1}
     assert real["result"]["segments"] == dry["result"]["segments"]

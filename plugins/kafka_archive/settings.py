@@ -58,7 +58,7 @@ CONFIG_FILE_ENV: Final = "KAFKA_ARCHIVE_CONFIG"
 _ENV_PREFIX: Final = "KAFKA_ARCHIVE_"
 _VARIABLE_PREFIX: Final = "kafka_archive_"
 
-Kind = Literal["str", "secret", "bool", "choice", "json"]
+Kind = Literal["str", "secret", "bool", "choice", "json", "percent"]
 Source = Literal["explicit", "environment", "airflow", "file", "default"]
 #: reads one Airflow Variable by name (``None`` when it is not set)
 VariableReader = Callable[[str], str | None]
@@ -179,6 +179,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         used_by="archive prune, prune DAG",
     ),
     Setting(
+        "prune_max_share",
+        "The largest share of a topic's archived bytes one prune may delete without being "
+        "confirmed (--yes, the prune DAG's Param yes): a whole percentage 0-100 (50 or 50%); "
+        "100: never ask.",
+        kind="percent",
+        used_by="archive prune, prune DAG",
+    ),
+    Setting(
         "metadata_snapshots",
         "Clusters the metadata snapshot DAG snapshots through the Admin API: a list of "
         "{cluster, bootstrap, client_config} (client_config: librdkafka NAME: VALUE settings); "
@@ -219,6 +227,7 @@ class Settings:
     offsets_bootstrap: str | None = None
     error_log_dir: str | None = None
     retention: Any = None
+    prune_max_share: int = 50
     metadata_snapshots: Any = None
     config_file: str | None = None
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
@@ -261,6 +270,8 @@ def _coerce(setting: Setting, raw: object, source: str) -> object:
         )
     if setting.kind == "json":
         return _coerce_json(setting, raw, source)
+    if setting.kind == "percent":
+        return _coerce_percent(setting, raw, source)
     text = str(raw).strip()
     if setting.kind == "choice" and text not in setting.choices:
         raise SettingsError(
@@ -268,6 +279,24 @@ def _coerce(setting: Setting, raw: object, source: str) -> object:
             hint=f"set {setting.env} to one of {', '.join(setting.choices)}",
         )
     return text
+
+
+def _coerce_percent(setting: Setting, raw: object, source: str) -> int:
+    """A whole percentage 0-100: an integer (YAML), or its digits with an optional ``%``;
+    strict (no boolean, no fraction, nothing outside 0-100: a guard's limit is not guessed)."""
+    text = raw.strip().removesuffix("%").strip() if isinstance(raw, str) else None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value: int | None = raw
+    elif text is not None and text.isascii() and text.isdigit():
+        value = int(text)
+    else:
+        value = None
+    if value is None or not 0 <= value <= 100:
+        raise SettingsError(
+            f"{setting.name} from {source}: {raw!r} is not a whole percentage from 0 to 100",
+            hint=f"set {setting.env} to e.g. 50 (or 50%); 100 never asks",
+        )
+    return value
 
 
 def _coerce_json(setting: Setting, raw: object, source: str) -> object:

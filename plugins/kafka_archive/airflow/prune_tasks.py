@@ -5,6 +5,11 @@ The task applies the retention policies (the ``retention`` setting: Airflow Vari
 configuration file) to the archive and the catalog the settings name, through
 :class:`kafka_archive.services.prune.PruneService`. Retries are always safe: a prune killed
 at any point is finished by the next run (see :mod:`kafka_archive.catalog.prune`).
+
+A run whose plan deletes more than the ``prune_max_share`` setting (default 50%) of any topic
+deletes nothing and fails with :class:`~kafka_archive.catalog.prune_share.PruneNeedsConfirmation`
+(its message names the topics and shares) unless triggered with the Param ``yes: true`` (or the
+setting raised): a scheduled run never prunes past the guard on its own.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ def prune_in_task(
     topic: str | None = None,
     env: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    yes: bool = False,
 ) -> dict[str, Any]:
     """The prune task's body: the settings as a task reads them (``variables``: Airflow's
     Variables, default the running task's), then one prune; returns its summary (JSON-able).
 
     Raises:
         RetentionConfigError: invalid policies; SettingsError: no catalog or store;
+        PruneNeedsConfirmation: above ``prune_max_share`` and not ``yes`` (nothing deleted);
         the store's and the catalog's typed errors (the next run finishes the prune).
     """
     from kafka_archive.services.prune import PruneService
@@ -43,7 +50,7 @@ def prune_in_task(
         variables = airflow_variable_reader()
     settings = load_settings(env=env, variables=variables)
     return run_prune_task(
-        PruneService(settings), dry_run=dry_run, cluster=cluster, topic=topic, log=log
+        PruneService(settings), dry_run=dry_run, cluster=cluster, topic=topic, log=log, yes=yes
     )
 
 
@@ -54,10 +61,17 @@ def run_prune_task(
     cluster: str | None,
     topic: str | None,
     log: Callable[[str], None],
+    yes: bool = False,
 ) -> dict[str, Any]:
     """One prune with ``service`` (closed afterwards), logged one line per range."""
+    from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
+
     with service:
-        report = service.prune(cluster=cluster, topic=topic, dry_run=dry_run)
+        try:
+            report = service.prune(cluster=cluster, topic=topic, dry_run=dry_run, confirmed=yes)
+        except PruneNeedsConfirmation as exc:
+            log(f"refused: {exc}; {exc.hint}")
+            raise
     for c in report.completed:
         log(f"finished an earlier prune of {c['cluster']}/{c['topic']}/{c['partition']}")
     verb = "would prune" if dry_run else "pruned"
@@ -67,6 +81,15 @@ def run_prune_task(
             f"{r.last_offset}: {len(r.segment_ids)} segment(s), {r.bytes} bytes "
             f"(policy {r.policy})"
         )
+    for sh in report.shares:
+        log(
+            f"{verb} {sh.percent:.1f}% of {sh.cluster}/{sh.topic} ({sh.pruned_bytes} of "
+            f"{sh.total_bytes} bytes, policy {sh.policy})"
+        )
+    for sh in report.needs_confirmation:
+        log(f"{sh.cluster}/{sh.topic}: above prune_max_share, a real run needs the Param yes")
+    for k in report.kept_internal:
+        log(f"kept {k['cluster']}/{k['topic']}: {k['reason']}")
     for h in report.held:
         log(
             f"kept {h['cluster']}/{h['topic']}/{h['partition']} from {h['first_offset']}: "

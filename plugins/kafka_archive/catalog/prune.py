@@ -50,10 +50,13 @@ from kafka_archive.catalog.models import (
     Segment,
     TimeIndexEntry,
 )
+from kafka_archive.catalog.prune_share import PruneNeedsConfirmation, TopicShare, over_limit
 from kafka_archive.catalog.retention import (
+    KEPT_INTERNAL,
     RetentionPolicy,
     Unit,
     VersionSpan,
+    is_internal_topic,
     policy_for,
     select_units,
     units_of,
@@ -114,6 +117,13 @@ class PruneReport:
     completed: list[dict[str, Any]] = field(default_factory=list)
     held: list[dict[str, Any]] = field(default_factory=list)
     kept_topics: int = 0
+    #: per topic the plan deletes from: its share (:mod:`kafka_archive.catalog.prune_share`)
+    shares: list[TopicShare] = field(default_factory=list)
+    #: a dry run's topics above the limit (a real run raises instead)
+    needs_confirmation: list[TopicShare] = field(default_factory=list)
+    #: internal topics (``__cluster_metadata``, ...) a catch-all policy matched but does not
+    #: name: kept (:func:`kafka_archive.catalog.retention.policy_for`)
+    kept_internal: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -133,6 +143,9 @@ class PruneReport:
             "completed": self.completed,
             "held": self.held,
             "kept_topics": self.kept_topics,
+            "shares": [x.to_json() for x in self.shares],
+            "needs_confirmation": [x.to_json() for x in self.needs_confirmation],
+            "kept_internal": self.kept_internal,
         }
 
 
@@ -249,6 +262,15 @@ def _partition_plan(
     )
 
 
+@dataclass(slots=True)
+class _Plan:
+    ranges: list[PartitionPrune] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
+    kept: int = 0
+    shares: list[TopicShare] = field(default_factory=list)
+    kept_internal: list[dict[str, str]] = field(default_factory=list)
+
+
 def plan_prune(
     catalog: Catalog,
     store: ObjectStore,
@@ -260,15 +282,35 @@ def plan_prune(
 ) -> tuple[list[PartitionPrune], list[dict[str, Any]], int]:
     """What the policies delete now: per partition, one :class:`PartitionPrune`; the units
     leases hold (as dicts); and how many topics no policy (or ``keep_all``) lets shrink."""
+    plan = _plan(catalog, store, policies, cluster=cluster, topic=topic, now_ms=now_ms)
+    return plan.ranges, plan.held, plan.kept
+
+
+def _plan(
+    catalog: Catalog,
+    store: ObjectStore,
+    policies: Sequence[RetentionPolicy],
+    *,
+    cluster: str | None = None,
+    topic: str | None = None,
+    now_ms: int | None = None,
+) -> _Plan:
+    """:func:`plan_prune`, with each topic's share and the internal topics kept."""
     now = _now_ms() if now_ms is None else now_ms
-    plans: list[PartitionPrune] = []
-    held_out: list[dict[str, Any]] = []
-    kept = 0
+    out = _Plan()
+    plans = out.ranges
+    held_out = out.held
     with catalog.session() as s:
         for c, t in _topics(s, cluster, topic):
             policy = policy_for(policies, c, t)
+            if policy is None and is_internal_topic(t):
+                unnamed = policy_for(policies, c, t, internal=True)
+                if unnamed is not None and not unnamed.keep_all:
+                    out.kept_internal.append(
+                        {"cluster": c, "topic": t, "policy": unnamed.name, "reason": KEPT_INTERNAL}
+                    )
             if policy is None or policy.keep_all:
-                kept += 1
+                out.kept += 1
                 continue
             rows = s.execute(
                 select(Segment, Partition.partition)
@@ -291,6 +333,16 @@ def plan_prune(
             chosen, held = select_units(
                 policy, units, now_ms=now, leased=live_leases(s, c, t, now_ms=now)
             )
+            if chosen:
+                out.shares.append(
+                    TopicShare(
+                        c,
+                        t,
+                        policy.name,
+                        sum(u.log_bytes for us in chosen.values() for u in us),
+                        sum(u.log_bytes for us in units.values() for u in us),
+                    )
+                )
             for p, u in sorted(held.items()):
                 held_out.append(
                     {
@@ -309,7 +361,7 @@ def plan_prune(
                 plans.append(
                     _partition_plan(store, policy, (c, t, p), us, by_id, retained, known[p])
                 )
-    return plans, held_out, kept
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,10 +535,19 @@ def prune(
     dry_run: bool = False,
     now_ms: int | None = None,
     on_event: EventFn | None = None,
+    max_share: int | None = None,
 ) -> PruneReport:
     """Apply ``policies`` to the archive (``cluster``/``topic``: only those); see the module
     docstring for the steps and what a crash leaves. ``dry_run``: change nothing, report
-    what would go (and the ``planned`` ranges a run would finish)."""
+    what would go (and the ``planned`` ranges a run would finish).
+
+    ``max_share``: a percentage; when the plan deletes more than that of any topic, nothing
+    new is deleted (:mod:`kafka_archive.catalog.prune_share`; ``None``: no limit, as for a
+    confirmed run). A dry run lists those topics in ``needs_confirmation`` instead.
+
+    Raises:
+        PruneNeedsConfirmation: the plan is above ``max_share`` (not in a dry run).
+    """
     emit = on_event or (lambda _e: None)
     report = PruneReport(dry_run=dry_run)
     for row in pruned_ranges(catalog, cluster, topic, status="planned"):
@@ -498,11 +559,17 @@ def prune(
             _mark_done(catalog, row.id, _now_ms())
         report.completed.append(summary)
         emit({"kind": "completed", **summary})
-    plans, held, kept = plan_prune(
-        catalog, store, policies, cluster=cluster, topic=topic, now_ms=now_ms
-    )
+    plan = _plan(catalog, store, policies, cluster=cluster, topic=topic, now_ms=now_ms)
+    plans, held = plan.ranges, plan.held
     report.held = held
-    report.kept_topics = kept
+    report.kept_topics = plan.kept
+    report.shares = plan.shares
+    report.kept_internal = plan.kept_internal
+    too_much = over_limit(plan.shares, max_share)
+    if too_much and max_share is not None:
+        if not dry_run:  # before anything of this plan is recorded or deleted
+            raise PruneNeedsConfirmation(too_much, max_share)
+        report.needs_confirmation = too_much
     for h in held:
         emit({"kind": "held", **h})
     for pp in plans:

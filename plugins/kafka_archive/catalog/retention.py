@@ -2,11 +2,12 @@
 
 A **policy** (:class:`RetentionPolicy`) has a name and applies to the topics its ``cluster``
 and ``topic`` glob patterns match (the first matching policy of the list wins; a topic no
-policy matches is kept whole). It keeps data by age (``max_age``: delete what is older),
-by total size (``max_bytes``: delete the oldest until the topic fits), both (delete what
-either says), or ``keep_all``. Policies come from the ``retention`` setting
-(:mod:`kafka_archive.settings`): a YAML list in the configuration file, JSON in
-``KAFKA_ARCHIVE_RETENTION``::
+policy matches is kept whole; an internal topic, ``_`` first, only by a policy whose
+``topic`` pattern starts with ``_`` too: :func:`policy_for`). It keeps data by age
+(``max_age``: delete what is older), by total size (``max_bytes``: delete the oldest until
+the topic fits), both (delete what either says), or ``keep_all``. Policies come from the
+``retention`` setting (:mod:`kafka_archive.settings`): a YAML list in the configuration file,
+JSON in ``KAFKA_ARCHIVE_RETENTION``::
 
     retention:
       - {name: orders-90d, cluster: prod, topic: "orders*", max_age: 90d}
@@ -26,7 +27,10 @@ deleted as a prefix: a unit goes only when every older unit goes too.
   (every version counts: a compaction rewrite costs its own bytes); while it exceeds
   ``max_bytes``, the oldest next unit of any partition goes.
 * a unit that a live lease (:mod:`kafka_archive.catalog.leases`) touches stops its
-  partition's prefix: neither it nor any later unit of the partition goes in this run.
+  partition's prefix: neither it nor any later unit of the partition goes in this run. The
+  prefixes are chosen first as if nothing were leased, then cut at the leases: a lease only
+  ever keeps more (a held partition's bytes are not made up for by deleting more of the
+  others, so the topic may stay above ``max_bytes`` until the lease ends).
 
 Everything here is pure (rows in, selections out); :mod:`kafka_archive.catalog.prune` reads
 the catalog and acts.
@@ -44,10 +48,12 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
+    "KEPT_INTERNAL",
     "RetentionConfigError",
     "RetentionPolicy",
     "Unit",
     "VersionSpan",
+    "is_internal_topic",
     "load_policies",
     "parse_bytes",
     "parse_duration_ms",
@@ -56,10 +62,12 @@ __all__ = [
     "units_of",
 ]
 
-_DURATION_RE: Final = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
+_DURATION_RE: Final = re.compile(r"^(\d+) ?(ms|s|m|h|d|w)$")
 _DURATION_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION_MS["w"] = 7 * _DURATION_MS["d"]
-_BYTES_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]i?B|B)?\s*$", re.I)
+#: units exactly as documented (``KiB`` = 1024, ``KB`` = 1000): ``500gib`` or ``2tb`` is
+#: refused rather than guessed
+_BYTES_RE: Final = re.compile(r"^(\d+) ?(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$")
 _BYTES_UNIT: Final = {
     "B": 1,
     "KB": 10**3,
@@ -67,12 +75,15 @@ _BYTES_UNIT: Final = {
     "GB": 10**9,
     "TB": 10**12,
     "PB": 10**15,
-    "KIB": 2**10,
-    "MIB": 2**20,
-    "GIB": 2**30,
-    "TIB": 2**40,
-    "PIB": 2**50,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "PiB": 2**50,
 }
+#: an integer ``max_age`` is milliseconds; below one second it is surely a unit forgotten
+#: (``max_age: 30`` meant as 30 days would prune everything older than 30 ms)
+_MIN_BARE_AGE_MS: Final = 1000
 
 
 class RetentionConfigError(ValueError):
@@ -80,63 +91,90 @@ class RetentionConfigError(ValueError):
     entry and why)."""
 
     hint = (
-        "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}, "
-        'e.g. [{"name": "30-days", "topic": "*", "max_age": "30d"}] (see docs/archive.md)'
+        "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}: "
+        "max_age a duration with its unit (30d, 12h, 90m, 45s, 500ms, 2w) or an integer of "
+        "milliseconds, max_bytes a size (500GiB, 2TB, 1048576) or an integer of bytes, "
+        'keep_all true; e.g. [{"name": "30-days", "topic": "*", "max_age": "30d"}] '
+        "(see docs/archive.md)"
     )
 
 
-def parse_duration_ms(value: str | int) -> int:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``500ms``, ``2w`` or an integer of milliseconds."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise ValueError(f"a duration must be positive, not {value}")
+def _kind(value: object) -> str:
+    return "a boolean" if isinstance(value, bool) else f"a {type(value).__name__}"
+
+
+def parse_duration_ms(value: object) -> int:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``500ms``, ``2w`` or an integer of milliseconds
+    (at least 1000). Strict: a boolean, a float, a string without its unit or in any other
+    form is refused (``ValueError`` saying why), never read as some number."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(
+            f"{value!r} is {_kind(value)}, not a duration (write e.g. 30d, 12h, 90m, 2w)"
+        )
+    if isinstance(value, int):
+        if value < _MIN_BARE_AGE_MS:
+            raise ValueError(
+                f"{value} would be {value} millisecond(s); write the unit (e.g. {value}d) or "
+                f"at least {_MIN_BARE_AGE_MS} milliseconds"
+            )
         return value
-    m = _DURATION_RE.match(str(value))
+    m = _DURATION_RE.match(value)
     if m is None:
-        raise ValueError(f"{value!r} is not a duration (e.g. 30d, 12h, 90m, 2w)")
+        raise ValueError(f"{value!r} is not a duration (e.g. 30d, 12h, 90m, 45s, 500ms, 2w)")
     ms = int(m[1]) * _DURATION_MS[m[2]]
     if ms <= 0:
         raise ValueError(f"a duration must be positive, not {value!r}")
     return ms
 
 
-def parse_bytes(value: str | int) -> int:
-    """``500GiB``, ``2TB``, ``1048576`` (bytes)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+def parse_bytes(value: object) -> int:
+    """``500GiB``, ``2TB``, ``1048576`` (bytes; a string of digits too). Strict: a boolean, a
+    float, a fraction or a unit spelt otherwise (``2tb``) is refused (``ValueError``)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{value!r} is {_kind(value)}, not a size (write e.g. 500GiB, 2TB)")
+    if isinstance(value, int):
         if value <= 0:
             raise ValueError(f"a size must be positive, not {value}")
         return value
-    m = _BYTES_RE.match(str(value))
+    m = _BYTES_RE.match(value)
     if m is None:
-        raise ValueError(f"{value!r} is not a size (e.g. 500GiB, 2TB, 1048576)")
-    n = int(float(m[1]) * _BYTES_UNIT[(m[2] or "B").upper()])
+        raise ValueError(
+            f"{value!r} is not a size (an integer and one of B, KB, MB, GB, TB, PB, KiB, "
+            "MiB, GiB, TiB, PiB, e.g. 500GiB, 2TB, 1048576)"
+        )
+    n = int(m[1]) * _BYTES_UNIT[m[2] or "B"]
     if n <= 0:
         raise ValueError(f"a size must be positive, not {value!r}")
     return n
 
 
 class RetentionPolicy(BaseModel):
-    """One named policy and the topics it applies to (glob patterns, ``*`` by default)."""
+    """One named policy and the topics it applies to (glob patterns, ``*`` by default).
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Strictly typed (``strict``): a name and patterns are strings, ``keep_all`` a boolean
+    (not ``"yes"`` nor 1), ``max_age``/``max_bytes`` as :func:`parse_duration_ms` and
+    :func:`parse_bytes` take them (not ``true``, which lax parsing read as 1 ms / 1 byte).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1, max_length=200)
-    cluster: str = "*"
-    topic: str = "*"
+    cluster: str = Field(default="*", min_length=1)
+    topic: str = Field(default="*", min_length=1)
     max_age: str | int | None = None
     max_bytes: str | int | None = None
     keep_all: bool = False
 
-    @field_validator("max_age")
+    @field_validator("max_age", mode="before")
     @classmethod
-    def _age(cls, v: str | int | None) -> str | int | None:
+    def _age(cls, v: object) -> object:
         if v is not None:
             parse_duration_ms(v)
         return v
 
-    @field_validator("max_bytes")
+    @field_validator("max_bytes", mode="before")
     @classmethod
-    def _size(cls, v: str | int | None) -> str | int | None:
+    def _size(cls, v: object) -> object:
         if v is not None:
             parse_bytes(v)
         return v
@@ -194,18 +232,50 @@ def load_policies(raw: Any) -> list[RetentionPolicy]:
             where = ".".join(str(p) for p in first["loc"]) or "entry"
             name = entry.get("name") if isinstance(entry, Mapping) else None
             label = f"retention[{i}]" + (f" ({name})" if name else "")
-            raise RetentionConfigError(f"{label}: {where}: {first['msg']}") from None
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            raise RetentionConfigError(f"{label}: {where}: {msg}") from None
         if any(p.name == policy.name for p in out):
             raise RetentionConfigError(f"retention[{i}]: a second policy named {policy.name!r}")
         out.append(policy)
     return out
 
 
+#: why a catch-all policy leaves an internal topic alone (reported by a prune)
+KEPT_INTERNAL: Final = (
+    "an internal topic: only a policy whose topic pattern names it (starts with '_', e.g. "
+    "'__consumer_offsets' or '__*') prunes it"
+)
+
+
+def is_internal_topic(topic: str) -> bool:
+    """Whether ``topic`` is an internal topic: its name begins with ``_``. Kafka's own
+    (``__cluster_metadata``: the metadata history; ``__consumer_offsets``: the groups'
+    commits; ``__transaction_state``, ``__share_group_state``) and the platform topics by the
+    same convention (Schema Registry's ``_schemas``, without which retained records cannot be
+    decoded; ``_confluent-*``)."""
+    return topic.startswith("_")
+
+
+def _names_internal(policy: RetentionPolicy) -> bool:
+    return policy.topic.startswith("_")
+
+
 def policy_for(
-    policies: Sequence[RetentionPolicy], cluster: str, topic: str
+    policies: Sequence[RetentionPolicy], cluster: str, topic: str, *, internal: bool = False
 ) -> RetentionPolicy | None:
-    """The first policy matching ``cluster``/``topic`` (``None``: keep everything)."""
-    return next((p for p in policies if p.matches(cluster, topic)), None)
+    """The first policy matching ``cluster``/``topic`` (``None``: keep everything).
+
+    An internal topic (:func:`is_internal_topic`) is matched only by a policy that names it:
+    its ``topic`` pattern starts with ``_`` (``__consumer_offsets``, ``__*``, ``_schemas``); a
+    catch-all ``*`` or ``orders*`` never prunes the metadata history or the schemas.
+    ``internal=True``: the first policy whose patterns match, named or not (to report which
+    catch-all an internal topic escaped).
+    """
+    guard = is_internal_topic(topic) and not internal
+    return next(
+        (p for p in policies if p.matches(cluster, topic) and (not guard or _names_internal(p))),
+        None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,44 +372,44 @@ def select_units(
     deleted it and what follows it).
     """
     leased = leased or {}
-    chosen: dict[int, list[Unit]] = {p: [] for p in units}
-    held: dict[int, Unit] = {}
     if policy.keep_all:
         return {}, {}
+    # What the policy deletes is chosen first as if nothing were leased; a lease then only
+    # cuts a partition's prefix short. Choosing around a lease instead would count the held
+    # bytes against ``max_bytes`` and take the other partitions' newest units to make up for
+    # them: a lease must only ever keep more, never make the policy delete more.
+    wanted = _policy_prefixes(policy, units, now_ms=now_ms)
+    chosen: dict[int, list[Unit]] = {}
+    held: dict[int, Unit] = {}
+    for p, prefix in wanted.items():
+        cut = next((i for i, u in enumerate(prefix) if _blocked(u, leased.get(p, ()))), len(prefix))
+        if cut < len(prefix):
+            held[p] = prefix[cut]
+        if cut:
+            chosen[p] = prefix[:cut]
+    return chosen, held
+
+
+def _policy_prefixes(
+    policy: RetentionPolicy, units: Mapping[int, Sequence[Unit]], *, now_ms: int
+) -> dict[int, list[Unit]]:
+    """Per partition, the prefix of ``units`` the policy deletes, leases aside."""
     nxt = dict.fromkeys(units, 0)
-
-    def take(p: int) -> bool:
-        u = units[p][nxt[p]]
-        if _blocked(u, leased.get(p, ())):
-            held[p] = u
-            return False
-        chosen[p].append(u)
-        nxt[p] += 1
-        return True
-
     age = policy.max_age_ms
     if age is not None:
         cutoff = now_ms - age
         for p in units:
             while nxt[p] < len(units[p]) and units[p][nxt[p]].newest_ms < cutoff:
-                if not take(p):
-                    break
+                nxt[p] += 1
     limit = policy.max_size
-    if limit is not None:
-        total = sum(u.log_bytes for us in units.values() for u in us)
-        total -= sum(u.log_bytes for us in chosen.values() for u in us)
-        heap = [
-            (units[p][nxt[p]].newest_ms, p)
-            for p in units
-            if nxt[p] < len(units[p]) and p not in held
-        ]
+    if limit is not None:  # per topic: the oldest next unit of any partition goes
+        total = sum(u.log_bytes for p, us in units.items() for u in us[nxt[p] :])
+        heap = [(units[p][nxt[p]].newest_ms, p) for p in units if nxt[p] < len(units[p])]
         heapq.heapify(heap)
         while total > limit and heap:
             _, p = heapq.heappop(heap)
-            size = units[p][nxt[p]].log_bytes
-            if not take(p):
-                continue
-            total -= size
+            total -= units[p][nxt[p]].log_bytes
+            nxt[p] += 1
             if nxt[p] < len(units[p]):
                 heapq.heappush(heap, (units[p][nxt[p]].newest_ms, p))
-    return {p: us for p, us in chosen.items() if us}, held
+    return {p: list(units[p][: nxt[p]]) for p in units if nxt[p]}

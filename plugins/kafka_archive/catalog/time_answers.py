@@ -36,6 +36,8 @@ __all__ = ["ArchiveSpan", "PrunedBefore", "TimeAnswer", "archive_spans", "offset
 
 BEFORE_START = "before_start"
 AFTER_END = "after_end"
+#: the partition holds no retained record: a retention policy pruned all of it
+PRUNED_AWAY = "pruned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,9 @@ class TimeAnswer:
     is before the timestamp of the partition's first archived record (the answer is then the
     first archived offset: it says nothing about what came before the archive), ``after_end``
     when it is after the largest archived timestamp (the answer is -1), else ``None``;
-    ``note`` says it in a sentence."""
+    ``note`` says it in a sentence; ``pruned`` when the partition holds no retained record at
+    all (a retention policy pruned everything: the answer is -1 and the note names the policy,
+    when, and up to which offset)."""
 
     partition: int
     at: int
@@ -87,6 +91,8 @@ class TimeAnswer:
 
     @property
     def clamped(self) -> str | None:
+        if self.span.pruned is not None and self.span.first_offset < 0:
+            return PRUNED_AWAY  # nothing retained: no moment is before or after anything
         if self.span.first_timestamp >= 0 and self.at < self.span.first_timestamp:
             return BEFORE_START
         if self.at > self.span.max_timestamp:
@@ -96,6 +102,16 @@ class TimeAnswer:
     @property
     def note(self) -> str | None:
         """One sentence for people when the moment is outside the archive, else ``None``."""
+        if self.clamped == PRUNED_AWAY and self.span.pruned is not None:
+            pr = self.span.pruned
+            when = format_ms(pr.pruned_at_ms) if pr.pruned_at_ms is not None else "(unfinished)"
+            newest = format_ms(pr.max_timestamp) if pr.max_timestamp >= 0 else "unknown"
+            return (
+                f"partition {self.partition} holds no retained record: all its archived data "
+                f"(offsets up to {pr.last_offset}, newest record {newest}) was pruned by "
+                f"policy {pr.policy} at {when}; no offset can be answered (-1), the records "
+                "are gone from the archive"
+            )
         if self.clamped == BEFORE_START and self.span.pruned is not None:
             pr = self.span.pruned
             when = format_ms(pr.pruned_at_ms) if pr.pruned_at_ms is not None else "(unfinished)"
@@ -133,7 +149,7 @@ class TimeAnswer:
             "note": self.note,
             "topic_id": self.topic_id,
             "pruned": None
-            if self.span.pruned is None or self.clamped != BEFORE_START
+            if self.span.pruned is None or self.clamped not in (BEFORE_START, PRUNED_AWAY)
             else {
                 "policy": self.span.pruned.policy,
                 "pruned_at_ms": self.span.pruned.pruned_at_ms,

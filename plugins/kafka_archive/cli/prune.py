@@ -26,7 +26,11 @@ HELP = "\n\n".join(
         "oldest first, with every archived version of the same offsets (replicas, compaction "
         "rewrites); each pruned range is recorded in the catalog before any object is deleted, "
         "so `catalog gaps` says 'pruned by policy X at T' and a prune that dies is finished by "
-        "the next. Offsets a running or queued replay or export needs are left alone.",
+        "the next. Offsets a running or queued replay or export needs are left alone. Internal "
+        "topics (names starting with '_': __cluster_metadata, __consumer_offsets, _schemas) "
+        "are pruned only by a policy whose topic pattern starts with '_' too.",
+        "A prune that would delete more than the prune_max_share setting (default 50%) of any "
+        "topic deletes nothing and asks for --yes; --dry-run shows each topic's share.",
         "\b\nExamples:\n"
         '  KAFKA_ARCHIVE_RETENTION=\'[{"name": "30-days", "max_age": "30d"}]\' \\\n'
         "      kafka-archive archive prune --db catalog.db --store file:///srv/archive --dry-run\n"
@@ -74,6 +78,21 @@ def _print(report: Any) -> None:
         console.print(table)
     else:
         console.print(f"nothing to prune ({report.kept_topics} topic(s) kept whole)")
+    for sh in report.shares:
+        console.print(
+            f"{sh.cluster}/{sh.topic}: {verb} {sh.percent:.1f}% of the topic "
+            f"({_size(sh.pruned_bytes)} of {_size(sh.total_bytes)}, policy {sh.policy})"
+        )
+    for sh in report.needs_confirmation:
+        err_console.print(
+            f"[yellow]needs --yes:[/] {sh.cluster}/{sh.topic}: {sh.percent:.1f}% is more than "
+            "the prune_max_share setting allows"
+        )
+    for k in report.kept_internal:
+        err_console.print(
+            f"[yellow]kept:[/] {k['cluster']}/{k['topic']} (policy {k['policy']} matches it): "
+            f"{k['reason']}"
+        )
     for h in report.held:
         err_console.print(
             f"[yellow]kept:[/] {h['cluster']}/{h['topic']}/{h['partition']} offsets from "
@@ -98,8 +117,17 @@ def prune(
         str,
         typer.Option("--store", help="Archive store URI (env KAFKA_ARCHIVE_STORE)."),
     ] = "",
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Confirm a prune that deletes more than the prune_max_share setting "
+            "(default 50%) of a topic.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
+    from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
     from kafka_archive.catalog.retention import RetentionConfigError
     from kafka_archive.cli.context import (
         cli_settings,
@@ -123,11 +151,15 @@ def prune(
                         status.update(f"{e['kind'].replace('_', ' ')} {where}")
 
                     report = svc.prune(
-                        cluster=cluster, topic=topic, dry_run=dry_run, on_event=on_event
+                        cluster=cluster,
+                        topic=topic,
+                        dry_run=dry_run,
+                        on_event=on_event,
+                        confirmed=yes,
                     )
             else:
-                report = svc.prune(cluster=cluster, topic=topic, dry_run=dry_run)
-        except RetentionConfigError as exc:
+                report = svc.prune(cluster=cluster, topic=topic, dry_run=dry_run, confirmed=yes)
+        except (RetentionConfigError, PruneNeedsConfirmation) as exc:
             fail(str(exc), hint=exc.hint, as_json=as_json)
         except StoreError as exc:
             hint = getattr(exc, "hint", "") or ""
@@ -139,6 +171,12 @@ def prune(
             emit_json({"kind": "would_prune" if dry_run else "pruned", **r.to_json()})
         for h in report.held:
             emit_json({"kind": "held", **h})
+        for k in report.kept_internal:
+            emit_json({"kind": "kept_internal", **k})
+        asks = {(x.cluster, x.topic) for x in report.needs_confirmation}
+        for sh in report.shares:
+            needs = (sh.cluster, sh.topic) in asks
+            emit_json({"kind": "topic_share", **sh.to_json(), "needs_confirmation": needs})
         emit_json(
             {
                 "kind": "prune_summary",
@@ -148,6 +186,7 @@ def prune(
                 "ranges": len(report.ranges),
                 "held": len(report.held),
                 "completed": len(report.completed),
+                "needs_confirmation": len(report.needs_confirmation),
             }
         )
     else:

@@ -42,8 +42,8 @@ from kafka_archive.replay.execution.progress import (
 )
 from kafka_archive.replay.planning.completeness import (
     ReplayGapsError,
-    describe_hole,
     final_status,
+    gaps_refusal,
 )
 from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
 from kafka_archive.replay.target.checks import (
@@ -119,20 +119,9 @@ def require_complete(plan: ReplayPlan) -> None:
     """
     if not plan.has_holes or plan.spec.allow_gaps:
         return
-    holes = plan.holes
-    lines = "; ".join(describe_hole(p, h) for p, h in holes[:10])
-    more = f"; and {len(holes) - 10} more" if len(holes) > 10 else ""
-    missing = sum(h.offsets for _p, h in holes)
-    hint = None
-    if all(h.kind == "pruned" for _p, h in holes):
-        hint = (
-            "A retention policy deleted these offsets from the archive; they cannot be "
-            "replayed. Start from the retained data (--from earliest, or a later time), or pass "
-            "--allow-gaps to replay the rest (the run then ends `complete-with-gaps`)."
-        )
+    message, hint = gaps_refusal(plan.spec.cluster, plan.spec.topic, plan.holes)
     raise ReplayGapsError(
-        f"the archive cannot deliver {missing} offset(s) of the requested range of "
-        f"{plan.spec.cluster}/{plan.spec.topic} ({len(holes)} hole(s)): {lines}{more}",
+        message,
         hint=hint,
         holes=_hole_rows(plan),
     )

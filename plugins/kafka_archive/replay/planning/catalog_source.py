@@ -66,6 +66,11 @@ class CatalogPlanSource:
             ).all()
         found = [int(r[0]) for r in rows]
         if not found:
+            from kafka_archive.catalog.pruned_away import PRUNED_AWAY_HINT, pruned_away_reason
+
+            reason = pruned_away_reason(self.catalog, cluster, topic)
+            if reason is not None:  # known, but retention deleted everything: say so
+                raise UnknownTopicError(reason, hint=PRUNED_AWAY_HINT)
             raise UnknownTopicError(
                 f"the catalog holds no topic {topic!r} of cluster {cluster!r}",
                 hint="List what it holds with `kafka-archive catalog topics --cluster "

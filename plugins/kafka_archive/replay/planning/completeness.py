@@ -47,7 +47,9 @@ __all__ = [
     "bound_holes",
     "clip_holes",
     "describe_hole",
+    "disjoint_holes",
     "final_status",
+    "gaps_refusal",
     "holes_from_gaps",
     "pruned_holes",
 ]
@@ -191,6 +193,84 @@ def bound_holes(
             )
         )
     return out
+
+
+#: which of two holes over the same offsets names them (lower first): the most specific cause
+_RANK = {"pruned": 0, "missing": 2, "not-archived": 3}  # any other (integrity) kind: 1
+
+
+def _subtract(lo: int, hi: int, covered: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``lo..hi`` (inclusive) outside the sorted, disjoint ``covered`` spans."""
+    out = []
+    at = lo
+    for a, b in covered:
+        if b < at:
+            continue
+        if a > hi:
+            break
+        if a > at:
+            out.append((at, a - 1))
+        at = max(at, b + 1)
+        if at > hi:
+            break
+    if at <= hi:
+        out.append((at, hi))
+    return out
+
+
+def disjoint_holes(
+    holes: Iterable[PlanHole], lo: int | None = None, hi: int | None = None
+) -> list[PlanHole]:
+    """``holes`` clipped to the requested offsets ``lo..hi`` (inclusive; ``None``: open) and
+    made disjoint: where holes overlap, the most specific kind (:data:`_RANK`) keeps the
+    offsets, the others keep only what is left. In offset order; their ``offsets`` sum to the
+    number of requested offsets the archive cannot deliver, each counted once."""
+    covered: list[tuple[int, int]] = []
+    out: list[PlanHole] = []
+    ranked = sorted(holes, key=lambda h: (_RANK.get(h.kind, 1), h.first_offset, h.last_offset))
+    for h in ranked:
+        a = h.first_offset if lo is None else max(lo, h.first_offset)
+        b = h.last_offset if hi is None else min(hi, h.last_offset)
+        if a > b:
+            continue
+        for x, y in _subtract(a, b, covered):
+            same = (x, y) == (h.first_offset, h.last_offset)
+            out.append(h if same else h.model_copy(update={"first_offset": x, "last_offset": y}))
+        covered = _merge([*covered, (a, b)])
+    return sorted(out, key=lambda h: (h.first_offset, h.last_offset))
+
+
+def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def gaps_refusal(
+    cluster: str, topic: str, holes: Sequence[tuple[int, PlanHole]]
+) -> tuple[str, str | None]:
+    """The message and hint of a :class:`ReplayGapsError` over ``holes`` (``(partition,
+    hole)``, disjoint per partition: :func:`disjoint_holes`); the hint is ``None`` (the
+    default) unless every hole was pruned."""
+    lines = "; ".join(describe_hole(p, h) for p, h in holes[:10])
+    more = f"; and {len(holes) - 10} more" if len(holes) > 10 else ""
+    missing = sum(h.offsets for _p, h in holes)
+    hint = None
+    if holes and all(h.kind == "pruned" for _p, h in holes):
+        hint = (
+            "A retention policy deleted these offsets from the archive; they cannot be "
+            "replayed. Start from the retained data (--from earliest, or a later time), or pass "
+            "--allow-gaps to replay the rest (the run then ends `complete-with-gaps`)."
+        )
+    message = (
+        f"the archive cannot deliver {missing} offset(s) of the requested range of "
+        f"{cluster}/{topic} ({len(holes)} hole(s)): {lines}{more}"
+    )
+    return message, hint
 
 
 def describe_hole(partition: int, hole: PlanHole) -> str:

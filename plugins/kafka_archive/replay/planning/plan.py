@@ -39,8 +39,11 @@ from kafka_archive.replay.errors import (
 from kafka_archive.replay.planning.completeness import (
     HoleSource,
     PlanHole,
+    ReplayGapsError,
     bound_holes,
     clip_holes,
+    disjoint_holes,
+    gaps_refusal,
     pruned_holes,
 )
 from kafka_archive.replay.planning.position import Frozen as _Frozen
@@ -454,6 +457,24 @@ def _asked_before(pos: Position, partition: int, log_start: int, first: PlannedS
     return False
 
 
+def _asked_span(
+    spec: ReplaySpec, partition: int, start: int, end: int, *, asked_before: bool
+) -> tuple[int | None, int | None]:
+    """The offsets ``lo..hi`` (inclusive, ``None``: open) the request asked for, as far as
+    they are known: a plan's holes name only their part inside it (an explicit ``offset:``
+    bound counts even outside the archived span; a moment before the retained span leaves
+    the start open, since which pruned offset it meant is not known)."""
+    req_from = _requested(spec.from_, partition)
+    if spec.from_.kind == "earliest" or (req_from is None and asked_before):
+        lo: int | None = None
+    else:
+        lo = start if req_from is None else min(req_from, start)
+    if spec.to is None or spec.to.kind == "latest":
+        return lo, None
+    req_to = _requested(spec.to, partition)
+    return lo, (end if req_to is None else req_to) - 1
+
+
 def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
     """Resolve ``spec`` against the catalog into a :class:`ReplayPlan`.
 
@@ -524,12 +545,8 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 open_end,
                 open_start=spec.from_.kind == "earliest",
             )
-            pruned = pruned_holes(
-                found,
-                start,
-                open_end,
-                asked_before_start=_asked_before(spec.from_, p, log_start, segments[0]),
-            )
+            asked_before = _asked_before(spec.from_, p, log_start, segments[0])
+            pruned = pruned_holes(found, start, open_end, asked_before_start=asked_before)
             if pruned:  # offsets before the retained span were pruned, not "not archived"
                 lowest = min(h.first_offset for h in pruned)
                 holes = [
@@ -538,6 +555,10 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                     if not (h.kind == "not-archived" and lowest <= h.first_offset < log_start)
                 ]
                 holes += pruned
+        else:
+            asked_before = False
+        lo, hi = _asked_span(spec, p, start, end, asked_before=asked_before)
+        holes = disjoint_holes(holes, lo, hi)
         plans.append(
             PartitionPlan(
                 partition=p,
@@ -547,10 +568,21 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 bytes=nbytes if end > start else 0,
                 objects=objects if end > start else [],
                 tail_objects=tail if end > start else [],
-                holes=sorted(holes, key=lambda h: (h.first_offset, h.last_offset)),
+                holes=holes,
             )
         )
     if all(pp.empty for pp in plans):
+        holes_of = [(pp.partition, h) for pp in plans for h in pp.holes]
+        if holes_of:  # the whole request lies in holes (e.g. pruned away): say which
+            message, hint = gaps_refusal(spec.cluster, spec.topic, holes_of)
+            raise ReplayGapsError(
+                f"nothing to replay: {message}",
+                hint=hint,
+                holes=[
+                    {"partition": part, **h.model_dump(mode="json", exclude={"detail"}), **h.detail}
+                    for part, h in holes_of
+                ],
+            )
         to_text = "the end of the archive" if spec.to is None else spec.to.describe()
         raise EmptyRangeError(
             f"nothing to replay: from {spec.from_.describe()} to {to_text} selects no records "
