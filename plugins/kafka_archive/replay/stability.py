@@ -165,7 +165,7 @@ def wait_until_stable(
     timeout_s: float,
     *,
     poll_s: float = 10.0,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_wait: Callable[[ReplayPlan], None] | None = None,
 ) -> ReplayPlan:
@@ -181,4 +181,4 @@ def wait_until_stable(
             return plan
         if on_wait is not None:
             on_wait(plan)
-        sleep(min(poll_s, left))
+        (sleep or time.sleep)(min(poll_s, left))
