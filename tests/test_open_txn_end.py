@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka_archive.archive.runner import run_archive
@@ -43,7 +44,8 @@ OPEN_PID, OTHER_PID = 7, 8
 #: COMMIT; later: 21 producer 7's marker, 22..23 plain
 LSO, FIRST_END = 10, 21
 
-pytestmark = pytest.mark.timeout(300)
+pytest_plugins = ["support.spark"]
+pytestmark = pytest.mark.timeout(600)
 
 
 def _recs(tag: str, n: int) -> list[WriteRecord]:
@@ -224,3 +226,64 @@ def test_replay_waits_for_the_outcome_when_asked(archive: Archive, mock: MockClu
     assert len(waited) == 1 and out[-1]["status"] == "complete"
     got = [r.value for r in read_to_end(mock.bootstrap_servers, target, [0])[0]]
     assert got == values("commit")
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def exported_values(out: Path) -> list[bytes]:
+    """The exported rows' values in offset order, read as a Hive-style directory reader does
+    (only the files the manifest lists are left in the output)."""
+    import pyarrow.dataset as ds
+
+    part = ds.partitioning(flavor="hive")
+    table = ds.dataset(str(out), format="parquet", partitioning=part).to_table()
+    rows = sorted(zip(table.column("offset").to_pylist(), table.column("value").to_pylist(),
+                      strict=True))  # fmt: skip
+    offsets = [o for o, _v in rows]
+    assert len(offsets) == len(set(offsets))  # nothing twice
+    return [v for _o, v in rows]
+
+
+@pytest.mark.parametrize("outcome", ["commit", "abort"])
+def test_export_is_committed_incomplete_and_a_rerun_completes_it(
+    archive: Archive, spark: Any, outcome: str
+) -> None:
+    from kafka_archive.export.manifest import read_manifest
+    from kafka_archive.services.export import ExportRequest, ExportService
+    from kafka_archive.settings import load_settings
+
+    out = archive.root / "export"
+    request = ExportRequest.model_validate(
+        {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest", "to": f"offset:{FIRST_END}",
+         "output": str(out)}
+    )  # fmt: skip
+
+    def run() -> Any:
+        settings = load_settings({"store": archive.store.uri, "db": archive.db_url}, env={})
+        with ExportService(settings) as svc:
+            plan = svc.plan(request)
+            return plan.export_id, svc.run(plan, spark=spark)
+
+    export_id, first = run()
+    assert first.status == "incomplete"
+    (row,) = first.incomplete
+    assert (row["partition"], row["stable_offset"], row["open_txns"]) == (0, LSO, [[OPEN_PID, LSO]])
+    assert first.hint and "archive the partition again" in first.hint.lower()
+    manifest = read_manifest(open_store(str(out)))
+    assert (
+        manifest is not None and not manifest.complete and manifest.incomplete == first.incomplete
+    )
+    assert exported_values(out) == values(None)  # nothing at or above the stable offset
+
+    # not served stale: run again before the outcome is archived, still incomplete
+    again_id, again = run()
+    assert (again_id, again.status) == (export_id, "incomplete")
+
+    archive.archive(outcome)
+    done_id, done = run()
+    assert (done_id, done.status, done.incomplete) == (export_id, "committed", [])
+    manifest = read_manifest(open_store(str(out)))
+    assert manifest is not None and manifest.complete
+    assert exported_values(out) == values(outcome)
+    assert run()[1].status == "already-committed"
