@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from kafka_archive.replay.errors import ReplayConfigError
+from kafka_archive.replay.errors import ReplayConfigError, ReplayError
 
 __all__ = [
     "INCOMPLETE",
     "INCOMPLETE_HINT",
+    "IncompleteRunError",
     "StabilitySource",
     "StabilityUnknownError",
     "StableOffset",
@@ -68,6 +69,12 @@ class StableOffset(NamedTuple):
     stable_offset: int
     end_offset: int
     open_txns: list[tuple[int, int]]
+
+
+class IncompleteRunError(ReplayError):
+    """A run ended ``incomplete`` (raised where that must fail a task: Airflow)."""
+
+    default_hint = INCOMPLETE_HINT
 
 
 class StabilityUnknownError(ReplayConfigError):
