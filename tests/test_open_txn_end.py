@@ -201,7 +201,9 @@ def test_replay_stops_at_the_open_transaction_and_a_rerun_delivers_the_rest(
     assert code == 0 and out[-1]["status"] == "already-done", text
 
 
-def test_replay_waits_for_the_outcome_when_asked(archive: Archive, mock: MockCluster) -> None:
+def test_replay_waits_for_the_outcome_when_asked(
+    archive: Archive, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--wait-for-open-transactions: the catalog is looked at again until the archive holds the
     marker (here it is archived while the command waits), then everything is delivered."""
     from kafka_archive.replay import stability
@@ -214,14 +216,8 @@ def test_replay_waits_for_the_outcome_when_asked(archive: Archive, mock: MockClu
         waited.append(seconds)
         archive.archive("commit")
 
-    original = stability.time.sleep
-    stability.time.sleep = archive_while_waiting  # type: ignore[assignment]
-    try:
-        code, out, text = cli(
-            *replay_args(archive, mock, target), "--wait-for-open-transactions", "60"
-        )
-    finally:
-        stability.time.sleep = original  # type: ignore[assignment]
+    monkeypatch.setattr(stability, "pause", archive_while_waiting)
+    code, out, text = cli(*replay_args(archive, mock, target), "--wait-for-open-transactions", "60")
     assert code == 0, text
     assert len(waited) == 1 and out[-1]["status"] == "complete"
     got = [r.value for r in read_to_end(mock.bootstrap_servers, target, [0])[0]]
@@ -287,3 +283,25 @@ def test_export_is_committed_incomplete_and_a_rerun_completes_it(
     assert manifest is not None and manifest.complete
     assert exported_values(out) == values(outcome)
     assert run()[1].status == "already-committed"
+
+
+def test_a_catalog_that_never_read_the_markers_refuses_to_guess(
+    archive: Archive, mock: MockCluster
+) -> None:
+    """A catalog migrated from before the last stable offsets were recorded (events NULL, no
+    row): planning refuses with a hint instead of guessing; the next build fills them in."""
+    from kafka_archive.catalog.models import Segment
+    from sqlalchemy import delete, update
+
+    with archive.catalog.session() as s, s.begin():
+        s.execute(update(Segment).values(txn_events=None))
+        s.execute(delete(PartitionStability))
+    args = [*replay_args(archive, mock, "never-written"), "--dry-run", "--offline"]
+    code, out, text = cli(*args)
+    assert code == 1, text
+    assert "transaction markers were not read yet" in out[-1]["message"]
+    assert "catalog build" in out[-1]["hint"]
+    build_catalog(archive.catalog, archive.store.uri, cluster=CLUSTER)
+    code, out, text = cli(*args)
+    assert code == 0, text
+    assert [r["stable_offset"] for r in out[-1]["incomplete"]] == [LSO]

@@ -167,6 +167,11 @@ def incomplete_rows(
     return rows
 
 
+def pause(seconds: float) -> None:
+    """How :func:`wait_until_stable` waits between looks at the catalog (a test replaces it)."""
+    time.sleep(seconds)
+
+
 def wait_until_stable(
     replan: Callable[[], ReplayPlan],
     timeout_s: float,
@@ -188,4 +193,4 @@ def wait_until_stable(
             return plan
         if on_wait is not None:
             on_wait(plan)
-        (sleep or time.sleep)(min(poll_s, left))
+        (sleep or pause)(min(poll_s, left))
