@@ -103,8 +103,10 @@ def test_full_range_equals_committed_view(archive, chunk: int, read_ahead: bool,
         assert reader.stats.control_batches > 0
         # the same plan without the catalog's stable offset: the reader finds the open
         # transaction in the bytes and stops at its first offset all the same
-        blind = PartitionReader(store, pp.model_copy(update={"stable_offset": None}),
-                                chunk_bytes=chunk, read_ahead=read_ahead, raw_batches=raw)  # fmt: skip
+        unclipped = pp.model_copy(update={"stable_offset": None})
+        blind = PartitionReader(
+            store, unclipped, chunk_bytes=chunk, read_ahead=read_ahead, raw_batches=raw
+        )
         assert as_tuples(list(blind)) == exp_tuples(sp.expected)
         assert blind.position == sp.stable_offset
         assert blind.stats.open_txn_records == sp.open_records

@@ -351,8 +351,11 @@ def build_report(
     records_this_run = sum(r.records_this_run for r in results)
     bytes_this_run = sum(r.bytes_this_run for r in results)
     statuses = {r.status for r in results}
+    stopped = [r for r in results if r.status == INCOMPLETE]
     incomplete = incomplete_rows(
-        plan, {r.partition: r.next_offset for r in results if r.status == INCOMPLETE}
+        plan,
+        {r.partition: r.next_offset for r in stopped},
+        {r.partition: list(r.open_txns) for r in stopped},
     )
     if incomplete:
         status = INCOMPLETE  # never "complete" (nor "already-done") with records held back

@@ -28,7 +28,7 @@ later run is the same replay and resumes from its committed position.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from kafka_archive.replay.errors import ReplayConfigError, ReplayError
@@ -131,10 +131,16 @@ def refresh_plan(plan: ReplayPlan, source: PlanSource) -> ReplayPlan:
     return stabilize(plan.model_copy(update={"partitions": parts}), source)
 
 
-def describe_incomplete(part: PartitionPlan, stopped_at: int | None = None) -> str:
-    """One line: which offsets were not delivered and which transaction holds them back."""
+def describe_incomplete(
+    part: PartitionPlan,
+    stopped_at: int | None = None,
+    open_txns: Sequence[tuple[int, int]] | None = None,
+) -> str:
+    """One line: which offsets were not delivered and which transaction holds them back
+    (``open_txns``: as the reader found them, when the plan did not know them)."""
     stop = part.deliver_end if stopped_at is None else stopped_at
-    txns = ", ".join(f"producer {pid} from offset {first}" for pid, first in part.open_txns)
+    found = part.open_txns or list(open_txns or [])
+    txns = ", ".join(f"producer {pid} from offset {first}" for pid, first in found)
     held = part.end_offset - stop
     return (
         f"partition {part.partition}: offsets {stop}..{part.end_offset - 1} ({held}) not "
@@ -144,24 +150,28 @@ def describe_incomplete(part: PartitionPlan, stopped_at: int | None = None) -> s
 
 
 def incomplete_rows(
-    plan: ReplayPlan, positions: dict[int, int] | None = None
+    plan: ReplayPlan,
+    positions: dict[int, int] | None = None,
+    found_txns: dict[int, list[tuple[int, int]]] | None = None,
 ) -> list[dict[str, Any]]:
     """The report rows of the partitions that end incomplete: ``partition``,
     ``stable_offset`` (where delivery stopped), ``end_offset``, ``open_txns``
     (``[[producer_id, first_offset], ...]``) and ``message``. ``positions``: where each
-    partition really stopped (the reader may stop earlier than planned: a stale plan)."""
+    partition really stopped, ``found_txns``: the open transactions its reader found (the
+    reader may stop earlier than planned: a plan that did not know the transaction)."""
     rows = []
     for p in plan.partitions:
         stop = (positions or {}).get(p.partition, p.deliver_end)
         if stop >= p.end_offset:
             continue
+        txns = p.open_txns or list((found_txns or {}).get(p.partition, []))
         rows.append(
             {
                 "partition": p.partition,
                 "stable_offset": stop,
                 "end_offset": p.end_offset,
-                "open_txns": [list(t) for t in p.open_txns],
-                "message": describe_incomplete(p, stop),
+                "open_txns": [list(t) for t in txns],
+                "message": describe_incomplete(p, stop, txns),
             }
         )
     return rows
