@@ -32,7 +32,7 @@ Bytes only: no storage, no catalog. Batches are expected to be CRC-checked by th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 from segment_lib.control import ControlType, decode_control_record
@@ -40,7 +40,7 @@ from segment_lib.errors import TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.records import BatchHeader
 
-__all__ = ["BEGIN", "END", "TxnEvent", "TxnFold", "scan_txn_events"]
+__all__ = ["BEGIN", "END", "TxnEvent", "TxnEventScanner", "TxnFold", "scan_txn_events"]
 
 #: a producer's first transactional batch since its previous marker (or the segment's start)
 BEGIN: Final = 0
@@ -66,22 +66,39 @@ def scan_txn_events(buf: bytes | memoryview, *, verify_crc: bool = True) -> list
     Raises:
         SegmentError: malformed batches (as :func:`~segment_lib.log_file.iter_batches`).
     """
-    return list(_scan(memoryview(buf), verify_crc))
+    scanner = TxnEventScanner(verify_crc=verify_crc)
+    scanner.feed(buf)
+    return scanner.events
 
 
-def _scan(view: memoryview, verify_crc: bool) -> Iterator[TxnEvent]:
-    since_marker: set[int] = set()  # producers with a BEGIN after their last marker here
-    try:
-        for h in iter_batches(view, verify_crc=verify_crc):
-            if h.is_control:
-                if _is_txn_marker(view, h):
-                    since_marker.discard(h.producer_id)
-                    yield TxnEvent(h.base_offset, h.producer_id, END)
-            elif h.is_transactional and h.producer_id not in since_marker:
-                since_marker.add(h.producer_id)
-                yield TxnEvent(h.base_offset, h.producer_id, BEGIN)
-    except TornTailError:
-        return
+class TxnEventScanner:
+    """:func:`scan_txn_events` over a segment fed in consecutive pieces (ranged reads of a
+    large object): :meth:`feed` takes bytes starting at a batch boundary and says how many it
+    consumed (whole batches); the caller feeds the rest again with the next bytes."""
+
+    def __init__(self, *, verify_crc: bool = True) -> None:
+        self.verify_crc = verify_crc
+        self.events: list[TxnEvent] = []
+        self._since_marker: set[int] = set()  # producers with a BEGIN after their last marker
+
+    def feed(self, buf: bytes | memoryview) -> int:
+        """Scan the whole batches of ``buf``; returns the bytes they take (0: not one whole
+        batch)."""
+        view = memoryview(buf)
+        consumed = 0
+        try:
+            for h in iter_batches(view, verify_crc=self.verify_crc):
+                consumed = h.next_position
+                if h.is_control:
+                    if _is_txn_marker(view, h):
+                        self._since_marker.discard(h.producer_id)
+                        self.events.append(TxnEvent(h.base_offset, h.producer_id, END))
+                elif h.is_transactional and h.producer_id not in self._since_marker:
+                    self._since_marker.add(h.producer_id)
+                    self.events.append(TxnEvent(h.base_offset, h.producer_id, BEGIN))
+        except TornTailError:
+            pass
+        return consumed
 
 
 def _is_txn_marker(view: memoryview, header: BatchHeader) -> bool:

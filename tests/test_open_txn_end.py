@@ -134,6 +134,23 @@ def test_txn_events_and_fold_give_the_last_stable_offset(tmp_path: Path) -> None
     assert fold.stable_offset(24) == 24
 
 
+def test_events_read_in_small_chunks_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build reads a segment's events with ranged reads (a batch cut by a chunk's end is
+    read again with the next chunk; one larger than a chunk is read whole)."""
+    from kafka_archive.catalog import stability
+
+    broker = write_broker(tmp_path / "b", "commit")
+    store = open_store(str(tmp_path / "store"))
+    logs = sorted((broker.log_dirs[0] / f"{TOPIC}-0").glob("*.log"))
+    monkeypatch.setattr(stability, "_CHUNK_BYTES", 100)  # smaller than any batch here
+    for log in logs:
+        data = log.read_bytes()
+        store.put_bytes(log.name, data)
+        assert stability._scan_object(store, log.name, len(data)) == scan_txn_events(data)
+
+
 @pytest.mark.parametrize("outcome", ["commit", "abort"])
 def test_catalog_records_the_stable_offset(archive: Archive, outcome: str) -> None:
     with archive.catalog.session() as s:

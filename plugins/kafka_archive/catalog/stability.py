@@ -38,11 +38,14 @@ from kafka_archive.catalog.models import ChainPiece, PartitionStability, Segment
 from kafka_archive.store import StoreError
 from kafka_archive.store.base import ObjectStore, read_view
 from segment_lib.errors import SegmentError
-from segment_lib.txn_state import TxnFold, scan_txn_events
+from segment_lib.txn_state import TxnEvent, TxnEventScanner, TxnFold
 
 __all__ = ["Stability", "chain_stability", "read_stability", "refresh_stability"]
 
 log = logging.getLogger(__name__)
+
+#: bytes per ranged read of a segment's transaction events
+_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,23 @@ def _stale_partitions(s: Session) -> list[int]:
     return sorted(out)
 
 
+def _scan_object(store: ObjectStore, key: str, size: int) -> list[TxnEvent]:
+    """The object's transaction events, read in ranged chunks (a segment may be 1 GiB)."""
+    scanner = TxnEventScanner(verify_crc=False)  # the build checked every batch's CRC
+    pos, chunk = 0, _CHUNK_BYTES
+    while pos < size:
+        stop = min(pos + chunk, size)
+        used = scanner.feed(read_view(store, key, pos, stop))
+        if used == 0:
+            if stop >= size:
+                break  # no whole batch left (a torn tail the build reported)
+            chunk *= 2  # one batch larger than the chunk: read it whole
+            continue
+        pos += used
+        chunk = _CHUNK_BYTES
+    return scanner.events
+
+
 def _read_events(catalog: Catalog, store: ObjectStore, partition_id: int) -> tuple[int, list[str]]:
     """Read and store the events of the partition's serving segments that have none yet:
     ``(segments read, failures)``."""
@@ -143,8 +163,7 @@ def _read_events(catalog: Catalog, store: ObjectStore, partition_id: int) -> tup
     done = 0
     for seg_id, key, size in todo:
         try:
-            view = read_view(store, key, 0, int(size))
-            events = scan_txn_events(view, verify_crc=False)  # the build checked every CRC
+            events = _scan_object(store, key, int(size))
         except (StoreError, SegmentError, OSError) as exc:
             failures.append(f"{key}: {exc}")
             continue
