@@ -322,3 +322,23 @@ def test_a_catalog_that_never_read_the_markers_refuses_to_guess(
     code, out, text = cli(*args)
     assert code == 0, text
     assert [r["stable_offset"] for r in out[-1]["incomplete"]] == [LSO]
+
+
+def test_airflow_report_tasks_fail_an_incomplete_run_with_the_reason() -> None:
+    from kafka_archive.airflow import export_tasks
+    from kafka_archive.replay.stability import INCOMPLETE_HINT, IncompleteRunError
+
+    row = {"partition": 0, "stable_offset": LSO, "end_offset": FIRST_END,
+           "open_txns": [[OPEN_PID, LSO]], "message": f"p0: producer {OPEN_PID} ..."}  # fmt: skip
+    result = {
+        "export_id": "e-1", "status": "incomplete", "rows": 10, "files": 1, "bytes_written": 1,
+        "duration_s": 1.0, "rows_per_s": 10.0, "aborted_records": 0, "control_batches": 1,
+        "open_txn_records": 0, "output": "file:///o", "manifest": "_m", "incomplete": [row],
+        "hint": INCOMPLETE_HINT,
+    }  # fmt: skip
+    with pytest.raises(IncompleteRunError) as caught:
+        export_tasks.report_task({"export_id": "e-1"}, result)
+    assert "export e-1 is incomplete" in caught.value.message
+    assert f"producer {OPEN_PID}" in caught.value.message
+    assert caught.value.hint == INCOMPLETE_HINT
+    assert export_tasks.report_task({"export_id": "e-1"}, {**result, "status": "committed"})
