@@ -142,7 +142,8 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
     expected = {TOPIC: {p: sp.expected for p, sp in parts.items()}, BULK: bulk}
     # the source really has what the checks below must tell apart
     assert sum(sp.aborted_records for sp in parts.values()) > 0
-    assert sum(sp.open_records for sp in parts.values()) > 0
+    # (every transaction resolved: one left open stops a replay at the last stable offset,
+    # tests/test_open_txn_end.py and test_open_txn_end_real.py)
     yield Source(expected, store, db_url, catalog)
     catalog.close()
 
@@ -354,7 +355,7 @@ def test_cli_replay_exactly_once_and_rerun_is_noop(
     assert report["status"] == "complete"
     total = sum(len(v) for v in src.expected[TOPIC].values())
     assert report["records_sent"] == total == report["records_sent_this_run"]
-    assert report["open_txn_records"] > 0 and report["skipped_aborted_records"] > 0
+    assert report["skipped_aborted_records"] > 0
     assert_exactly_once(src, kafka_cluster, TOPIC, target)
     code, out, text = cli(*run_args(src, kafka_cluster, target))
     assert code == 0, text

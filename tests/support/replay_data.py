@@ -9,7 +9,10 @@ rolls, and (optionally) one still open at the end; an optional LogAppendTime par
 The expectation model is deliberately simple and independent of the reader under test: records
 of non-transactional appends are visible at once; a transaction's records are kept aside per
 producer id and become visible when the test calls commit, vanish on abort, and stay invisible
-when never resolved. Visible records are then ordered by offset.
+when never resolved. Visible records are then ordered by offset, and - as a read_committed
+consumer stops at the partition's last stable offset - only those below the first offset of a
+transaction left open are expected (``stable_offset``); the visible ones at or above it are
+counted in ``held_records`` (a later run delivers them once the transaction ends).
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ class SourcePartition:
     aborted_records: int = 0
     open_records: int = 0
     log_end_offset: int = 0
+    #: the first offset of the transaction left open (else the log end offset)
+    stable_offset: int = 0
+    #: visible records at or above ``stable_offset`` (not expected: held back)
+    held_records: int = 0
 
 
 _CODECS = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD)
@@ -87,7 +94,7 @@ def write_partition(
     *,
     seed: int = 0,
     rounds: int = 40,
-    leave_open: bool = True,
+    leave_open: bool = False,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
     segment_bytes: int = 16 * 1024,
     start_ms: int = 1_700_000_000_000,
@@ -152,19 +159,23 @@ def write_partition(
         else:
             pw.commit(pid)
             visible += held.pop(pid)
-    # a few plain records after the open transaction (they are visible: the reader yields
-    # records held behind a transaction that never resolves)
+    # a few plain records after the open transaction (visible once it ends: held back until
+    # then, as the last stable offset holds a read_committed consumer back)
     clock.advance(10)
     tail = _records(rng, f"p{partition}tail", 3, clock())
     res = pw.append(tail)
     visible += _expect(pw, res.first_offset, tail, res.append_time if lat_mode else None)
     sp.open_records = sum(len(v) for v in held.values())
+    still_open = [e.offset for v in held.values() for e in v]
     if broker is not None:
         pw.roll()  # everything in rolled segments: the archiver never takes the active one
     else:
         pw.close()
-    sp.expected = sorted(visible, key=lambda e: e.offset)
     sp.log_end_offset = pw.log_end_offset
+    sp.stable_offset = min(still_open, default=sp.log_end_offset)
+    ordered = sorted(visible, key=lambda e: e.offset)
+    sp.expected = [e for e in ordered if e.offset < sp.stable_offset]
+    sp.held_records = len(ordered) - len(sp.expected)
     return sp
 
 
@@ -175,7 +186,7 @@ def write_source_topic(
     *,
     seed: int = 0,
     rounds: int = 40,
-    leave_open: bool = True,
+    leave_open: bool = False,
     log_append_time_partition: int | None = None,
     broker: BrokerWriter | None = None,
     start_ms: int = 1_700_000_000_000,

@@ -60,6 +60,13 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         {"type": "boolean"},
         "Export around the archive's holes instead of failing.",
     ),
+    "wait_for_open_transactions_s": (
+        0,
+        {"type": "integer", "minimum": 0},
+        "When a transaction was still open where the archive ends, inside the range: wait at "
+        "most this many seconds (the catalog is looked at every 10 s) for the archive to hold "
+        "its outcome; 0: do not wait (the run then ends incomplete, and runs again complete it).",
+    ),
     "dry_run": (False, {"type": "boolean"}, "Plan only: log the plan, write nothing."),
     "spark_master": (
         None,
@@ -106,7 +113,11 @@ def plan_task(
     """Plan the export; returns the plan (JSON) and its summary for XCom."""
     request = request_from_params(params)
     with _service(variable_getter) as service:
-        plan = service.plan(request)
+        plan = service.plan(
+            request,
+            wait_open_txns_s=0 if params.get("dry_run") else _wait_s(params),
+            on_wait=_log_wait,
+        )
     summary = plan.summary()
     log.info(
         "export %s of %s/%s to %s: <= %d records, %d bytes to read",
@@ -125,6 +136,17 @@ def plan_task(
     }
 
 
+def _wait_s(params: Mapping[str, Any]) -> int:
+    return int(params.get("wait_for_open_transactions_s") or 0)
+
+
+def _log_wait(plan: Any) -> None:
+    from kafka_archive.replay.stability import incomplete_rows
+
+    for row in incomplete_rows(plan):
+        log.warning("waiting for an open transaction: %s", row["message"])
+
+
 def export_task(
     planned: Mapping[str, Any],
     params: Mapping[str, Any],
@@ -136,6 +158,22 @@ def export_task(
     with _service(variable_getter) as service:
         report = service.run(plan, spark_master=params.get("spark_master") or None)
     return report.model_dump(mode="json")
+
+
+def raise_if_incomplete(kind: str, ident: str, result: Mapping[str, Any]) -> None:
+    """Fail the task (a typed error with what to do) when the run ended ``incomplete``: it
+    stopped at the archive's last stable offset, a transaction open where the archive ends."""
+    from kafka_archive.replay.stability import IncompleteRunError
+
+    if result.get("status") != "incomplete":
+        return
+    rows = result.get("incomplete") or []
+    for row in rows:
+        log.warning("  incomplete: %s", row["message"])
+    raise IncompleteRunError(
+        f"{kind} {ident} is incomplete: " + "; ".join(r["message"] for r in rows),
+        hint=result.get("hint") or None,
+    )
 
 
 def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -159,4 +197,5 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         result["output"],
         result["manifest"],
     )
+    raise_if_incomplete("export", result["export_id"], result)
     return dict(result)

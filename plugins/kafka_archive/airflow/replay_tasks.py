@@ -127,6 +127,13 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         "Replay around the archive's holes (missing or quarantined offsets) instead of "
         "failing; the run then ends complete-with-gaps.",
     ),
+    "wait_for_open_transactions_s": (
+        0,
+        {"type": "integer", "minimum": 0},
+        "When a transaction was still open where the archive ends, inside the range: wait at "
+        "most this many seconds (the catalog is looked at every 10 s) for the archive to hold "
+        "its outcome; 0: do not wait (the run then ends incomplete, and runs again complete it).",
+    ),
     "execution": (
         "auto",
         {"type": "string", "enum": ["auto", "in-process", "spark"]},
@@ -240,7 +247,15 @@ def plan_task(
     spec = spec_from_params(params)
     with task_service(ReplayService, variable_getter) as service:
         # a dry run is never executed: no queued lease holding its data from prune
-        plan = service.plan(spec, register=True, lease=not params.get("dry_run"))
+        plan = service.plan(
+            spec,
+            register=True,
+            lease=not params.get("dry_run"),
+            wait_open_txns_s=0
+            if params.get("dry_run")
+            else int(params.get("wait_for_open_transactions_s") or 0),
+            on_wait=_log_wait,
+        )
     report = dry_run_report(plan)
     log.info(
         "replay %s: %d partition(s), <= %d records, %d bytes to read",
@@ -278,6 +293,13 @@ def plan_task(
         "dry_run": bool(params.get("dry_run")),
         "summary": report.model_dump(mode="json", exclude={"plan"}),
     }
+
+
+def _log_wait(plan: ReplayPlan) -> None:
+    from kafka_archive.replay.stability import incomplete_rows
+
+    for row in incomplete_rows(plan):
+        log.warning("waiting for an open transaction: %s", row["message"])
 
 
 def _log_topic_settings(plan: ReplayPlan) -> None:
@@ -371,4 +393,7 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
             row["records_this_run"],
             row["status"],
         )
+    from kafka_archive.airflow.export_tasks import raise_if_incomplete
+
+    raise_if_incomplete("replay", result["replay_id"], result)
     return dict(result)

@@ -53,6 +53,7 @@ __all__ = [
     "ObjectLease",
     "OffsetCommitRow",
     "Partition",
+    "PartitionStability",
     "PartitionTotals",
     "PrunedRange",
     "Segment",
@@ -124,6 +125,7 @@ class Segment(Base):
     error: Mapped[str | None]
     cataloged_at_ms: Mapped[int]
     topic_id: Mapped[str | None]
+    txn_events: Mapped[str | None]
 
 
 class ChainPiece(Base):
@@ -174,6 +176,24 @@ class PartitionTotals(Base):
     records: Mapped[int]
     bytes: Mapped[int]
     topic_ids: Mapped[str]
+
+
+class PartitionStability(Base):
+    """Where a ``read_committed`` consumer of one partition's archived chain would stop: the
+    **last stable offset** (``stable_offset``, the first offset of the earliest transaction
+    still open at the chain's end; ``end_offset`` when none is), for the chain that ended at
+    ``end_offset`` (exclusive) when it was computed, and the open transactions as JSON
+    ``[[producer_id, first_offset], ...]``. Computed from the archived bytes by the catalog
+    build (:mod:`kafka_archive.catalog.stability`); a replay or export never delivers records
+    at or above it (they end ``incomplete``)."""
+
+    __table__ = tables.partition_stability
+
+    partition_id: Mapped[int]
+    stable_offset: Mapped[int]
+    end_offset: Mapped[int]
+    open_txns: Mapped[str]
+    computed_at_ms: Mapped[int]
 
 
 class TimeIndexEntry(Base):

@@ -41,6 +41,7 @@ __all__ = [
     "object_leases",
     "offset_commits",
     "offsets_follower_positions",
+    "partition_stability",
     "partition_totals",
     "partitions",
     "pruned_ranges",
@@ -113,6 +114,9 @@ segments = Table(
     Column("cataloged_at_ms", BigInteger, nullable=False),
     # the topic id from the segment's partition.metadata (NULL: unknown); revision 0004_coverage
     Column("topic_id", String(32)),
+    # JSON [[offset, producer_id, kind], ...]: the segment's transaction events
+    # (segment_lib.txn_state; NULL: none, or not read yet); revision 0005_stable_offsets
+    Column("txn_events", Text),
     UniqueConstraint("partition_id", "manifest_key", name="uq_segments_manifest"),
     Index("ix_segments_partition_base", "partition_id", "base_offset"),
 )
@@ -156,6 +160,19 @@ partition_totals = Table(
     Column("records", BigInteger, nullable=False),
     Column("bytes", BigInteger, nullable=False),
     Column("topic_ids", Text, nullable=False),
+)
+
+
+partition_stability = Table(
+    "partition_stability",
+    metadata,
+    Column(
+        "partition_id", Integer, ForeignKey("partitions.id"), primary_key=True, autoincrement=False
+    ),
+    Column("stable_offset", BigInteger, nullable=False),
+    Column("end_offset", BigInteger, nullable=False),
+    Column("open_txns", Text, nullable=False),
+    Column("computed_at_ms", BigInteger, nullable=False),
 )
 
 

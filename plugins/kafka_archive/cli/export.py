@@ -5,7 +5,9 @@ control batches and aborted transactions left out); the schema and the output la
 docs/export.md. Re-running the same command is safe: an export id derived from the resolved
 range names the files, and the manifest ``_kafka_archive_export.json``, written last, says
 which files the export is made of. Exit status: 0 success, 1 failure (run the same command
-again to complete it), 2 usage errors.
+again to complete it) or an incomplete export (a transaction was open where the archive ends:
+its manifest says ``complete: false``; the same command run again once the archive holds the
+outcome completes it), 2 usage errors.
 """
 
 from __future__ import annotations
@@ -90,6 +92,18 @@ def export(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and the export id; write nothing.")
     ] = False,
+    wait_open_txns: Annotated[
+        int,
+        typer.Option(
+            "--wait-for-open-transactions",
+            min=0,
+            metavar="SECONDS",
+            help="When a transaction was still open where the archive ends, inside the range: "
+            "look at the catalog again every 10 s, at most SECONDS, until the archive holds "
+            "its outcome (default 0: do not wait; the export then ends incomplete, its "
+            "manifest says so, and running it again later completes it).",
+        ),
+    ] = 0,
     store: Annotated[
         str | None,
         typer.Option("--store", help="Archive store URI (default $KAFKA_ARCHIVE_STORE)."),
@@ -127,7 +141,11 @@ def export(
     settings = cli_settings(as_json, store=store, db=db)
     service = ExportService(settings, catalog=catalog, store=archive)
     try:
-        plan = service.plan(request)
+        plan = service.plan(
+            request,
+            wait_open_txns_s=0 if dry_run else wait_open_txns,
+            on_wait=_waiting(as_json, wait_open_txns),
+        )
         if dry_run:
             _print_plan(plan.summary(), as_json)
             return
@@ -137,6 +155,26 @@ def export(
     finally:
         service.close()
     _print_report(report.model_dump(mode="json"), as_json)
+    if report.status == "incomplete":
+        # committed, but not everything asked for: the manifest says so (complete: false)
+        if as_json:
+            raise typer.Exit(1)
+        lines = "; ".join(r["message"] for r in report.incomplete)
+        fail(f"export {report.export_id} is incomplete: {lines}", hint=report.hint, code=1)
+
+
+def _waiting(as_json: bool, seconds: int) -> Any:
+    """The ``on_wait`` callback of ``--wait-for-open-transactions``: one line on stderr."""
+    from kafka_archive.replay.stability import incomplete_rows
+
+    def say(plan: Any) -> None:
+        if not as_json:
+            err_console.print(
+                f"[yellow]waiting (at most {seconds} s) for open transaction(s) at the end "
+                f"of the archive: {'; '.join(r['message'] for r in incomplete_rows(plan))}[/]"
+            )
+
+    return say
 
 
 def _run(service: Any, plan: Any, spark_master: str | None, as_json: bool) -> Any:
@@ -166,9 +204,10 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(report)
         return
-    done = "already committed: nothing written" if report["status"] == "already-committed" else (
-        "committed"
-    )  # fmt: skip
+    done = {
+        "already-committed": "already committed: nothing written",
+        "incomplete": "committed INCOMPLETE (the manifest says so)",
+    }.get(report["status"], "committed")
     console.print(
         f"export [bold]{report['export_id']}[/] {done}: {report['rows']} rows in "
         f"{report['files']} file(s), {report['bytes_written']} bytes, "

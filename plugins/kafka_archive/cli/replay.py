@@ -40,6 +40,7 @@ from kafka_archive.cli.replay_views import (
     print_status,
     print_topic_config,
 )
+from kafka_archive.replay.stability import INCOMPLETE, incomplete_rows
 
 app = typer.Typer(
     help=(
@@ -141,6 +142,30 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
         return service.run(plan, on_records=advance, on_warning=warn)
 
 
+def _waiting(as_json: bool, seconds: int) -> Any:
+    """The ``on_wait`` callback of ``--wait-for-open-transactions``: one line on stderr."""
+
+    def say(plan: Any) -> None:
+        if not as_json:
+            err_console.print(
+                f"[yellow]waiting (at most {seconds} s) for open transaction(s) at the end "
+                f"of the archive: {'; '.join(r['message'] for r in incomplete_rows(plan))}[/]"
+            )
+
+    return say
+
+
+def _exit_incomplete(report: Any, as_json: bool) -> None:
+    """Exit 1 when the run stopped at the archive's last stable offset: it did not deliver
+    everything asked for (the report above says what; the hint what to do)."""
+    if report.status != INCOMPLETE:
+        return
+    lines = "; ".join(r["message"] for r in report.incomplete)
+    if as_json:
+        raise typer.Exit(1)  # the report (status, incomplete, hint) is the JSON answer
+    fail(f"replay {report.replay_id} is incomplete: {lines}", hint=report.hint, code=1)
+
+
 @app.command("run")
 def run(
     cluster: Annotated[str, typer.Option("--cluster", help="Source cluster name in the archive.")],
@@ -217,6 +242,18 @@ def run(
             "--force", help="Replay again even if this replay completed (a new replay id)."
         ),
     ] = False,
+    wait_open_txns: Annotated[
+        int,
+        typer.Option(
+            "--wait-for-open-transactions",
+            min=0,
+            metavar="SECONDS",
+            help="When a transaction was still open where the archive ends, inside the range: "
+            "look at the catalog again every 10 s, at most SECONDS, until the archive holds "
+            "its outcome (default 0: do not wait; the run then ends incomplete, and running "
+            "it again later delivers the rest).",
+        ),
+    ] = 0,
     allow_same_topic: Annotated[
         bool,
         typer.Option(
@@ -334,7 +371,10 @@ def run(
                 print_holes(report)
                 print_topic_config(report)
             return
-        report = _execute(service, service.plan(spec), spark_master, as_json)
+        plan = service.plan(
+            spec, wait_open_txns_s=wait_open_txns, on_wait=_waiting(as_json, wait_open_txns)
+        )
+        report = _execute(service, plan, spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)
     finally:
@@ -349,6 +389,7 @@ def run(
                 "[yellow]this replay had already completed: nothing sent "
                 "(use --force to replay again)[/]"
             )
+    _exit_incomplete(report, as_json)
 
 
 @app.command("resume")
@@ -391,6 +432,7 @@ def resume(
     else:
         print_report(report)
         print_holes(report)
+    _exit_incomplete(report, as_json)
 
 
 @app.command("status")

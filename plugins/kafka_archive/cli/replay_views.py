@@ -68,7 +68,8 @@ def print_report(report: Any) -> None:
         for pid, first in row["open_txns"]:
             console.print(
                 f"[yellow]partition {p}: transaction of producer {pid} from offset "
-                f"{first} is still open at the end of the archive: not replayed[/]"
+                f"{first} is still open at the end of the archive: nothing from that offset "
+                f"on was sent (a later run sends it once the archive holds the outcome)[/]"
             )
 
 

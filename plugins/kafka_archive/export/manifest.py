@@ -20,6 +20,11 @@ through :mod:`kafka_archive.store`). Its life:
 A crash anywhere leaves a state the next run of the same request completes: before the manifest
 is written, the previous manifest (if any) still describes the output; after it, a re-run finds
 the manifest with its own export id, only finishes step 3 and reports the export committed.
+
+A manifest with ``complete: false`` (an export that stopped at the archive's last stable
+offset: a transaction was open where the archive ends) is not served as done: the next run of
+the same request exports the ranges again and commits a manifest that replaces it, with the
+same file names (each record once).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +110,13 @@ class ExportManifest(_Frozen):
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: ``False``: records of the ranges above the archive's last stable offset are not in the
+    #: files (a transaction was open where the archive ends); running the same export again
+    #: once the archive holds its outcome re-exports the ranges whole (:attr:`incomplete`)
+    complete: bool = True
+    #: per partition not exported to its end: ``partition``, ``stable_offset`` (where it
+    #: stopped), ``end_offset``, ``open_txns``, ``message``
+    incomplete: list[dict[str, Any]] = Field(default_factory=list)
     committed_at_ms: int
 
     def to_json(self) -> bytes:
@@ -192,6 +205,7 @@ def manifest_for(
     aborted_records: int = 0,
     control_batches: int = 0,
     open_txn_records: int = 0,
+    incomplete: Sequence[dict[str, Any]] = (),
 ) -> ExportManifest:
     """The manifest of a finished set of tasks (files in partition, then key order)."""
     ordered = sorted(files, key=lambda f: (f.partition, f.key))
@@ -206,5 +220,7 @@ def manifest_for(
         aborted_records=aborted_records,
         control_batches=control_batches,
         open_txn_records=open_txn_records,
+        complete=not incomplete,
+        incomplete=list(incomplete),
         committed_at_ms=int(time.time() * 1000),
     )

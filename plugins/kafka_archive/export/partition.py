@@ -2,10 +2,12 @@
 
 :func:`export_partition` reads the partition plan with the replay's
 :class:`~kafka_archive.replay.execution.reader.PartitionReader` (so the rows are exactly the records
-a replay of the same plan delivers: control batches, aborted transactions and transactions still
-open at the end of the archive left out, CRCs checked) and writes them with pyarrow's Parquet
-writer, one file per ``date``/``hour`` bucket (a bucket with more than ``max_rows_per_file``
-rows gets several files; a bucket closed to bound memory and reopened later gets a new one).
+a replay of the same plan delivers: control batches and aborted transactions left out, nothing
+at or above the archive's last stable offset - a transaction still open where the archive ends
+stops it, see :mod:`kafka_archive.replay.stability` - CRCs checked) and writes them with
+pyarrow's Parquet writer, one file per ``date``/``hour`` bucket (a bucket with more than
+``max_rows_per_file`` rows gets several files; a bucket closed to bound memory and reopened
+later gets a new one).
 Files are written to a local temporary directory, then uploaded with a SHA-256 check to
 ``_staging/<export id>/<final key>`` of the output store (see :mod:`.manifest`).
 
@@ -70,6 +72,9 @@ class PartitionExport:
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: where the export of the partition stopped (exclusive): the plan's end, or the archive's
+    #: last stable offset (a transaction open where the archive ends); -1: not known
+    stopped_at: int = -1
     #: wall seconds of the task (reading, converting, writing and staging)
     duration_s: float = 0.0
     #: CPU seconds the task's process used meanwhile (all its threads)
@@ -84,6 +89,7 @@ class PartitionExport:
             "aborted_records": self.aborted_records,
             "control_batches": self.control_batches,
             "open_txn_records": self.open_txn_records,
+            "stopped_at": self.stopped_at,
             "duration_s": self.duration_s,
             "cpu_s": self.cpu_s,
         }
@@ -98,6 +104,7 @@ class PartitionExport:
             aborted_records=d["aborted_records"],
             control_batches=d["control_batches"],
             open_txn_records=d["open_txn_records"],
+            stopped_at=d.get("stopped_at", -1),
             duration_s=d["duration_s"],
             cpu_s=d.get("cpu_s", 0.0),
         )
@@ -289,6 +296,7 @@ def export_partition(
     result.aborted_records = stats.aborted_records
     result.control_batches = stats.control_batches
     result.open_txn_records = stats.open_txn_records
+    result.stopped_at = reader.position
     result.duration_s = round(time.monotonic() - started, 4)
     result.cpu_s = round(time.process_time() - started_cpu, 4)
     return result

@@ -46,6 +46,7 @@ from kafka_archive.replay.planning.completeness import (
     gaps_refusal,
 )
 from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
+from kafka_archive.replay.stability import INCOMPLETE, INCOMPLETE_HINT, incomplete_rows
 from kafka_archive.replay.target.checks import (
     DEFAULT_PROGRESS_PARTITIONS,
     TargetInfo,
@@ -97,6 +98,12 @@ class ReplayReport(BaseModel):
     allow_gaps: bool = False
     #: every hole of the plan: ``partition``, offsets, kind, object key, byte position, reason
     holes: list[dict[str, Any]] = []
+    #: partitions whose records above the archive's last stable offset were not delivered (a
+    #: transaction open where the archive ends): ``partition``, ``stable_offset`` (where it
+    #: stopped), ``end_offset``, ``open_txns``, ``message`` (:mod:`.stability`)
+    incomplete: list[dict[str, Any]] = []
+    #: what to do next (set when the run is ``incomplete``)
+    hint: str | None = None
     #: a dry run's view of the target (``None``: ``--offline``, not checked)
     target_check: dict[str, Any] | None = None
     #: the target topic's configs: created with, dropped, differences from the source's at the
@@ -216,8 +223,8 @@ def execute(
     ``ledger``, a replay another live run holds (:class:`~.lease.ReplayBusyError`).
     """
     require_complete(plan)
-    with replay_run(plan, ledger):
-        return _execute(
+    with replay_run(plan, ledger) as outcome:
+        report = _execute(
             plan,
             store=store,
             target=target,
@@ -228,6 +235,8 @@ def execute(
             on_records=on_records,
             producer_config=producer_config,
         )
+        outcome.status = report.status
+        return report
 
 
 def _execute(
@@ -331,9 +340,23 @@ def build_report(
     records_this_run = sum(r.records_this_run for r in results)
     bytes_this_run = sum(r.bytes_this_run for r in results)
     statuses = {r.status for r in results}
+    stopped = [r for r in results if r.status == INCOMPLETE]
+    incomplete = incomplete_rows(
+        plan,
+        {r.partition: r.next_offset for r in stopped},
+        {r.partition: list(r.open_txns) for r in stopped},
+    )
+    if incomplete:
+        status = INCOMPLETE  # never "complete" (nor "already-done") with records held back
+    elif statuses == {"already-done"}:
+        status = "already-done"
+    else:
+        status = final_status(plan.has_holes)
     return ReplayReport(
         replay_id=plan.replay_id,
-        status="already-done" if statuses == {"already-done"} else final_status(plan.has_holes),
+        status=status,
+        incomplete=incomplete,
+        hint=INCOMPLETE_HINT if incomplete else None,
         cluster=spec.cluster,
         topic=spec.topic,
         target=spec.target.identity(),
@@ -388,12 +411,16 @@ def dry_run_report(plan: ReplayPlan) -> ReplayReport:
                 "objects": [o.model_dump() for o in p.objects],
                 "tail_objects": len(p.tail_objects),
                 "holes": [h.model_dump(mode="json") for h in p.holes],
+                "stable_offset": p.stable_offset,
+                "open_txns": [list(t) for t in p.open_txns],
             }
             for p in plan.partitions
         },
         plan=json.loads(plan.to_json()),
         allow_gaps=spec.allow_gaps,
         holes=_hole_rows(plan),
+        incomplete=incomplete_rows(plan),
+        hint=INCOMPLETE_HINT if plan.incomplete else None,
     )
 
 

@@ -9,7 +9,9 @@
    resolved ranges (:func:`~kafka_archive.export.manifest.export_id_for`).
 2. :meth:`ExportService.run` - refuse a plan with holes (unless ``allow_gaps``); if the output's
    committed manifest already has this export id, only finish its clean-up and report it
-   (re-running an export never duplicates rows); otherwise take the export's lease in the
+   (re-running an export never duplicates rows) - unless that manifest says the export is
+   incomplete (it stopped at the archive's last stable offset, :mod:`kafka_archive.replay.
+   stability`): then it is exported again, whole; otherwise take the export's lease in the
    catalog (one live run per export id; the same lease table replays use, so retention sees
    what a running export reads), run one Spark task per partition, and commit the manifest.
 
@@ -23,7 +25,7 @@ failed job (re-running completes the export).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,7 +118,7 @@ class ExportReport(BaseModel):
 
     kind: str = "export"
     export_id: str
-    status: str  # "committed" or "already-committed"
+    status: str  # "committed", "already-committed" or "incomplete" (committed, see below)
     cluster: str
     topic: str
     output: str
@@ -129,6 +131,11 @@ class ExportReport(BaseModel):
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: partitions whose records above the archive's last stable offset are not in the files
+    #: (the manifest says ``complete: false``; running the export again completes it)
+    incomplete: list[dict[str, Any]] = Field(default_factory=list)
+    #: what to do next (set when ``incomplete``)
+    hint: str | None = None
     duration_s: float
     rows_per_s: float
     #: seconds each partition's Spark task took (empty when nothing was exported this run)
@@ -143,8 +150,15 @@ class ExportService(ResourceService):
     Not thread-safe: one per command or task; close it, or use it as a context manager.
     """
 
-    def plan(self, request: ExportRequest) -> ExportPlan:
-        """Resolve ``request`` against the catalog, as replay would plan it.
+    def plan(
+        self,
+        request: ExportRequest,
+        *,
+        wait_open_txns_s: float = 0,
+        on_wait: Callable[[ReplayPlan], None] | None = None,
+    ) -> ExportPlan:
+        """Resolve ``request`` against the catalog, as replay would plan it (``wait_open_txns_s``
+        / ``on_wait``: as :meth:`~kafka_archive.services.replay.ReplayService.plan`).
 
         Raises:
             ReplayConfigError: a bad position, an unknown topic or partition, an empty range,
@@ -172,8 +186,17 @@ class ExportService(ResourceService):
             },
             TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
         )
-        source = CatalogPlanSource(self.resources.catalog(), self.resources.store())
-        plan = plan_replay(spec, source)
+
+        def once() -> ReplayPlan:
+            return plan_replay(
+                spec, CatalogPlanSource(self.resources.catalog(), self.resources.store())
+            )
+
+        plan = once()
+        if plan.incomplete and wait_open_txns_s > 0:
+            from kafka_archive.replay.stability import wait_until_stable
+
+            plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
         ranges = _ranges(plan)
         return ExportPlan(
             export_id=export_id_for(request.cluster, request.topic, ranges),
@@ -197,6 +220,7 @@ class ExportService(ResourceService):
         """
         from kafka_archive.export.manifest import clean_output, commit, read_manifest
         from kafka_archive.replay.runner import require_complete
+        from kafka_archive.replay.stability import INCOMPLETE
         from kafka_archive.store import open_store
 
         started = time.monotonic()
@@ -207,13 +231,17 @@ class ExportService(ResourceService):
             existing = read_manifest(output)
             if existing is not None and existing.export_id == plan.export_id:
                 clean_output(output, existing)  # finishes an interrupted clean-up
-                return self._report(existing, "already-committed", started, output.uri, [])
+                if existing.complete:
+                    return self._report(existing, "already-committed", started, output.uri, [])
+                # an incomplete export (stopped at the archive's last stable offset) is never
+                # served as done: it is exported again, whole, and its manifest replaced
             manifest, results = self._export(
                 plan, replay_plan, output, spark_master, spark,
                 dict(output_options or {}), dict(store_options or {}),
             )  # fmt: skip
             commit(output, manifest)
-            return self._report(manifest, "committed", started, output.uri, results)
+            status = "committed" if manifest.complete else INCOMPLETE
+            return self._report(manifest, status, started, output.uri, results)
         finally:
             output.close()
 
@@ -232,6 +260,7 @@ class ExportService(ResourceService):
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
         from kafka_archive.replay.bookkeeping.lease import ReplayLease
+        from kafka_archive.replay.stability import incomplete_rows
         from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 
@@ -271,6 +300,9 @@ class ExportService(ResourceService):
             aborted_records=sum(r.aborted_records for r in results),
             control_batches=sum(r.control_batches for r in results),
             open_txn_records=sum(r.open_txn_records for r in results),
+            incomplete=incomplete_rows(
+                replay_plan, {r.partition: r.stopped_at for r in results if r.stopped_at >= 0}
+            ),
         )
         return manifest, results
 
@@ -283,6 +315,7 @@ class ExportService(ResourceService):
         results: list[PartitionExport],
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
+        from kafka_archive.replay.stability import INCOMPLETE_HINT
 
         per: dict[int, int] = {r.partition: 0 for r in manifest.ranges}
         for f in manifest.files:
@@ -303,6 +336,8 @@ class ExportService(ResourceService):
             aborted_records=manifest.aborted_records,
             control_batches=manifest.control_batches,
             open_txn_records=manifest.open_txn_records,
+            incomplete=manifest.incomplete,
+            hint=None if manifest.complete else INCOMPLETE_HINT,
             duration_s=round(duration, 3),
             rows_per_s=round(manifest.rows / duration, 1) if duration > 0 else 0.0,
             task_s={r.partition: r.duration_s for r in results},

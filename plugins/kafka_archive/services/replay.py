@@ -215,18 +215,37 @@ class ReplayService(ResourceService):
     # -- the steps ------------------------------------------------------------------------
 
     def plan(
-        self, spec: ReplaySpec, *, register: bool = False, lease: bool | None = None
+        self,
+        spec: ReplaySpec,
+        *,
+        register: bool = False,
+        lease: bool | None = None,
+        wait_open_txns_s: float = 0,
+        on_wait: Callable[[ReplayPlan], None] | None = None,
     ) -> ReplayPlan:
         """Resolve ``spec`` against the catalog; ``register``: record it in the ledger now
         (the DAG does, so the plan is visible while it waits for execution); ``lease``
         (default: ``register``): lease its offsets as a queued replay, so that prune leaves
         them until the run takes the lease over (or it expires,
-        :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
+        :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`). ``wait_open_txns_s``: while a
+        partition's range reaches above the archive's last stable offset (a transaction open
+        where the archive ends), look at the catalog again every few seconds, at most this
+        long (:func:`~kafka_archive.replay.stability.wait_until_stable`; ``on_wait`` is told
+        before each pause); the plan that results may still be incomplete."""
         from kafka_archive.replay.planning.topic_config import plan_topic_settings
         from kafka_archive.replay.runner import plan_replay
+        from kafka_archive.replay.stability import wait_until_stable
 
         source = self.source()
         plan = plan_replay(spec, source)
+        if plan.incomplete and wait_open_txns_s > 0:
+
+            def again() -> ReplayPlan:
+                nonlocal source
+                source = self.source()  # a fresh look at the catalog (no cached answers)
+                return plan_replay(spec, source)
+
+            plan = wait_until_stable(again, wait_open_txns_s, on_wait=on_wait)
         # the source topic as it was at the start: what --create-topic creates, and what an
         # existing target is compared with (decided now, so the run creates what the plan says)
         plan = plan_topic_settings(plan, source, self.history())
@@ -359,6 +378,10 @@ class ReplayService(ResourceService):
                 f"no replay {replay_id!r} in the catalog", hint="see `kafka-archive replay status`"
             )
         plan = plan.with_target(plan.spec.target.with_config(dict(target_config)))
+        # what was archived since (a marker of a transaction that held the run back) is read
+        from kafka_archive.replay.stability import refresh_plan
+
+        plan = refresh_plan(plan, self.source())
         if allow_gaps and not plan.spec.allow_gaps:
             spec = plan.spec.model_copy(update={"allow_gaps": True})
             plan = plan.model_copy(update={"spec": spec})

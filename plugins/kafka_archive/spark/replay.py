@@ -75,6 +75,7 @@ def _result_of(d: dict[str, Any]) -> PartitionResult:
         resumed_from=d["resumed_from"],
         duration_s=d["duration_s"],
         retries=d["retries"],
+        next_offset=d.get("next_offset", -1),
     )
 
 
@@ -97,8 +98,10 @@ def run_on_spark(
     ledger = ReplayLedger.open(db_url) if db_url else None
     try:
         # the driver holds the lease and keeps the status for the whole job (see .lifecycle)
-        with replay_run(plan, ledger):
-            return _run_tasks(plan, store_uri, db_url, master, target, spark, started)
+        with replay_run(plan, ledger) as outcome:
+            report = _run_tasks(plan, store_uri, db_url, master, target, spark, started)
+            outcome.status = report.status
+            return report
     finally:
         if ledger is not None:
             ledger.engine.dispose()

@@ -74,6 +74,7 @@ from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
 from kafka_archive.catalog.models import BuildRun, Partition, Segment
 from kafka_archive.catalog.prune import below_watermark
 from kafka_archive.catalog.refs import SegmentRef
+from kafka_archive.catalog.stability import refresh_stability
 from kafka_archive.settings import env_var, load_settings
 
 __all__ = ["VERIFY_ENV", "build_catalog"]
@@ -157,6 +158,9 @@ def build_catalog(
     try:
         for w in range(0, len(todo), wave):
             _build_wave(run, todo[w : w + wave])
+        # every partition's last stable offset, for the chain as this build leaves it (reads
+        # only the segments with transactional or control batches not read before)
+        refresh_stability(catalog, store_for(store_uri, options))
     except BaseException:
         status = "failed"
         raise

@@ -77,6 +77,7 @@ from kafka_archive.replay.execution.txn_calls import RERUN
 from kafka_archive.replay.execution.txn_runs import OpenTxn, merge_runs, next_progress
 from kafka_archive.replay.planning.filters import KeyFilter
 from kafka_archive.replay.planning.plan import PartitionPlan, ReplayPlan
+from kafka_archive.replay.stability import INCOMPLETE
 from kafka_archive.store.base import ObjectStore
 
 __all__ = [
@@ -358,8 +359,9 @@ class PartitionReplay:
                         ) from None
                     txn_calls.backoff(min(0.2 * 2**aborts, 5.0))
             assert progress is not None
+            status = "done" if progress.done else INCOMPLETE
             return self._result(
-                progress, self._resumed_from, started, this_run, self._retries, "done"
+                progress, self._resumed_from, started, this_run, self._retries, status
             )
         finally:
             # a later run() prepares a fresh producer; this one is released with the object
@@ -441,7 +443,7 @@ class PartitionReplay:
             if produced is None:
                 break
             self._after_batch(producer, txn, produced, limiter)
-            if reader.position >= part.end_offset:
+            if reader.position >= part.deliver_end:
                 # every record of the range is produced (nothing held behind an open
                 # transaction, or the position could not be here): this transaction also marks
                 # the partition done - no transaction of its own for that
@@ -454,12 +456,16 @@ class PartitionReplay:
                 )
                 _count(this_run, txn)
                 txn = None
-        # the range is exhausted: the open transaction (or a new one) marks the partition done
+        # the range is exhausted: the open transaction (or a new one) marks the partition done,
+        # or - when the reader stopped at the archive's last stable offset (a transaction open
+        # where the archive ends) - records that position, so a later run delivers the rest
         self._open_txns = list(reader.stats.open_txns)
+        stop = reader.position
         if txn is None:
             txn = self._begin(producer, seq + 1)
         seq += 1
-        base = self._commit(producer, txn, base, reader, part.end_offset, seq, ppart, done=True)
+        done = stop >= part.end_offset
+        base = self._commit(producer, txn, base, reader, stop, seq, ppart, done=done)
         _count(this_run, txn)
         return base
 

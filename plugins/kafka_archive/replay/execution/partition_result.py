@@ -36,10 +36,12 @@ class PartitionResult:
     filtered_records: int
     open_txn_records: int
     open_txns: list[tuple[int, int]]
-    status: str  # done | already-done
+    status: str  # done | already-done | incomplete (stopped at the last stable offset)
     resumed_from: int | None
     duration_s: float
     retries: int = 0
+    #: the next source offset to deliver (``end_offset`` once done)
+    next_offset: int = -1
 
     @classmethod
     def of(
@@ -55,7 +57,8 @@ class PartitionResult:
         open_txns: list[tuple[int, int]],
     ) -> PartitionResult:
         """The result from the final committed ``progress``, this run's ``(records, bytes,
-        transactions)`` and the transactions left open at the archive's end (``status`` done)."""
+        transactions)`` and the transactions left open at the archive's end (``status`` done
+        or incomplete; ``next_offset`` is where an incomplete one stopped)."""
         records, nbytes, txns = this_run
         return cls(
             partition=part.partition,
@@ -71,7 +74,8 @@ class PartitionResult:
             control_batches=progress.control_batches,
             filtered_records=progress.filtered_records,
             open_txn_records=progress.open_txn_records,
-            open_txns=list(open_txns if status == "done" else []),
+            open_txns=list(open_txns if status in ("done", "incomplete") else []),
+            next_offset=progress.next_offset,
             status=status,
             resumed_from=resumed_from,
             duration_s=time.monotonic() - started,
@@ -98,4 +102,5 @@ class PartitionResult:
             "resumed_from": self.resumed_from,
             "duration_s": round(self.duration_s, 3),
             "retries": self.retries,
+            "next_offset": self.next_offset,
         }

@@ -14,9 +14,14 @@ consumer would have received, in offset order, grouped per source batch:
   until it resolves, as the broker's last stable offset holds a consumer back;
 * markers may lie after ``end_offset``: the reader then reads on (the plan's ``tail_objects``)
   looking only for markers, never yielding records at or past ``end_offset``;
-* a transaction still open where the archive ends is not replayed: its records are counted in
-  :attr:`ReaderStats.open_txn_records` and it is listed in :attr:`ReaderStats.open_txns`; the
-  other records held behind it are yielded;
+* the range ends at the plan's :attr:`~.plan.PartitionPlan.deliver_end` (the archive's last
+  stable offset when a transaction was open where the archive ends);
+* a transaction still open where the objects end (found from the bytes, whatever the plan
+  says) stops the reader at its first offset, as the last stable offset stops a
+  ``read_committed`` consumer: its records are counted in :attr:`ReaderStats.open_txn_records`,
+  the other records held behind it in :attr:`ReaderStats.held_records`, it is listed in
+  :attr:`ReaderStats.open_txns`, and none of them is yielded or dropped: a later read from
+  :attr:`PartitionReader.position` delivers them once the archive holds the outcome;
 * the key filter (if any) applies to committed and non-transactional records; dropped ones are
   counted in ``filtered_records``;
 * with ``read_ahead`` (default for remote stores) the next chunk is fetched in a background
@@ -26,8 +31,8 @@ consumer would have received, in offset order, grouped per source batch:
   stream records straight out of the bytes (:meth:`RawBatch.emit`); any other group is a list.
 
 After each yielded group, :attr:`PartitionReader.position` is a safe resume offset: every
-record below it has been yielded or deliberately dropped. When iteration ends it equals
-``end_offset``.
+record below it has been yielded or deliberately dropped. When iteration ends it equals the
+plan's ``deliver_end``, or the first offset of the earliest transaction still open (below it).
 
 Errors: bad bytes raise :class:`~segment_lib.errors.SegmentError` subclasses whose ``path`` is
 the object key and ``position`` the byte position inside that object.
@@ -77,6 +82,8 @@ class ReaderStats:
     aborted_records: int = 0
     filtered_records: int = 0
     open_txn_records: int = 0
+    #: records after the first offset of a still-open transaction, not yielded (not dropped)
+    held_records: int = 0
     #: ``(producer_id, first_offset)`` of transactions still open at the end of the archive
     open_txns: list[tuple[int, int]] = field(default_factory=list)
     #: transactions found aborted through the archived .txnindex (dropped without buffering)
@@ -200,7 +207,7 @@ class PartitionReader:
                 f"resume offset {self.start} outside the plan's range "
                 f"[{plan.start_offset}, {plan.end_offset})"
             )
-        self.end = plan.end_offset
+        self.end = plan.deliver_end
         self.key_filter = key_filter
         self.raw_batches = raw_batches and key_filter is None
         self.chunk_bytes = chunk_bytes
@@ -407,17 +414,19 @@ class PartitionReader:
             else:
                 continue
             break
-        # the archive ends (or the range is done): whatever is still open is not replayed
+        # the objects end (or the range is done): a transaction still open has no outcome
+        # here, so the reader stops at its first offset (the last stable offset) and neither
+        # yields nor drops what lies behind it; a later read from `position` delivers it
         still_open = [t for t in txns.values() if t.state == _OPEN]
-        for i, (records, txn) in enumerate(pending):
-            if txn is not None and txn.state == _OPEN:
-                stats.open_txn_records += len(records)
-                pending[i] = ([], txn)
         stats.open_txns = sorted({(t.producer_id, t.first_offset) for t in still_open})
-        for t in still_open:
-            t.state = _ABORTED  # released below as empty groups: counted as open, not aborted
-        yield from release()
         self.position = end
+        if still_open:
+            self.position = min(end, max(self.start, min(t.first_offset for t in still_open)))
+            for records, txn in pending:
+                if txn is not None and txn.state == _OPEN:
+                    stats.open_txn_records += len(records)
+                elif txn is None or txn.state == _COMMITTED:
+                    stats.held_records += len(records)
 
     @staticmethod
     def _in_range(records: list[Record], start: int, end: int) -> list[Record]:

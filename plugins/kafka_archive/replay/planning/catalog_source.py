@@ -13,7 +13,10 @@
   generically by :func:`kafka_archive.replay.planning.completeness.holes_from_gaps`;
 * the ``.txnindex`` object of each segment in a plan and the source's Kafka cluster id come from
   the segments' manifests (one read per planned segment; the reader works from the control
-  markers alone when a segment has no ``.txnindex``).
+  markers alone when a segment has no ``.txnindex``);
+* each partition's last stable offset (:meth:`CatalogPlanSource.stability`) is the one the
+  catalog build recorded (:mod:`kafka_archive.catalog.stability`; see
+  :mod:`kafka_archive.replay.stability`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_t
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.planning.plan import PlannedSegment
+from kafka_archive.replay.stability import StabilityUnknownError, StableOffset
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]
@@ -153,6 +157,32 @@ class CatalogPlanSource:
             except CatalogQueryError as exc:
                 raise UnknownTopicError(str(exc), hint=exc.hint) from None
         return holes_from_gaps(self._gaps[(cluster, topic)], partition)
+
+    def stability(self, cluster: str, topic: str, partition: int) -> StableOffset:
+        """The partition's last stable offset as the catalog build recorded it (see
+        :mod:`kafka_archive.catalog.stability`).
+
+        Raises:
+            StabilityUnknownError: a serving segment's transaction markers were not read yet
+                (a catalog from before they were recorded, not built since).
+        """
+        from kafka_archive.catalog.stability import read_stability
+
+        with self.catalog.session() as s:
+            pid = s.scalar(
+                select(Partition.id).where(
+                    Partition.cluster == cluster,
+                    Partition.topic == topic,
+                    Partition.partition == partition,
+                )
+            )
+            st = None if pid is None else read_stability(s, int(pid))
+        if st is None:
+            raise StabilityUnknownError(
+                f"the catalog does not know where the committed data of partition {partition} "
+                f"of {cluster}/{topic} ends (its transaction markers were not read yet)"
+            )
+        return StableOffset(st.stable_offset, st.end_offset, list(st.open_txns))
 
     def _txn_index_key(self, manifest_key: str) -> str | None:
         manifest = self._manifest(manifest_key)

@@ -63,6 +63,7 @@ __all__ = [
     "ReplaySpec",
     "TargetSpec",
     "build_plan",
+    "object_ranges",
     "parse_position",
 ]
 
@@ -216,9 +217,29 @@ class PartitionPlan(_Frozen):
     #: offsets of the range the replay cannot deliver (see :mod:`.completeness`)
     holes: list[PlanHole] = Field(default_factory=list)
 
+    #: the archive's last stable offset when it lies below ``end_offset``: a transaction was
+    #: still open where the archive ends, so records at or above it are not delivered by this
+    #: run (it ends ``incomplete``; see :mod:`.stability`). ``None``: the whole range is stable
+    stable_offset: int | None = None
+    #: the transactions open at the archive's end, ``(producer_id, first_offset)``
+    open_txns: list[tuple[int, int]] = Field(default_factory=list)
+
     @property
     def empty(self) -> bool:
         return self.start_offset >= self.end_offset
+
+    @property
+    def deliver_end(self) -> int:
+        """Where this run stops delivering (exclusive): ``end_offset``, or the stable offset
+        when a transaction open at the archive's end lies inside the range."""
+        if self.stable_offset is None:
+            return self.end_offset
+        return max(self.start_offset, min(self.end_offset, self.stable_offset))
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether records of the range lie above the archive's last stable offset."""
+        return self.deliver_end < self.end_offset
 
 
 class ReplayPlan(_Frozen):
@@ -253,6 +274,11 @@ class ReplayPlan(_Frozen):
     @property
     def has_holes(self) -> bool:
         return any(p.holes for p in self.partitions)
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether a partition's range reaches above the archive's last stable offset."""
+        return any(p.incomplete for p in self.partitions)
 
     def partition(self, partition: int) -> PartitionPlan:
         for p in self.partitions:
@@ -368,9 +394,11 @@ def _resolve(
     return log_end if found < 0 else max(found, log_start)
 
 
-def _ranges(
+def object_ranges(
     segments: Sequence[PlannedSegment], start: int, end: int
 ) -> tuple[list[ObjectRange], list[ObjectRange], int]:
+    """The objects to read for ``[start, end)``, the tail objects after ``end`` (read for
+    markers only) and the bytes to read."""
     objects: list[ObjectRange] = []
     tail: list[ObjectRange] = []
     nbytes = 0
@@ -534,7 +562,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 f"the range is inverted on partition {p}: from resolves to offset {start}, "
                 f"after the end offset {end}"
             )
-        objects, tail, nbytes = _ranges(segments, start, end)
+        objects, tail, nbytes = object_ranges(segments, start, end)
         holes = bound_holes(_requested(spec.from_, p), _requested(spec.to, p), log_start, log_end)
         if isinstance(source, HoleSource):
             found = source.holes(spec.cluster, spec.topic, p)
@@ -590,7 +618,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         )
     now = int(time.time() * 1000) if now_ms is None else now_ms
     replay_id = spec.replay_id or plan_id(spec, plans, nonce=str(now) if spec.force else "")
-    return ReplayPlan(
+    plan = ReplayPlan(
         replay_id=replay_id,
         spec=spec,
         partitions=plans,
@@ -598,3 +626,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         source_cluster_id=source.cluster_id(spec.cluster),
         created_at_ms=now,
     )
+    # the archive's last stable offsets (after the id: they do not change what is asked for)
+    from kafka_archive.replay.stability import stabilize
+
+    return stabilize(plan, source)

@@ -6,6 +6,7 @@ summaries hold) and answers ``offset_for_time`` by scanning the archived objects
 semantics: the first record, in offset order, whose timestamp is >= T). The catalog's own source
 answers the same questions from SQL plus at most one ranged read; this one serves tests, benchmarks
 and replays straight from a copy of broker log dirs (:meth:`SegmentsPlanSource.upload_log_dirs`).
+Its ``stability`` (the last stable offset) reads every segment of the partition at planning time.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from pathlib import Path
 
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.plan import PlannedSegment
+from kafka_archive.replay.stability import StableOffset
 from kafka_archive.store.base import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.names import parse_partition_dir_name
 from segment_lib.record_batch import first_record_timestamp
+from segment_lib.txn_state import TxnFold, scan_txn_events
 
 __all__ = ["SegmentsPlanSource", "segment_ref_from_bytes"]
 
@@ -113,6 +116,17 @@ class SegmentsPlanSource:
 
     def cluster_id(self, cluster: str) -> str | None:
         return self._cluster_ids.get(cluster)
+
+    def stability(self, cluster: str, topic: str, partition: int) -> StableOffset:
+        """The last stable offset of the partition's segments, from their bytes
+        (``segment_lib.txn_state``)."""
+        fold = TxnFold()
+        segments = self.segments(cluster, topic, partition)
+        for seg in segments:
+            fold.add(scan_txn_events(self.store.get_bytes(seg.key)), seg.base_offset,
+                     seg.last_offset)  # fmt: skip
+        end = segments[-1].last_offset + 1 if segments else 0
+        return StableOffset(fold.stable_offset(end), end, fold.open_transactions())
 
     def offset_for_time(self, cluster: str, topic: str, partition: int, timestamp_ms: int) -> int:
         for seg in self.segments(cluster, topic, partition):
