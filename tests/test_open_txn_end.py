@@ -223,7 +223,7 @@ def test_replay_waits_for_the_outcome_when_asked(
 ) -> None:
     """--wait-for-open-transactions: the catalog is looked at again until the archive holds the
     marker (here it is archived while the command waits), then everything is delivered."""
-    from kafka_archive.replay import stability
+    from kafka_archive.replay.planning import stability
 
     target = "replayed-wait"
     mock.create_topic(target, 1)
@@ -326,7 +326,7 @@ def test_a_catalog_that_never_read_the_markers_refuses_to_guess(
 
 def test_airflow_report_tasks_fail_an_incomplete_run_with_the_reason() -> None:
     from kafka_archive.airflow import export_tasks
-    from kafka_archive.replay.stability import INCOMPLETE_HINT, IncompleteRunError
+    from kafka_archive.replay.planning.stability import INCOMPLETE_HINT, IncompleteRunError
 
     row = {"partition": 0, "stable_offset": LSO, "end_offset": FIRST_END,
            "open_txns": [[OPEN_PID, LSO]], "message": f"p0: producer {OPEN_PID} ..."}  # fmt: skip

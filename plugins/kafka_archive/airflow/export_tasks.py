@@ -141,7 +141,7 @@ def _wait_s(params: Mapping[str, Any]) -> int:
 
 
 def _log_wait(plan: Any) -> None:
-    from kafka_archive.replay.stability import incomplete_rows
+    from kafka_archive.replay.planning.stability import incomplete_rows
 
     for row in incomplete_rows(plan):
         log.warning("waiting for an open transaction: %s", row["message"])
@@ -163,7 +163,7 @@ def export_task(
 def raise_if_incomplete(kind: str, ident: str, result: Mapping[str, Any]) -> None:
     """Fail the task (a typed error with what to do) when the run ended ``incomplete``: it
     stopped at the archive's last stable offset, a transaction open where the archive ends."""
-    from kafka_archive.replay.stability import IncompleteRunError
+    from kafka_archive.replay.planning.stability import IncompleteRunError
 
     if result.get("status") != "incomplete":
         return

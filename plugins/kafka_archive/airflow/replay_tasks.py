@@ -296,7 +296,7 @@ def plan_task(
 
 
 def _log_wait(plan: ReplayPlan) -> None:
-    from kafka_archive.replay.stability import incomplete_rows
+    from kafka_archive.replay.planning.stability import incomplete_rows
 
     for row in incomplete_rows(plan):
         log.warning("waiting for an open transaction: %s", row["message"])

@@ -165,7 +165,7 @@ def export(
 
 def _waiting(as_json: bool, seconds: int) -> Any:
     """The ``on_wait`` callback of ``--wait-for-open-transactions``: one line on stderr."""
-    from kafka_archive.replay.stability import incomplete_rows
+    from kafka_archive.replay.planning.stability import incomplete_rows
 
     def say(plan: Any) -> None:
         if not as_json:

@@ -40,7 +40,7 @@ from kafka_archive.cli.replay_views import (
     print_status,
     print_topic_config,
 )
-from kafka_archive.replay.stability import INCOMPLETE, incomplete_rows
+from kafka_archive.replay.planning.stability import INCOMPLETE, incomplete_rows
 
 app = typer.Typer(
     help=(

@@ -4,7 +4,7 @@
 :class:`~kafka_archive.replay.execution.reader.PartitionReader` (so the rows are exactly the records
 a replay of the same plan delivers: control batches and aborted transactions left out, nothing
 at or above the archive's last stable offset - a transaction still open where the archive ends
-stops it, see :mod:`kafka_archive.replay.stability` - CRCs checked) and writes them with
+stops it, see :mod:`kafka_archive.replay.planning.stability` - CRCs checked) and writes them with
 pyarrow's Parquet writer, one file per ``date``/``hour`` bucket (a bucket with more than
 ``max_rows_per_file`` rows gets several files; a bucket closed to bound memory and reopened
 later gets a new one).

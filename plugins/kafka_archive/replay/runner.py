@@ -46,7 +46,7 @@ from kafka_archive.replay.planning.completeness import (
     gaps_refusal,
 )
 from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan, ReplaySpec, build_plan
-from kafka_archive.replay.stability import INCOMPLETE, INCOMPLETE_HINT, incomplete_rows
+from kafka_archive.replay.planning.stability import INCOMPLETE, INCOMPLETE_HINT, incomplete_rows
 from kafka_archive.replay.target.checks import (
     DEFAULT_PROGRESS_PARTITIONS,
     TargetInfo,

@@ -194,7 +194,7 @@ class ExportService(ResourceService):
 
         plan = once()
         if plan.incomplete and wait_open_txns_s > 0:
-            from kafka_archive.replay.stability import wait_until_stable
+            from kafka_archive.replay.planning.stability import wait_until_stable
 
             plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
         ranges = _ranges(plan)
@@ -219,8 +219,8 @@ class ExportService(ResourceService):
         output and the archive, given to every executor too.
         """
         from kafka_archive.export.manifest import clean_output, commit, read_manifest
+        from kafka_archive.replay.planning.stability import INCOMPLETE
         from kafka_archive.replay.runner import require_complete
-        from kafka_archive.replay.stability import INCOMPLETE
         from kafka_archive.store import open_store
 
         started = time.monotonic()
@@ -260,7 +260,7 @@ class ExportService(ResourceService):
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
         from kafka_archive.replay.bookkeeping.lease import ReplayLease
-        from kafka_archive.replay.stability import incomplete_rows
+        from kafka_archive.replay.planning.stability import incomplete_rows
         from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 
@@ -315,7 +315,7 @@ class ExportService(ResourceService):
         results: list[PartitionExport],
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
-        from kafka_archive.replay.stability import INCOMPLETE_HINT
+        from kafka_archive.replay.planning.stability import INCOMPLETE_HINT
 
         per: dict[int, int] = {r.partition: 0 for r in manifest.ranges}
         for f in manifest.files:

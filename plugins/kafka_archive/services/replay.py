@@ -230,11 +230,11 @@ class ReplayService(ResourceService):
         :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`). ``wait_open_txns_s``: while a
         partition's range reaches above the archive's last stable offset (a transaction open
         where the archive ends), look at the catalog again every few seconds, at most this
-        long (:func:`~kafka_archive.replay.stability.wait_until_stable`; ``on_wait`` is told
-        before each pause); the plan that results may still be incomplete."""
+        long (:func:`~kafka_archive.replay.planning.stability.wait_until_stable`; ``on_wait`` is
+        told before each pause); the plan that results may still be incomplete."""
+        from kafka_archive.replay.planning.stability import wait_until_stable
         from kafka_archive.replay.planning.topic_config import plan_topic_settings
         from kafka_archive.replay.runner import plan_replay
-        from kafka_archive.replay.stability import wait_until_stable
 
         source = self.source()
         plan = plan_replay(spec, source)
@@ -379,7 +379,7 @@ class ReplayService(ResourceService):
             )
         plan = plan.with_target(plan.spec.target.with_config(dict(target_config)))
         # what was archived since (a marker of a transaction that held the run back) is read
-        from kafka_archive.replay.stability import refresh_plan
+        from kafka_archive.replay.planning.stability import refresh_plan
 
         plan = refresh_plan(plan, self.source())
         if allow_gaps and not plan.spec.allow_gaps:

@@ -19,7 +19,7 @@ from kafka_archive.replay.bookkeeping.lease import ReplayLease
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.planning.completeness import final_status
 from kafka_archive.replay.planning.plan import ReplayPlan
-from kafka_archive.replay.stability import INCOMPLETE
+from kafka_archive.replay.planning.stability import INCOMPLETE
 
 __all__ = ["RunOutcome", "replay_run"]
 

@@ -77,7 +77,7 @@ from kafka_archive.replay.execution.txn_calls import RERUN
 from kafka_archive.replay.execution.txn_runs import OpenTxn, merge_runs, next_progress
 from kafka_archive.replay.planning.filters import KeyFilter
 from kafka_archive.replay.planning.plan import PartitionPlan, ReplayPlan
-from kafka_archive.replay.stability import INCOMPLETE
+from kafka_archive.replay.planning.stability import INCOMPLETE
 from kafka_archive.store.base import ObjectStore
 
 __all__ = [

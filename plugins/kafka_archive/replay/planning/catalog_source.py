@@ -16,7 +16,7 @@
   markers alone when a segment has no ``.txnindex``);
 * each partition's last stable offset (:meth:`CatalogPlanSource.stability`) is the one the
   catalog build recorded (:mod:`kafka_archive.catalog.stability`; see
-  :mod:`kafka_archive.replay.stability`).
+  :mod:`kafka_archive.replay.planning.stability`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_t
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.planning.plan import PlannedSegment
-from kafka_archive.replay.stability import StabilityUnknownError, StableOffset
+from kafka_archive.replay.planning.stability import StabilityUnknownError, StableOffset
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]

@@ -627,6 +627,6 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         created_at_ms=now,
     )
     # the archive's last stable offsets (after the id: they do not change what is asked for)
-    from kafka_archive.replay.stability import stabilize
+    from kafka_archive.replay.planning.stability import stabilize
 
     return stabilize(plan, source)
