@@ -297,6 +297,42 @@ def test_launch_triggers_the_dag_with_validated_params(
     assert client.get(f"{API}/replay/runs/nope", headers=OP).status_code == 404
 
 
+@pytest.mark.parametrize("route", ["launch", "preview"])
+@pytest.mark.parametrize(
+    "field,key",
+    [
+        ("target_config", "sasl.password"),
+        ("target_config", "sasl.oauthbearer.client.secret"),
+        ("target_config", "ssl.key.password"),
+        ("target_config", "ssl.keystore.password"),
+        ("target_config", "ssl.key.pem"),
+        ("target_config", "SSL.Key.Password"),
+        ("topic_config", "sasl.password"),
+    ],
+)
+def test_a_secret_setting_is_refused_and_never_stored(
+    client: TestClient, launcher: RecordingLauncher, route: str, field: str, key: str
+) -> None:
+    """Issue 20.6: a run's conf is readable by every viewer, so a secret typed into the page
+    is refused (422, the key named, the value never echoed) and nothing is triggered."""
+    body = _replay_body(**{field: {"security.protocol": "SASL_SSL", key: SECRET}})
+    got = client.post(f"{API}/replay/{route}", headers=OP, json=body)
+    assert got.status_code == 422, got.text
+    out = got.json()
+    assert out["error"] == "secret_in_request"
+    assert f"{field}.{key}" in out["message"]
+    assert "Airflow connection" in out["hint"]
+    assert SECRET not in got.text
+    assert launcher.triggered == []
+    # ordinary settings still go through
+    ok = client.post(
+        f"{API}/replay/launch",
+        headers=OP,
+        json=_replay_body(target_config={"security.protocol": "SASL_SSL", "sasl.username": "u"}),
+    )
+    assert ok.status_code == 201, ok.text
+
+
 def test_preview_is_the_services_dry_run_and_sends_no_secret(
     client: TestClient, archive: tuple[History, str, str]
 ) -> None:
