@@ -127,4 +127,6 @@ def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str)
             details=exc.to_dict(),
         )
     if isinstance(exc, StoreError):
-        fail(str(exc), hint=exc.hint, as_json=as_json)
+        # str() ends with the hint: said once, on its own line
+        text = str(exc).removesuffix(f". {exc.hint}") if exc.hint else str(exc)
+        fail(text, hint=exc.hint, as_json=as_json)
