@@ -229,6 +229,15 @@ def test_group_offsets_at_t_with_lag_behind_the_archive(
         ("clusters/c1/topics/nosuch/offsets", {"at": "-2h"}, 404, "not_found"),
         ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 2**40}, 422, None),
         ("clusters/c1/topics/orders/stats", {"from": "-1h", "bucket_ms": 1}, 422, None),
+        # issue 20.7: a range too large (or inverted) is a bad request, not "not found"
+        (
+            "clusters/c1/topics/orders/stats",
+            {"from": "1970-01-01T00:00:00Z", "bucket_ms": 60_000},
+            400,
+            "bad_request",
+        ),
+        ("clusters/c1/topics/orders/stats", {"from": "now", "to": "-1h"}, 400, "bad_request"),
+        ("clusters/c1/topics/nope/stats", {"from": "-1h"}, 404, "not_found"),
         ("clusters/c1/topics/orders/partitions/9999999999999/locate", {"offset": 1}, 422, None),
         ("time", {"at": ""}, 400, "bad_time"),
         ("nowhere", {}, 404, "not_found"),
