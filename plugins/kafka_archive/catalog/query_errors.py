@@ -3,8 +3,8 @@
 Raised by every query (:mod:`kafka_archive.catalog.queries`, :mod:`kafka_archive.catalog.gaps`,
 :mod:`kafka_archive.catalog.holdings`) when the catalog cannot answer; the CLI prints its
 message and ``hint``; :class:`CatalogRequestError` marks a question that is wrong in itself
-(the API's 400) rather than one the catalog has no answer to (404). A module of its own so that those modules import it at top level without
-importing each other.
+(the API's 400) rather than one the catalog has no answer to (404). A module of its own so that
+those modules import it at top level without importing each other.
 """
 
 from __future__ import annotations
