@@ -106,3 +106,33 @@ def test_a_foreign_manifest_on_s3_is_a_typed_error(
             svc.run(plan, spark_master="no-such://x", output_options=options)
     assert refused.value.key == MANIFEST_KEY and prefix in str(refused.value.uri)
     assert refused.value.hint and "another" in refused.value.hint
+
+
+@pytest.mark.parametrize("command", ["export", "replay"])
+@pytest.mark.parametrize(
+    "partitions,code,says",
+    [
+        ("0-99999999999", 2, "a partition id is 0..2147483647"),
+        ("0-2147483647", 2, "more than 100000 partitions"),
+        ("5-1", 2, "inverted"),
+        ("0-99999", 1, "partitions 3-99999 of east/orders are not in the archive"),
+    ],
+)
+def test_a_huge_partition_range_is_a_bounded_error(
+    archive: tuple[History, str, str], tmp_path: Path, command: str, partitions: str, code: int,
+    says: str,
+) -> None:  # fmt: skip
+    """Issue 20.7: ``--partitions 0-99999999999`` ended in MemoryError (exit 70); a range is
+    bounded before any list is built, and one beyond the topic is named compactly."""
+    _hist, store_uri, db = archive
+    common = ["--cluster", C, "--topic", "orders", "--from", "earliest", "--store", store_uri,
+              "--db", db, "--partitions", partitions]  # fmt: skip
+    if command == "export":
+        argv = ["export", *common, "--output", str(tmp_path / "out"), "--dry-run"]
+    else:
+        argv = ["replay", "run", *common, "--target", "127.0.0.1:1", "--dry-run", "--offline"]
+    got, _lines, text = cli(*argv)
+    assert got == code, text
+    assert "Traceback" not in text and "internal error" not in text, text
+    assert says in text, text
+    assert len(text) < 2000, text

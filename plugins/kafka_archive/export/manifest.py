@@ -188,15 +188,16 @@ def read_manifest(output: ObjectStore) -> ExportManifest | None:
 
 
 def check_output(output: ObjectStore) -> None:
-    """Before any Spark job: a local output is a directory this process can create and write
-    (an existing file, a parent that is a file, a read-only place are refused here, in one
-    line, rather than as a failed Spark job's stack traces). A probe file is created and
-    removed; the directory is created if missing. Object-store outputs are not probed (their
-    first write answers with a typed error).
+    """Before any Spark job: a local output is a directory, or can be made one, that this
+    process can write (an existing file, a parent that is a file, a read-only place are refused
+    here, in one line, rather than as a failed Spark job's stack traces). Nothing is left
+    behind: a probe file is created in the output (or its nearest existing parent) and
+    removed, and a missing directory is not created here. Object-store outputs are not probed
+    (their first write answers with a typed error).
 
     Raises:
         StoreConfigError: the output is a file, or a parent is.
-        AccessDenied: the directory cannot be created or written.
+        AccessDenied: the directory cannot be written.
         StoreError: any other filesystem failure.
     """
     import os
@@ -213,28 +214,29 @@ def check_output(output: ObjectStore) -> None:
             uri=output.uri,
             hint="give --output a directory (a new one, or an earlier export's)",
         )
+    nearest = root
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise StoreConfigError(
+            f"the export output {root} cannot be a directory: {nearest} is a file",
+            uri=output.uri,
+            hint="give --output a directory path whose parents are directories",
+        )
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".kafka-archive-probe-", dir=root)
+        fd, probe = tempfile.mkstemp(prefix=".kafka-archive-probe-", dir=nearest)
         os.close(fd)
         os.unlink(probe)
     except PermissionError as exc:
         raise AccessDenied(
-            f"the export output {root} cannot be written: {exc.strerror or exc}",
+            f"the export output {root} cannot be written: {exc.strerror or exc} ({nearest})",
             uri=output.uri,
             hint="give --output a directory this user (and the Spark executors) can write, "
             "or fix its permissions",
         ) from None
-    except (NotADirectoryError, FileExistsError) as exc:
-        raise StoreConfigError(
-            f"the export output {root} cannot be a directory: {exc.strerror or exc} "
-            f"({exc.filename})",
-            uri=output.uri,
-            hint="give --output a directory path whose parents are directories",
-        ) from None
     except OSError as exc:
         raise StoreError(
-            f"the export output {root} cannot be written: {exc.strerror or exc}",
+            f"the export output {root} cannot be written: {exc.strerror or exc} ({nearest})",
             uri=output.uri,
             hint="give --output a directory on a writable filesystem",
         ) from None
