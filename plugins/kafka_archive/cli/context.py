@@ -102,8 +102,8 @@ def parse_partitions(text: str | None, as_json: bool) -> list[int] | None:
     try:
         for part in text.split(","):
             if "-" in part:
-                a, b = part.split("-", 1)
-                pieces.append((int(a), int(b)))
+                lo, hi = part.split("-", 1)
+                pieces.append((int(lo), int(hi)))
             else:
                 pieces.append((int(part), int(part)))
     except ValueError:
