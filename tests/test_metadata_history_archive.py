@@ -115,6 +115,7 @@ def test_a_damaged_segment_leaves_the_history_around_it(tmp_path: Path) -> None:
         t8 = hist.topic_at(CLUSTER, "t8", T0 + 100)
         assert t8 is not None and t8.configs == {"retention.ms": "9"}  # after it
         assert hist.topic_at(CLUSTER, "t4", T0 + 100) is None  # in the hole: not invented
+        assert t8.resolution_note is not None and bad in t8.resolution_note
 
 
 def test_a_damaged_snapshot_falls_back_to_the_log(tmp_path: Path) -> None:
