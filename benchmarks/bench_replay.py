@@ -124,6 +124,16 @@ def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
 _serial = [0]
 
 
+def json_safe(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` fit for the result file: the client-log hooks PRODUCER_DEFAULTS carries (a
+    ``logging.Logger``, an ``error_cb`` function) named by their type instead of failing
+    ``json.dumps`` after the whole measurement (issue 20.7)."""
+    return {
+        k: v if v is None or isinstance(v, str | int | float | bool) else f"<{type(v).__name__}>"
+        for k, v in config.items()
+    }
+
+
 class RealTarget:
     """A topic space on the run's one real Kafka cluster (``--target real``), shaped like the
     mock: the cluster outlives every run (its brokers keep the data on disk, not in memory), so
@@ -528,7 +538,7 @@ def main() -> int:  # noqa: PLR0915
             "loadavg_at_end": list(os.getloadavg()),
         },
         "params": vars(args),
-        "producer_config": PRODUCER,
+        "producer_config": json_safe(PRODUCER),
         "records": total,
         "payload_bytes": payload,
     }

@@ -73,3 +73,69 @@ def test_catalog_build_keeps_the_history_current(tmp_path: Path) -> None:
     with CatalogBuildService(settings) as svc:
         (idle,) = svc.build(cluster=CLUSTER).metadata_history
     assert idle["changes"] == 0 and idle["entries"] == 0
+
+
+def _corrupt(store: LocalStore, suffix: str, base: int) -> str:
+    """Flip a byte in the middle of the archived object of ``base`` ending in ``suffix`` (its
+    manifest's SHA-256 no longer matches); returns its key."""
+    keys = [
+        o.key
+        for o in store.list(CLUSTER)
+        if "__cluster_metadata" in o.key and o.key.endswith(suffix) and f"{base:020d}" in o.key
+    ]
+    assert len(keys) == 1, keys
+    path = store.root / keys[0]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return keys[0]
+
+
+def test_a_damaged_segment_leaves_the_history_around_it(tmp_path: Path) -> None:
+    """Issue 20.7: one corrupt ``__cluster_metadata`` segment made the whole history absent;
+    the history before and after it is built, the hole is a gap and the object is named in the
+    build's problems."""
+    store = LocalStore(tmp_path / "store", fsync=False)
+    settings = Settings(store=store.uri, db=str(tmp_path / "catalog.db"))
+    log_dir = _log_dir(tmp_path / "n1", [0, 4, 8, 12], snapshot=12)
+    run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(log_dir)], store=store)
+    bad = _corrupt(store, ".log", 4)
+    with CatalogBuildService(settings) as svc:
+        report = svc.build(cluster=CLUSTER)
+    assert not [f for f in report.failed if "metadata history" in f["manifest_key"]], report.failed
+    (built,) = report.metadata_history
+    assert built["gaps"] == [{"first": 4, "last": 7}] and built["last_offset"] == 11
+    (damaged,) = built["damaged"]
+    assert damaged["key"] == bad and damaged["kind"] == "segment"
+    assert (damaged["first_offset"], damaged["last_offset"]) == (4, 7)
+    assert any(p["object_key"] == bad and p["kind"] == "corrupt" for p in report.problems)
+    with MetadataHistoryService(settings) as hist:
+        t2 = hist.topic_at(CLUSTER, "t2", T0 + 100)
+        assert t2 is not None and t2.configs == {"retention.ms": "3"}  # before the bad object
+        t8 = hist.topic_at(CLUSTER, "t8", T0 + 100)
+        assert t8 is not None and t8.configs == {"retention.ms": "9"}  # after it
+        assert hist.topic_at(CLUSTER, "t4", T0 + 100) is None  # in the hole: not invented
+        assert t8.resolution_note is not None and bad in t8.resolution_note
+
+
+def test_a_damaged_snapshot_falls_back_to_the_log(tmp_path: Path) -> None:
+    """A garbage KRaft snapshot (``.checkpoint``) where the log's start is not archived: the
+    history is built from the archived log (a gap before it), the snapshot named."""
+    store = LocalStore(tmp_path / "store", fsync=False)
+    settings = Settings(store=store.uri, db=str(tmp_path / "catalog.db"))
+    log_dir = _log_dir(tmp_path / "n1", [0, 4, 8, 12], snapshot=12)
+    run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(log_dir)], store=store)
+    for o in list(store.list(f"{CLUSTER}/__cluster_metadata")):  # the log's start: gone
+        if f"{0:020d}" in o.key and "snapshots" not in o.key:
+            store.delete(o.key)
+    bad = _corrupt(store, ".checkpoint", 12)
+    with CatalogBuildService(settings) as svc:
+        report = svc.build(cluster=CLUSTER)
+    assert not [f for f in report.failed if "metadata history" in f["manifest_key"]], report.failed
+    (built,) = report.metadata_history
+    assert [d["key"] for d in built["damaged"]] == [bad]
+    assert built["snapshots"] == [] and built["last_offset"] == 11
+    with MetadataHistoryService(settings) as hist:
+        t6 = hist.topic_at(CLUSTER, "t6", T0 + 100)
+        assert t6 is not None and t6.configs == {"retention.ms": "7"}
+        assert hist.topic_at(CLUSTER, "t2", T0 + 100) is None  # before the archived log

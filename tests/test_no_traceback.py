@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_archive.cli import EXIT_INTERNAL, _register_groups, app, crash
+from kafka_archive.cli import EXIT_CLOSED_PIPE, EXIT_INTERNAL, _register_groups, app, crash
 from kafka_archive.cli import catalog as catalog_cli
 from kafka_archive.store.errors import StoreUnavailable
 from typer.testing import CliRunner
@@ -110,3 +110,50 @@ def test_usage_errors_keep_exit_2(state_dir: Path) -> None:
     result = _invoke(["catalog", "topics", "--no-such-option"])
     assert result.exit_code == 2
     assert not state_dir.exists()
+
+
+def _big_segment(tmp_path: Path) -> Path:
+    """A partition directory whose dump is far more than a pipe's buffer (64 KiB)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    data = b""
+    for base in range(0, 4000, 100):
+        b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 22)
+        for i in range(100):
+            b.append(i, 1_700_000_000_000 + base + i, b"key%d" % (base + i), b"v" * 200, [])
+        raw = bytearray(b.build())
+        raw[0:8] = base.to_bytes(8, "big")
+        data += bytes(raw)
+    (d / "00000000000000000000.log").write_bytes(data)
+    return d / "00000000000000000000.log"
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_closed_pipe_is_a_quiet_end(tmp_path: Path, as_json: bool) -> None:
+    """Issue 20.7: ``kafka-archive ... | head`` is a normal end: no internal error, no crash
+    log, no "Exception ignored" from Python's flush at exit (a real pipe, closed by its
+    reader after the first line)."""
+    import os
+    import subprocess
+    import sys
+
+    log = _big_segment(tmp_path)
+    args = ["segments", "dump", "--print-data-log", str(log), *(["--json"] if as_json else [])]
+    env = {**os.environ, crash.ERROR_LOG_DIR_ENV: str(tmp_path / "state")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kafka_archive.cli import main; main()", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # `head -1` exits
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=120)
+    assert first, err
+    assert err == "", err
+    assert code == EXIT_CLOSED_PIPE == 141
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())

@@ -76,6 +76,16 @@ try:
     out["bad_params"] = "accepted"
 except Exception as exc:
     out["bad_params"] = type(exc).__name__ + ": " + str(exc)[:300]
+# issue 20.6: a secret in the conf is refused before the run is stored (conf readable by viewers)
+try:
+    dag.test(run_conf={{**conf, "target_config": {{"sasl.password": "hunter2-in-conf"}}}})
+    out["secret_params"] = "accepted"
+except Exception as exc:
+    out["secret_params"] = type(exc).__name__ + ": " + str(exc)
+from airflow.models.dagrun import DagRun
+from sqlalchemy import select
+with create_session() as s:
+    out["stored_confs"] = json.dumps([r for r in s.scalars(select(DagRun.conf)).all()])
 print("RESULT " + json.dumps(out))
 """
 
@@ -128,3 +138,68 @@ def test_replay_dag(airflow_home: AirflowHome, tmp_path: Path) -> None:
     assert again["report"]["status"] == "already-done"
     assert out["after_rerun"] == real["report"]["records_sent"]
     assert out["bad_params"] != "accepted" and "bogus" in out["bad_params"]
+    assert out["secret_params"].startswith("ParamValidationError"), out["secret_params"]
+    assert "target_config" in out["secret_params"]
+    assert "hunter2-in-conf" not in out["secret_params"]
+    assert "hunter2-in-conf" not in out["stored_confs"] and "orders-dr" in out["stored_confs"]
+
+
+SECRET = "hunter2-in-conf"
+_CONF = {"cluster": "east", "topic": "orders", "from": "earliest", "target": "kafka_dr"}
+
+
+@pytest.mark.parametrize(
+    "field,key",
+    [
+        ("target_config", "sasl.password"),
+        ("target_config", "sasl.oauthbearer.client.secret"),
+        ("target_config", "ssl.key.password"),
+        ("target_config", "ssl.keystore.password"),
+        ("target_config", "ssl.key.pem"),
+        ("topic_config", "some.token"),
+    ],
+)
+def test_a_secret_in_the_params_is_refused_when_the_run_is_created(field: str, key: str) -> None:
+    """Issue 20.6: the DAG's Params schema refuses a secret-named setting, so Airflow refuses
+    a run (the UI's form, its REST API) before storing its conf, without echoing the value;
+    the tasks refuse it too (a run made some other way), before anything is resolved or
+    done."""
+    from airflow.exceptions import ParamValidationError
+    from kafka_archive.airflow.replay_tasks import execute_task, plan_task, spec_from_params
+    from kafka_archive.replay.errors import ReplayConfigError
+
+    conf = {**_CONF, field: {"security.protocol": "SASL_SSL", key: SECRET}}
+    with pytest.raises(ParamValidationError) as refused:
+        _validate_like_airflow(conf)
+    assert field in str(refused.value) and SECRET not in str(refused.value)
+    for call in (
+        lambda: spec_from_params(conf),
+        lambda: plan_task(conf),
+        lambda: execute_task({}, conf, connection_getter=_no_connection),
+    ):
+        with pytest.raises(ReplayConfigError) as typed:
+            call()
+        assert f"{field}.{key}" in typed.value.message and SECRET not in typed.value.message
+        assert "Airflow connection" in typed.value.hint
+    # the same settings without the secret pass the schema
+    _validate_like_airflow({**_CONF, field: {"security.protocol": "SASL_SSL"}})
+
+
+def _no_connection(conn_id: str) -> Any:
+    raise AssertionError(f"connection {conn_id} resolved for a refused run")
+
+
+def _validate_like_airflow(conf: dict[str, Any]) -> None:
+    """What Airflow's ``create_dagrun`` does with a run's conf before storing the run: the
+    DAG's serialized Params merged with the conf, then validated."""
+    from airflow.serialization.definitions.param import SerializedParam, SerializedParamsDict
+    from kafka_archive.airflow import dag_params
+    from kafka_archive.airflow.replay_tasks import PARAMS_SCHEMA
+
+    params = SerializedParamsDict(
+        {
+            k: SerializedParam(p.value, p.description, **p.schema)
+            for k, p in dag_params(PARAMS_SCHEMA).items()
+        }
+    )
+    params.deep_merge(conf).validate()

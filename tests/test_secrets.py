@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +16,14 @@ from typing import Any, ClassVar
 
 import pytest
 import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka_archive.catalog.db import CatalogUnavailable, open_catalog
 from kafka_archive.cli import _register_groups, app
 from kafka_archive.cli.output import emit_json, fail
 from kafka_archive.redact import (
     MASK,
+    SECRET_KEY_PATTERN,
     install_log_redaction,
     is_secret_key,
     redact_mapping,
@@ -300,3 +304,39 @@ def test_protect_task_logs_redacts_records(restore_log_factory: None) -> None:
         None,
     )
     assert SASL_PW not in record.getMessage()
+
+
+_KEY_WORDS = st.sampled_from(
+    ["sasl", "ssl", "key", "pem", "password", "Password", "passwd", "pwd", "secret", "token",
+     "TOKEN", "credential", "credentials", "apikey", "api", "passphrase", "private", "access",
+     "oauthbearer", "config", "client", "keystore", "xpassword", "pwdx", "tokens", "count",
+     "ssl_key", "mechanism", "bootstrap", "servers", " ", '"', "'", "\n", "x"]
+)  # fmt: skip
+
+
+@given(st.lists(st.tuples(_KEY_WORDS, st.sampled_from([".", "_", "-", ""])), max_size=6))
+@settings(max_examples=600, deadline=None)
+def test_the_schema_pattern_calls_secret_exactly_what_is_secret_key_does(
+    parts: list[tuple[str, str]],
+) -> None:
+    """SECRET_KEY_PATTERN (the DAG Params' and the API's JSON Schema refusal, issue 20.6) and
+    is_secret_key agree on every name."""
+    key = "".join(w + sep for w, sep in parts)
+    assert bool(re.search(SECRET_KEY_PATTERN, key)) == is_secret_key(key), repr(key)
+
+
+def test_librdkafka_secret_settings_are_secret() -> None:
+    for key in (
+        "sasl.password",
+        "sasl.oauthbearer.client.secret",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "ssl.key.pem",
+        "ssl_key",
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.assertion.private.key.pem",
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+    ):
+        assert is_secret_key(key) and re.search(SECRET_KEY_PATTERN, key), key
+    for key in ("ssl.certificate.pem", "ssl.ca.location", "sasl.username", "security.protocol"):
+        assert not is_secret_key(key) and not re.search(SECRET_KEY_PATTERN, key), key

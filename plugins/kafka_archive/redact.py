@@ -37,6 +37,7 @@ from typing import Any
 __all__ = [
     "MASK",
     "SECRET_ENV_NAMES",
+    "SECRET_KEY_PATTERN",
     "RedactingFilter",
     "install_log_redaction",
     "is_secret_key",
@@ -83,6 +84,17 @@ _SECRET_WORDS = frozenset(
 )
 _SECRET_SUFFIXES = ("password", "passwd", "secret", "token")
 _SECRET_COMPOUNDS = ("secret_access_key", "secret_key", "api_key", "private_key", "access_token")
+# librdkafka settings whose value is a secret although no word of the name says so: a private
+# key given inline (ssl.key.pem; ssl_key is its set-by-API twin; the OAUTHBEARER assertion's
+# key) and the unsecured-JWT handler's config (it may carry the token's claims and extensions)
+_SECRET_NAMES = frozenset(
+    {
+        "ssl.key.pem",
+        "ssl_key",
+        "sasl.oauthbearer.assertion.private.key.pem",
+        "sasl.oauthbearer.config",
+    }
+)
 
 _KEY_PATTERN = r"[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|credential|api[_-]?key|passphrase|private[_-]?key)[A-Za-z0-9_.\-]*"  # noqa: E501
 # key=value, key: value, "key": "value", 'key'='value' (JSON, properties, repr of dicts, queries)
@@ -123,11 +135,47 @@ _lock = threading.Lock()
 def is_secret_key(key: str) -> bool:
     """Whether a configuration key or parameter name names a secret (case-insensitive)."""
     k = key.strip().strip("\"'").lower()
+    if k in _SECRET_NAMES:
+        return True
     if any(k.endswith(c) or k.endswith(c.replace("_", ".")) for c in _SECRET_COMPOUNDS):
         return True
     words = re.split(r"[._\-]", k)
     # camelCase and run-together words: spark.ssl.keyPassword, accesstoken
     return any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words)
+
+
+def _any_case(regex: str) -> str:
+    """``regex`` matching letters in either case without a flag (JSON Schema's ECMA-262
+    patterns have no inline ``(?i)``): each letter outside a class becomes ``[xX]``."""
+    out = []
+    escaped = False
+    for ch in regex:
+        out.append(f"[{ch}{ch.upper()}]" if ch.isalpha() and not escaped else ch)
+        escaped = ch == "\\" and not escaped
+    return "".join(out)
+
+
+_SEP = r"[._\-]"
+#: a JSON Schema (ECMA-262, unanchored ``pattern``) regex matching exactly the names
+#: :func:`is_secret_key` calls secret (give it to ``propertyNames: {not: {pattern: ...}}`` to
+#: refuse secret-named settings in a request or a DAG run's conf before anything is stored;
+#: a test keeps the two equal)
+SECRET_KEY_PATTERN: str = (
+    r"^[\s\"']*(?:"
+    + "|".join(_any_case(n.replace(".", r"\.")) for n in sorted(_SECRET_NAMES))
+    + r"|(?:[\s\S]*"
+    + _SEP
+    + r")?(?:"
+    + _any_case("pwd|credentials?|apikey|passphrase")
+    + "|[^._\\-]*(?:"
+    + _any_case("password|passwd|secret|token")
+    + r"))(?:"
+    + _SEP
+    + r"[\s\S]*)?"
+    + r"|[\s\S]*(?:"
+    + "|".join(_any_case(c.replace("_", "[._]")) for c in _SECRET_COMPOUNDS)
+    + r"))[\s\"']*$"
+)
 
 
 def register_secret(value: str | None) -> None:

@@ -229,6 +229,15 @@ def test_group_offsets_at_t_with_lag_behind_the_archive(
         ("clusters/c1/topics/nosuch/offsets", {"at": "-2h"}, 404, "not_found"),
         ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 2**40}, 422, None),
         ("clusters/c1/topics/orders/stats", {"from": "-1h", "bucket_ms": 1}, 422, None),
+        # issue 20.7: a range too large (or inverted) is a bad request, not "not found"
+        (
+            "clusters/c1/topics/orders/stats",
+            {"from": "1970-01-01T00:00:00Z", "bucket_ms": 60_000},
+            400,
+            "bad_request",
+        ),
+        ("clusters/c1/topics/orders/stats", {"from": "now", "to": "-1h"}, 400, "bad_request"),
+        ("clusters/c1/topics/nope/stats", {"from": "-1h"}, 404, "not_found"),
         ("clusters/c1/topics/orders/partitions/9999999999999/locate", {"offset": 1}, 422, None),
         ("time", {"at": ""}, 400, "bad_time"),
         ("nowhere", {}, 404, "not_found"),
@@ -295,6 +304,42 @@ def test_launch_triggers_the_dag_with_validated_params(
         "success"
     )
     assert client.get(f"{API}/replay/runs/nope", headers=OP).status_code == 404
+
+
+@pytest.mark.parametrize("route", ["launch", "preview"])
+@pytest.mark.parametrize(
+    "field,key",
+    [
+        ("target_config", "sasl.password"),
+        ("target_config", "sasl.oauthbearer.client.secret"),
+        ("target_config", "ssl.key.password"),
+        ("target_config", "ssl.keystore.password"),
+        ("target_config", "ssl.key.pem"),
+        ("target_config", "SSL.Key.Password"),
+        ("topic_config", "sasl.password"),
+    ],
+)
+def test_a_secret_setting_is_refused_and_never_stored(
+    client: TestClient, launcher: RecordingLauncher, route: str, field: str, key: str
+) -> None:
+    """Issue 20.6: a run's conf is readable by every viewer, so a secret typed into the page
+    is refused (422, the key named, the value never echoed) and nothing is triggered."""
+    body = _replay_body(**{field: {"security.protocol": "SASL_SSL", key: SECRET}})
+    got = client.post(f"{API}/replay/{route}", headers=OP, json=body)
+    assert got.status_code == 422, got.text
+    out = got.json()
+    assert out["error"] == "secret_in_request"
+    assert f"{field}.{key}" in out["message"]
+    assert "Airflow connection" in out["hint"]
+    assert SECRET not in got.text
+    assert launcher.triggered == []
+    # ordinary settings still go through
+    ok = client.post(
+        f"{API}/replay/launch",
+        headers=OP,
+        json=_replay_body(target_config={"security.protocol": "SASL_SSL", "sasl.username": "u"}),
+    )
+    assert ok.status_code == 201, ok.text
 
 
 def test_preview_is_the_services_dry_run_and_sends_no_secret(

@@ -40,7 +40,11 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
     "topic": ("", {"type": "string", "minLength": 1}, "Source topic."),
     "partitions": (
         [],
-        {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+            "maxItems": 10_000,
+        },
         "Source partitions (empty: all).",
     ),
     "from": (

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec, TargetSpec
+from kafka_archive.replay.request_secrets import SECRET_FREE_SETTINGS, refuse_secret_settings
 from kafka_archive.services.replay import (
     DEFAULT_SPARK_THRESHOLD_BYTES,
     ReplayService,
@@ -53,7 +54,11 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
     "topic": ("", {"type": "string", "minLength": 1}, "Source topic."),
     "partitions": (
         [],
-        {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+            "maxItems": 10_000,
+        },
         "Source partitions (empty: all).",
     ),
     "from": (
@@ -69,9 +74,9 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
     ),
     "target_config": (
         {},
-        {"type": "object", "additionalProperties": {"type": "string"}},
+        SECRET_FREE_SETTINGS,
         "librdkafka settings for the target (security.protocol, sasl.mechanism, ssl.ca.location, "
-        "...). Put secrets in the Airflow connection, not here.",
+        "...). Secrets are refused here: put them in the Airflow connection named by target.",
     ),
     "target_topic": (None, _NULLABLE_STR, "Target topic (empty: the source topic's name)."),
     "partition_mapping": (
@@ -101,7 +106,7 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
     ),
     "topic_config": (
         {},
-        {"type": "object", "additionalProperties": {"type": "string"}},
+        SECRET_FREE_SETTINGS,
         "With create_topic: configs of the created topic, over the source's (e.g. "
         '{"retention.ms": "-1"}).',
     ),
@@ -184,9 +189,16 @@ def resolve_target(
 
 
 def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None) -> ReplaySpec:
-    """Validate ``params`` against :data:`PARAMS_SCHEMA` and build the replay spec."""
+    """Validate ``params`` against :data:`PARAMS_SCHEMA` and build the replay spec.
+
+    Raises:
+        ReplayConfigError: a secret-named setting (checked first, so the message names the
+            key with a hint rather than quoting the schema's pattern).
+        jsonschema.ValidationError: anything else the schema refuses.
+    """
     import jsonschema
 
+    refuse_secret_settings(params)
     schema = {
         "type": "object",
         "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
@@ -327,6 +339,7 @@ def execute_task(
     """Check the target and replay (in-process or on Spark); returns the report dict."""
     from kafka_archive.services.replay import choose_execution
 
+    refuse_secret_settings(params)  # a run created around the Params' schema: nothing done
     target = resolve_target(params["target"], params.get("target_config"), connection_getter)
     plan = ReplayPlan.from_json(planned["plan_json"])
     # the stored plan is redacted: put the resolved target (with its secrets) back

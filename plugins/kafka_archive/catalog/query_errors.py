@@ -2,13 +2,14 @@
 
 Raised by every query (:mod:`kafka_archive.catalog.queries`, :mod:`kafka_archive.catalog.gaps`,
 :mod:`kafka_archive.catalog.holdings`) when the catalog cannot answer; the CLI prints its
-message and ``hint``. A module of its own so that those modules import it at top level without
-importing each other.
+message and ``hint``; :class:`CatalogRequestError` marks a question that is wrong in itself
+(the API's 400) rather than one the catalog has no answer to (404). A module of its own so that
+those modules import it at top level without importing each other.
 """
 
 from __future__ import annotations
 
-__all__ = ["CatalogQueryError"]
+__all__ = ["CatalogQueryError", "CatalogRequestError"]
 
 
 class CatalogQueryError(LookupError):
@@ -19,3 +20,9 @@ class CatalogQueryError(LookupError):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class CatalogRequestError(CatalogQueryError, ValueError):
+    """The question itself is wrong (a range too large or inverted, a bucket that is not a
+    whole number of minutes), not something missing from the catalog: the on-call API answers
+    it 400, not 404. A :class:`CatalogQueryError` for every existing handler."""

@@ -12,7 +12,9 @@ Exit codes (the whole CLI):
 * ``2`` a usage error found by the option parser (unknown option, missing value);
 * ``70`` an internal error (a bug): one ``internal error:`` line, the path of a log file with
   the traceback, and a hint to report it (:mod:`kafka_archive.cli.crash`). A Python traceback is
-  never printed.
+  never printed;
+* ``141`` (128 + SIGPIPE, as git or coreutils) the reader of the output went away
+  (``kafka-archive ... | head``): a normal end, nothing printed, no crash log.
 
 Every command runs with log redaction installed (:func:`kafka_archive.redact.install_log_redaction`)
 and its output passes through the redacting helpers of :mod:`kafka_archive.cli.output`.
@@ -28,10 +30,13 @@ from click.core import Command, Context
 from click.exceptions import Abort, ClickException, Exit
 from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["EXIT_INTERNAL", "SUBCOMMANDS", "app", "main"]
+__all__ = ["EXIT_CLOSED_PIPE", "EXIT_INTERNAL", "SUBCOMMANDS", "app", "main"]
 
 #: exit code of an internal error (see :mod:`kafka_archive.cli.crash`)
 EXIT_INTERNAL = 70  # kept equal to kafka_archive.cli.crash.EXIT_INTERNAL
+#: exit code when the reader of stdout/stderr went away (``| head``): 128 + SIGPIPE, what a
+#: program killed by the signal (git, coreutils) reports to ``set -o pipefail``
+EXIT_CLOSED_PIPE = 141
 _ARGV_KEY = "kafka_archive.argv"
 _LISTING_KEY = "kafka_archive.listing"
 
@@ -182,6 +187,51 @@ class _LazyCommands(MutableMapping[str, Command]):
         return None
 
 
+def _output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has closed it (Linux and macOS answer
+    POLLERR for it). Without ``poll`` or a real descriptor (a test runner's buffer), any
+    broken pipe is taken for the output's."""
+    import os
+    import select
+    import stat
+    import sys
+
+    if not hasattr(select, "poll"):
+        return True
+    fds = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fds.append(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return True
+    for fd in fds:
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            if any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poller.poll(0)):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def _silence_output() -> None:
+    """Point stdout and stderr at /dev/null, so what is still buffered, and Python's flush at
+    exit, do not fail again ("Exception ignored ... BrokenPipeError"): the recipe of the
+    Python documentation's note on SIGPIPE."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue  # not a real descriptor (a test runner's buffer): nothing to flush at exit
+
+
 class _GuardedGroup(TyperGroup):
     """The root group: runs every command under the last-resort error handler and with log
     redaction on (both also apply when the app is invoked by a test runner, not only via
@@ -219,6 +269,19 @@ class _GuardedGroup(TyperGroup):
             return super().invoke(ctx)
         except (Exit, Abort, ClickException):
             raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
+        except BrokenPipeError as exc:
+            # `kafka-archive ... | head`: the reader is gone, a normal end (as for git, pip).
+            # A broken pipe elsewhere (a socket) is still a failure and reported below.
+            if not _output_closed():
+                from kafka_archive.cli.crash import report_unexpected
+
+                argv = list(ctx.meta.get(_ARGV_KEY, []))
+                code = report_unexpected(
+                    exc, argv=["kafka-archive", *argv], as_json="--json" in argv
+                )
+                raise typer.Exit(code) from None
+            _silence_output()
+            raise typer.Exit(EXIT_CLOSED_PIPE) from None
         except Exception as exc:
             from kafka_archive.cli.crash import report_unexpected
 

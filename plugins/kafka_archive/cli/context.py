@@ -84,22 +84,57 @@ def open_store_or_fail(uri: str | None, as_json: bool, *, required: bool = True)
         fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
 
 
+#: the most partitions one ``--partitions`` may select (a topic's partitions are counted in
+#: thousands at most; a typo such as 0-99999999999 must not build a list of billions)
+MAX_LISTED_PARTITIONS = 100_000
+#: the largest partition id Kafka has (an int32)
+MAX_PARTITION_ID = 2**31 - 1
+
+
 def parse_partitions(text: str | None, as_json: bool) -> list[int] | None:
     """``--partitions`` as users write it (``0,1,2``, ``0-5`` or both), ``None`` for all;
-    anything else is a usage error (exit 2)."""
+    anything else is a usage error (exit 2): not a number, an inverted range, an id beyond
+    Kafka's int32, or more than :data:`MAX_LISTED_PARTITIONS` partitions (checked before any
+    list is built). Ids beyond the topic's own partitions are the planner's to refuse."""
     if not text:
         return None
+    pieces: list[tuple[int, int]] = []
     try:
-        out: list[int] = []
         for part in text.split(","):
             if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
+                lo, hi = part.split("-", 1)
+                pieces.append((int(lo), int(hi)))
             else:
-                out.append(int(part))
-        return out
+                pieces.append((int(part), int(part)))
     except ValueError:
         fail(f"cannot read partitions {text!r}", hint="use 0,1,2 or 0-5", code=2, as_json=as_json)
+    for a, b in pieces:
+        if not 0 <= a <= MAX_PARTITION_ID or not 0 <= b <= MAX_PARTITION_ID:
+            fail(
+                f"--partitions {text!r}: a partition id is 0..{MAX_PARTITION_ID}",
+                hint="list the topic's partitions (kafka-archive catalog topics)",
+                code=2,
+                as_json=as_json,
+            )
+        if a > b:
+            fail(
+                f"--partitions {text!r}: the range {a}-{b} is inverted",
+                hint=f"write it {b}-{a}",
+                code=2,
+                as_json=as_json,
+            )
+    if sum(b - a + 1 for a, b in pieces) > MAX_LISTED_PARTITIONS:
+        fail(
+            f"--partitions {text!r} selects more than {MAX_LISTED_PARTITIONS} partitions",
+            hint="give the topic's own partitions (kafka-archive catalog topics), or leave "
+            "--partitions out for all of them",
+            code=2,
+            as_json=as_json,
+        )
+    out: list[int] = []
+    for a, b in pieces:
+        out += range(a, b + 1)
+    return out
 
 
 def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str) -> None:
@@ -127,4 +162,6 @@ def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str)
             details=exc.to_dict(),
         )
     if isinstance(exc, StoreError):
-        fail(str(exc), hint=exc.hint, as_json=as_json)
+        # str() ends with the hint: said once, on its own line
+        text = str(exc).removesuffix(f". {exc.hint}") if exc.hint else str(exc)
+        fail(text, hint=exc.hint, as_json=as_json)

@@ -25,9 +25,22 @@ from kafka_archive.redact import (
     redact_text,
 )
 
-console = Console(highlight=False, soft_wrap=True)
+
+class PipeConsole(Console):
+    """A rich console whose closed output (``| head``) is a ``BrokenPipeError`` for the CLI's
+    one handler (:mod:`kafka_archive.cli`: a quiet end, exit 141), not rich's own
+    ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        import errno
+
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the output was closed by its reader")
+
+
+console = PipeConsole(highlight=False, soft_wrap=True)
 # soft_wrap: an error line is one line (greppable in CI and task logs), never hard-wrapped
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+err_console = PipeConsole(stderr=True, highlight=False, soft_wrap=True)
 
 JSON_OPTION_HELP = "Print one JSON object per line instead of text (for scripts)."
 

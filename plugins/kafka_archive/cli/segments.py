@@ -279,6 +279,8 @@ def dump(
             for event in dump_file(path, opts):
                 problems.extend(_problems_of(event))
                 _show(event, as_json)
+        except BrokenPipeError:
+            raise  # the output's reader went away (`| head`): the CLI ends quietly
         except (SegmentError, OSError) as exc:
             error = _error_event(exc, path)
             problems.append(error)

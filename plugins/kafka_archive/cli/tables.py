@@ -14,11 +14,10 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from rich.cells import cell_len
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kafka_archive.cli.output import console
+from kafka_archive.cli.output import PipeConsole, console
 
 __all__ = ["print_table", "table_fits", "terminal_width"]
 
@@ -62,7 +61,7 @@ def print_table(
             t.add_row(*[escape(x) for x in r])
         # console.print(width=) never exceeds the console's own width: a console for this
         # width, writing where the shared one writes (its file is resolved at call time)
-        wide = Console(
+        wide = PipeConsole(
             file=console.file,
             width=width,
             highlight=False,

@@ -41,7 +41,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_archive.export.schema import FILE_SCHEMA, SCHEMA_VERSION
 from kafka_archive.store.base import ObjectStore
-from kafka_archive.store.errors import IntegrityError, ObjectNotFound
+from kafka_archive.store.errors import (
+    AccessDenied,
+    IntegrityError,
+    ObjectNotFound,
+    StoreConfigError,
+    StoreError,
+)
 
 __all__ = [
     "MANIFEST_KEY",
@@ -49,6 +55,7 @@ __all__ = [
     "ExportFile",
     "ExportManifest",
     "PartitionRange",
+    "check_output",
     "clean_output",
     "commit",
     "export_id_for",
@@ -143,12 +150,109 @@ def staged_key(export_id: str, final_key: str) -> str:
 
 
 def read_manifest(output: ObjectStore) -> ExportManifest | None:
-    """The committed manifest of ``output``, or ``None`` when nothing was committed there."""
+    """The committed manifest of ``output``, or ``None`` when nothing was committed there.
+
+    Raises:
+        StoreError: :data:`MANIFEST_KEY` is there but is not an export manifest this version
+            reads (not JSON, fields missing, a newer format): named, with a hint. The output
+            is left as it is (it may be someone else's folder).
+    """
+    from pydantic import ValidationError
+
     try:
         data = output.get_bytes(MANIFEST_KEY)
     except ObjectNotFound:
         return None
-    return ExportManifest.model_validate_json(data)
+    hint = (
+        "this folder holds something other than a kafka-archive export: give --output another "
+        f"folder, or remove {MANIFEST_KEY} if it is yours to remove (the export then rewrites "
+        "the folder's export files)"
+    )
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
+        raise StoreError(
+            f"the export manifest is not JSON ({type(exc).__name__} at byte "
+            f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})",
+            uri=output.uri,
+            key=MANIFEST_KEY,
+            hint=hint,
+        ) from None
+    found = raw.get("format") if isinstance(raw, dict) else None
+    if isinstance(found, int) and not isinstance(found, bool) and found > MANIFEST_FORMAT:
+        raise StoreError(
+            f"the export manifest has format {found}; this version reads format "
+            f"{MANIFEST_FORMAT} and older",
+            uri=output.uri,
+            key=MANIFEST_KEY,
+            hint="upgrade kafka-archive, or give --output another folder",
+        )
+    try:
+        return ExportManifest.model_validate(raw)
+    except ValidationError as exc:
+        fields = sorted({".".join(str(x) for x in e["loc"]) or "(top)" for e in exc.errors()})
+        raise StoreError(
+            "the export manifest is not one kafka-archive wrote: "
+            f"{exc.error_count()} bad or missing field(s): {', '.join(fields[:8])}",
+            uri=output.uri,
+            key=MANIFEST_KEY,
+            hint=hint,
+        ) from None
+
+
+def check_output(output: ObjectStore) -> None:
+    """Before any Spark job: a local output is a directory, or can be made one, that this
+    process can write (an existing file, a parent that is a file, a read-only place are refused
+    here, in one line, rather than as a failed Spark job's stack traces). Nothing is left
+    behind: a probe file is created in the output (or its nearest existing parent) and
+    removed, and a missing directory is not created here. Object-store outputs are not probed
+    (their first write answers with a typed error).
+
+    Raises:
+        StoreConfigError: the output is a file, or a parent is.
+        AccessDenied: the directory cannot be written.
+        StoreError: any other filesystem failure.
+    """
+    import os
+    import tempfile
+
+    from kafka_archive.store.local import LocalStore
+
+    if not isinstance(output, LocalStore):
+        return
+    root = output.root
+    if root.exists() and not root.is_dir():
+        raise StoreConfigError(
+            f"the export output {root} is an existing file, not a directory",
+            uri=output.uri,
+            hint="give --output a directory (a new one, or an earlier export's)",
+        )
+    nearest = root
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise StoreConfigError(
+            f"the export output {root} cannot be a directory: {nearest} is a file",
+            uri=output.uri,
+            hint="give --output a directory path whose parents are directories",
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kafka-archive-probe-", dir=nearest)
+        os.close(fd)
+        os.unlink(probe)
+    except PermissionError as exc:
+        raise AccessDenied(
+            f"the export output {root} cannot be written: {exc.strerror or exc} ({nearest})",
+            uri=output.uri,
+            hint="give --output a directory this user (and the Spark executors) can write, "
+            "or fix its permissions",
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"the export output {root} cannot be written: {exc.strerror or exc} ({nearest})",
+            uri=output.uri,
+            hint="give --output a directory on a writable filesystem",
+        ) from None
 
 
 def _publish(output: ObjectStore, export_id: str, file: ExportFile) -> None:

@@ -95,6 +95,10 @@ class ApplyReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)  # missing offsets first..last
     errors: list[str] = field(default_factory=list)  # the decoder's error of UNKNOWN records
     last_seq: int = -1
+    #: archived objects skipped as damaged (``{key, kind, first_offset, last_offset, reason,
+    #: position}``; filled by the caller that read them, see
+    #: :func:`kafka_archive.archive.metadata_log.iter_archived_metadata`)
+    damaged: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +112,7 @@ class ApplyReport:
             "gaps": [{"first": a, "last": b} for a, b in self.gaps],
             "errors": self.errors[:20],
             "last_offset": self.last_seq,
+            "damaged": self.damaged,
         }
 
 

@@ -220,12 +220,33 @@ def first_admin_snapshot(conn: Connection, cluster: str) -> int | None:
     return None if first is None else int(first)
 
 
+def _damaged_note(conn: Connection, cluster: str) -> str | None:
+    """A note naming the archived metadata objects the history build skipped as damaged
+    (recorded as integrity problems by the catalog build), or None."""
+    from kafka_archive.catalog.tables import integrity_problems as ip
+
+    rows = conn.execute(
+        select(ip.c.subject_key, ip.c.start_offset, ip.c.end_offset)
+        .where(ip.c.cluster == cluster, ip.c.detected_by == "metadata-history")
+        .order_by(ip.c.start_offset)
+    ).all()
+    if not rows:
+        return None
+    named = "; ".join(f"{k} (offsets {a}..{b})" for k, a, b in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    return (
+        f"the metadata history skips {len(rows)} damaged archived object(s): {named}{more}; "
+        "what changed in those offsets may be missing (`catalog gaps` lists them)"
+    )
+
+
 def resolution_note(conn: Connection, cluster: str, at_ms: int) -> tuple[str, str | None]:
     """``(source, note)`` of ``cluster``'s history at ``at_ms``: admin snapshot histories are
-    at snapshot resolution (the note names the snapshot used); metadata logs are exact."""
+    at snapshot resolution (the note names the snapshot used); metadata logs are exact, unless
+    the build skipped damaged archived objects (the note names them)."""
     position = build_position(conn, cluster)
     if position is None or position[0] != ADMIN_SNAPSHOT:
-        return ("metadata_log", None)
+        return ("metadata_log", _damaged_note(conn, cluster))
     s = ADMIN_SNAPSHOTS
     taken = conn.execute(
         select(s.c.at_ms)

@@ -134,3 +134,36 @@ class CatalogBuildService(ResourceService):
                 )
                 continue
             report.metadata_history += [r.to_json() for r in built]
+            self._record_damaged_metadata(report, name, [d for r in built for d in r.damaged])
+
+    def _record_damaged_metadata(
+        self, report: BuildReport, cluster: str, damaged: list[dict[str, Any]]
+    ) -> None:
+        """The metadata objects the history build skipped as damaged, as integrity problems
+        (``corrupt``, detected by ``metadata-history``): in the build's ``problems`` and in
+        ``integrity_problems``, shown by ``catalog gaps`` like any refused object."""
+        from kafka_archive.archive.discovery import METADATA_TOPIC
+        from kafka_archive.catalog.problems import Problem, record_problems
+
+        problems = [
+            Problem(
+                "corrupt",
+                str(d["key"]),
+                f"metadata history: {d['kind']} skipped, offsets {d['first_offset']}.."
+                f"{d['last_offset']} not read from it: {d['reason']}",
+                str(d["key"]),
+                cluster,
+                METADATA_TOPIC,
+                0,
+                int(d["first_offset"]),
+                int(d["last_offset"]),
+                d["position"],
+            )
+            for d in damaged
+        ]
+        if not problems:
+            return
+        with self.resources.catalog().session() as s:
+            record_problems(s, problems, "metadata-history")
+            s.commit()
+        report.problems += [p.to_json() for p in problems]

@@ -17,7 +17,9 @@
 
 Errors: :class:`~kafka_archive.replay.errors.ReplayError` subclasses for the request (unknown
 topic, empty range, holes: ``ReplayGapsError``), ``ReplayBusyError`` when another run holds
-the export, :class:`~kafka_archive.store.errors.StoreError` for the archive or the output,
+the export, :class:`~kafka_archive.store.errors.StoreError` for the archive or the output (a
+local output that is a file or cannot be written, and a manifest that is not one this version
+reads, are refused before Spark starts),
 :class:`~segment_lib.errors.SegmentError` for bad archived bytes, and Spark's own errors for a
 failed job (re-running completes the export).
 """
@@ -218,7 +220,12 @@ class ExportService(ResourceService):
         ``output_options``/``store_options``: store options (e.g. ``endpoint_url``) for the
         output and the archive, given to every executor too.
         """
-        from kafka_archive.export.manifest import clean_output, commit, read_manifest
+        from kafka_archive.export.manifest import (
+            check_output,
+            clean_output,
+            commit,
+            read_manifest,
+        )
         from kafka_archive.replay.planning.stability import INCOMPLETE
         from kafka_archive.replay.runner import require_complete
         from kafka_archive.store import open_store
@@ -228,6 +235,7 @@ class ExportService(ResourceService):
         require_complete(replay_plan)
         output = open_store(plan.request.output, **dict(output_options or {}))
         try:
+            check_output(output)  # a bad --output is one line here, not a Spark job's stacks
             existing = read_manifest(output)
             if existing is not None and existing.export_id == plan.export_id:
                 clean_output(output, existing)  # finishes an interrupted clean-up

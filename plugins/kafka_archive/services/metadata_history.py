@@ -186,9 +186,14 @@ class MetadataHistoryService(ResourceService):
         """Apply ``cluster``'s metadata log to the history, in one transaction, resuming after
         the last applied offset: ``entries`` (snapshot + deltas, offset order), by default
         the archived ``__cluster_metadata`` log read from the store
-        (:func:`kafka_archive.archive.metadata_log.iter_archived_metadata`)."""
+        (:func:`kafka_archive.archive.metadata_log.iter_archived_metadata`). A damaged archived
+        segment or snapshot does not stop the build: it is skipped and named in the report's
+        ``damaged`` (the history before and after it is built; a hole it leaves is a ``gaps``
+        entry)."""
+        from kafka_archive.archive.metadata_log import DamagedMetadataObject
         from kafka_archive.metadata_history.apply import METADATA_LOG, apply_entries, build_position
 
+        damaged: list[DamagedMetadataObject] = []
         with self.resources.catalog(create=True).engine.begin() as conn:
             if entries is None:
                 from kafka_archive.archive.metadata_log import iter_archived_metadata
@@ -196,9 +201,11 @@ class MetadataHistoryService(ResourceService):
                 position = build_position(conn, cluster)
                 after = position[1] if position and position[0] == METADATA_LOG else None
                 entries = iter_archived_metadata(
-                    self.resources.store(), cluster, after_offset=after
+                    self.resources.store(), cluster, after_offset=after, damaged=damaged
                 )
-            return apply_entries(conn, cluster, entries)
+            report = apply_entries(conn, cluster, entries)
+        report.damaged = [d._asdict() for d in damaged]
+        return report
 
     def build_archived(self, clusters: Iterable[str]) -> list[ApplyReport]:
         """:meth:`build` from the archive for each of ``clusters`` that has an archived

@@ -45,6 +45,7 @@ def _classify(exc: Exception) -> ApiError | None:
     """The API error for one of the platform's typed errors (None: not one of them)."""
     from kafka_archive.catalog.db import CatalogError
     from kafka_archive.catalog.queries import CatalogQueryError
+    from kafka_archive.catalog.query_errors import CatalogRequestError
     from kafka_archive.replay.errors import ReplayConfigError, ReplayError, ReplayTargetError
     from kafka_archive.settings import SettingsError
     from kafka_archive.store import StoreError
@@ -54,6 +55,7 @@ def _classify(exc: Exception) -> ApiError | None:
     hint = getattr(exc, "hint", None)
     table: list[tuple[type[Exception], int, str]] = [
         (TimeParseError, 400, "bad_time"),
+        (CatalogRequestError, 400, "bad_request"),
         (CatalogQueryError, 404, "not_found"),
         (SettingsError, 503, "not_configured"),
         (CatalogError, 503, "catalog_unavailable"),

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_archive.redact import SECRET_KEY_PATTERN
+
 __all__ = ["GroupRequest", "ReplayRequest"]
 
 INT32_MAX = 2**31 - 1
@@ -34,7 +36,9 @@ class ReplayRequest(BaseModel):
     target: Text = Field(description="An Airflow connection id, or bootstrap servers.")
     target_config: dict[str, str] = Field(
         default_factory=dict,
-        description="librdkafka settings (no secrets: put them in the Airflow connection).",
+        description="librdkafka settings (no secrets: put them in the Airflow connection; "
+        "a secret-named key is refused, 422).",
+        json_schema_extra={"propertyNames": {"not": {"pattern": SECRET_KEY_PATTERN}}},
     )
     target_topic: str | None = Field(None, max_length=249)
     partition_mapping: Literal["same", "murmur2", "round-robin"] = "same"
@@ -47,6 +51,7 @@ class ReplayRequest(BaseModel):
     topic_config: dict[str, str] = Field(
         default_factory=dict,
         description="With create_topic: configs of the created topic, over the source's at T.",
+        json_schema_extra={"propertyNames": {"not": {"pattern": SECRET_KEY_PATTERN}}},
     )
     no_source_config: bool = False
     replication_factor: int | None = Field(None, ge=1, le=INT32_MAX)

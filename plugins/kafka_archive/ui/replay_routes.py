@@ -24,10 +24,20 @@ __all__ = ["replay_router"]
 
 
 def _validated(req: ReplayRequest) -> dict[str, Any]:
-    """The request as the DAG's Params, checked by the DAG's own schema and spec rules."""
+    """The request as the DAG's Params, checked by the DAG's own schema and spec rules; a
+    secret-named setting is refused first (422 naming the keys, never their values)."""
     from kafka_archive.airflow.replay_tasks import spec_from_params
+    from kafka_archive.replay.request_secrets import SECRET_HINT, secret_settings
 
     params = req.params()
+    found = secret_settings(params)
+    if found:
+        raise ApiError(
+            422,
+            "secret_in_request",
+            f"secret settings are refused in a replay request: {', '.join(found)}",
+            SECRET_HINT,
+        )
     _call(spec_from_params, params)
     return params
 

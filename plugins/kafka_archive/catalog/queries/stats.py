@@ -12,7 +12,10 @@ from kafka_archive.catalog.constants import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import HistogramBucket
 from kafka_archive.catalog.queries.partitions import topic_partitions
-from kafka_archive.catalog.query_errors import CatalogQueryError
+from kafka_archive.catalog.query_errors import CatalogRequestError
+
+#: the most buckets one stats answer holds (its lists are built in memory)
+MAX_BUCKETS = 100_000
 
 __all__ = ["StatsBucket", "stats"]
 
@@ -50,18 +53,22 @@ def stats(
     ``bucket_ms`` must be a whole number of minutes.
     """
     if bucket_ms <= 0 or bucket_ms % DEFAULT_HISTOGRAM_MS:
-        raise CatalogQueryError(
+        raise CatalogRequestError(
             f"bucket of {bucket_ms} ms: the catalog counts per minute",
             hint="use a whole number of minutes, e.g. 1m, 5m, 1h",
         )
     if end_ms <= start_ms:
-        raise CatalogQueryError(
+        raise CatalogRequestError(
             "the end of the range must be after its start", hint="e.g. --from -2h --to now"
         )
     first = start_ms - start_ms % bucket_ms
     n = (end_ms - first + bucket_ms - 1) // bucket_ms
-    if n > 100_000:
-        raise CatalogQueryError(f"{n} buckets is too many", hint="use a larger --bucket")
+    if n > MAX_BUCKETS:
+        raise CatalogRequestError(
+            f"the range holds {n} buckets of {bucket_ms // DEFAULT_HISTOGRAM_MS} minute(s), "
+            f"more than {MAX_BUCKETS}",
+            hint="use a larger bucket (--bucket / bucket_ms) or a shorter range (--from/--to)",
+        )
     h = HistogramBucket
     with catalog.session() as s:
         pids = [pid for pid, _ in topic_partitions(s, cluster, topic, partitions)]

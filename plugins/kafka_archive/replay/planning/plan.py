@@ -63,6 +63,7 @@ __all__ = [
     "ReplaySpec",
     "TargetSpec",
     "build_plan",
+    "id_ranges",
     "object_ranges",
     "parse_position",
 ]
@@ -503,6 +504,19 @@ def _asked_span(
     return lo, (end if req_to is None else req_to) - 1
 
 
+def id_ranges(ids: Sequence[int], limit: int = 20) -> str:
+    """Sorted ids as ``0-3,7,9-12`` (runs joined), at most ``limit`` runs then ``...``: a
+    message that names many partitions stays one short line."""
+    runs: list[list[int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    text = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:limit])
+    return text + (f",... ({len(runs) - limit} more run(s))" if len(runs) > limit else "")
+
+
 def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = None) -> ReplayPlan:
     """Resolve ``spec`` against the catalog into a :class:`ReplayPlan`.
 
@@ -524,11 +538,12 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
     if not archived:
         raise UnknownTopicError(f"the archive holds no topic {spec.topic!r} of {spec.cluster!r}")
     wanted = sorted(set(spec.partitions)) if spec.partitions else archived
-    missing = [p for p in wanted if p not in archived]
+    held = set(archived)
+    missing = [p for p in wanted if p not in held]
     if missing:
         raise UnknownTopicError(
-            f"partitions {missing} of {spec.cluster}/{spec.topic} are not in the archive "
-            f"(archived: {archived})"
+            f"partitions {id_ranges(missing)} of {spec.cluster}/{spec.topic} are not in the "
+            f"archive (archived: {id_ranges(archived)})"
         )
     if (
         spec.to is not None
