@@ -58,6 +58,7 @@ from kafka_archive.catalog.retention import (
     select_units,
     units_of,
 )
+from kafka_archive.errors import InternalSignal
 from kafka_archive.store import ObjectStore
 from kafka_archive.timeparse import format_ms
 
@@ -316,7 +317,7 @@ def plan_prune(
 # acting
 
 
-class _Leased(Exception):
+class _Leased(InternalSignal):
     """A lease was taken on the range while it was being recorded (rolls it back)."""
 
 

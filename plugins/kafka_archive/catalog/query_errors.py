@@ -8,14 +8,16 @@ importing each other.
 
 from __future__ import annotations
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["CatalogQueryError"]
 
 
-class CatalogQueryError(LookupError):
+class CatalogQueryError(KafkaArchiveError, LookupError):
     """The catalog cannot answer (unknown topic/partition, offset outside the archive...).
 
-    ``hint`` says what to try instead."""
+    ``hint`` says what to try instead. A ``LookupError`` too (callers tell "no such thing"
+    apart from other failures by it)."""
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
+    http_status = 404
+    api_error = "not_found"

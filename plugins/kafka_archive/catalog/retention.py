@@ -43,6 +43,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "RetentionConfigError",
     "RetentionPolicy",
@@ -75,11 +77,11 @@ _BYTES_UNIT: Final = {
 }
 
 
-class RetentionConfigError(ValueError):
+class RetentionConfigError(KafkaArchiveError, ValueError):
     """The ``retention`` setting is not a valid list of policies (the message says which
     entry and why)."""
 
-    hint = (
+    default_hint = (
         "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}, "
         'e.g. [{"name": "30-days", "topic": "*", "max_age": "30d"}] (see docs/archive.md)'
     )
