@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_archive.cli import EXIT_INTERNAL, _register_groups, app, crash
-from kafka_archive.cli import catalog as catalog_cli
+from kafka_archive.cli import EXIT_INTERNAL, _register_groups, app, catalog_options, crash
 from kafka_archive.store.errors import StoreUnavailable
 from typer.testing import CliRunner
 
@@ -46,7 +45,7 @@ def _invoke(args: list[str]) -> Any:
 def test_unexpected_exception_is_one_line_and_a_log(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db")])
     out = result.stdout + result.stderr
     assert result.exit_code == EXIT_INTERNAL == 70, out
@@ -65,7 +64,7 @@ def test_unexpected_exception_is_one_line_and_a_log(
 def test_unexpected_exception_with_json(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(
         ["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db"), "--json"]
     )
@@ -83,7 +82,7 @@ def test_unwritable_state_dir_still_no_traceback(
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv(crash.ERROR_LOG_DIR_ENV, str(blocker / "sub"))
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
     out = result.stdout + result.stderr
     assert result.exit_code == 70 and "Traceback" not in out
@@ -96,7 +95,7 @@ def test_typed_error_escaping_a_command_is_a_plain_error(
     def unavailable(*_a: object, **_k: object) -> None:
         raise StoreUnavailable("connection refused", uri="s3://bucket/archive")
 
-    monkeypatch.setattr(catalog_cli, "_open", unavailable)
+    monkeypatch.setattr(catalog_options, "open_catalog", unavailable)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
     out = result.stdout + result.stderr
     assert result.exit_code == 1, out

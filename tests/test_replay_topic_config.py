@@ -25,13 +25,13 @@ from kafka_archive.replay.plan import (
     TargetSpec,
     parse_position,
 )
+from kafka_archive.replay.plan_topics import plan_topic_settings
 from kafka_archive.replay.target_config import check_configs, create_configured, create_topic
 from kafka_archive.replay.topic_config import (
     TopicSettings,
     config_diffs,
     config_findings,
     drop_for_replication,
-    plan_topic_settings,
     topic_settings,
 )
 

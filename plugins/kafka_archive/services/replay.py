@@ -222,8 +222,8 @@ class ReplayService(ResourceService):
         (default: ``register``): lease its offsets as a queued replay, so that prune leaves
         them until the run takes the lease over (or it expires,
         :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
+        from kafka_archive.replay.plan_topics import plan_topic_settings
         from kafka_archive.replay.runner import plan_replay
-        from kafka_archive.replay.topic_config import plan_topic_settings
 
         source = self.source()
         plan = plan_replay(spec, source)
