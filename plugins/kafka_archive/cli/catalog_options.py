@@ -88,6 +88,8 @@ def parse_duration_ms(text: str) -> int:
 
 
 def parse_time_or_fail(text: str, option: str, as_json: bool) -> int:
+    """``text`` (the value of ``option``) as epoch milliseconds in SQL BIGINT range, or a
+    clean exit 1 naming the option."""
     try:
         ms = parse_time_ms(text)
     except TimeParseError as exc:
