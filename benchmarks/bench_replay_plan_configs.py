@@ -53,7 +53,7 @@ def main() -> None:
     from kafka_archive.catalog.db import open_catalog
     from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
     from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, parse_position
-    from kafka_archive.replay.planning.topic_config import plan_topic_settings
+    from kafka_archive.replay.planning.plan_topics import plan_topic_settings
     from kafka_archive.replay.runner import plan_replay
     from kafka_archive.services.metadata_history import MetadataHistoryService
     from kafka_archive.store import open_store

@@ -37,8 +37,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 from kafka_archive.airflow import protect_task_logs
-from kafka_archive.airflow.prune_tasks import prune_in_task
-from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
+from kafka_archive.airflow.prune_tasks import PruneNeedsConfirmation, prune_in_task
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
+from segment_lib.batch_search import find_next_batch
 from segment_lib.errors import (
     CorruptBatchError,
     SegmentError,
@@ -43,7 +44,6 @@ from segment_lib.record_batch import (
     verify_crc_v2,
 )
 from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Record
-from segment_lib.sniff import find_next_batch
 
 __all__ = ["LogBuffer", "decode_batch", "iter_batches", "open_log", "verify_batch_crc"]
 

@@ -380,7 +380,8 @@ def test_segment_error_is_the_only_base_callers_need() -> None:
 def test_find_next_batch_finds_the_first_valid_batch_after_any_bytes(
     filler: bytes, window: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from segment_lib import sniff
+    # find_next_batch lives in batch_search (sniff re-exports it)
+    from segment_lib import batch_search as sniff
 
     monkeypatch.setattr(sniff, "_WINDOW", window)  # batches straddling a window edge too
     batch = v2_batch(7, Codec.NONE)

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_archive.cli import EXIT_CLOSED_PIPE, EXIT_INTERNAL, _register_groups, app, crash
-from kafka_archive.cli import catalog as catalog_cli
+from kafka_archive.cli import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    _register_groups,
+    app,
+    catalog_options,
+    crash,
+)
+from kafka_archive.extras import MissingExtra
+from kafka_archive.replay.execution.kafka_errors import TxnAbort
+from kafka_archive.settings import SettingsError
 from kafka_archive.store.errors import StoreUnavailable
 from typer.testing import CliRunner
 
@@ -46,7 +55,7 @@ def _invoke(args: list[str]) -> Any:
 def test_unexpected_exception_is_one_line_and_a_log(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db")])
     out = result.stdout + result.stderr
     assert result.exit_code == EXIT_INTERNAL == 70, out
@@ -65,7 +74,7 @@ def test_unexpected_exception_is_one_line_and_a_log(
 def test_unexpected_exception_with_json(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(
         ["catalog", "topics", "--cluster", "c", "--db", str(tmp_path / "x.db"), "--json"]
     )
@@ -83,7 +92,7 @@ def test_unwritable_state_dir_still_no_traceback(
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv(crash.ERROR_LOG_DIR_ENV, str(blocker / "sub"))
-    monkeypatch.setattr(catalog_cli, "_open", _boom)
+    monkeypatch.setattr(catalog_options, "open_catalog", _boom)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
     out = result.stdout + result.stderr
     assert result.exit_code == 70 and "Traceback" not in out
@@ -96,7 +105,7 @@ def test_typed_error_escaping_a_command_is_a_plain_error(
     def unavailable(*_a: object, **_k: object) -> None:
         raise StoreUnavailable("connection refused", uri="s3://bucket/archive")
 
-    monkeypatch.setattr(catalog_cli, "_open", unavailable)
+    monkeypatch.setattr(catalog_options, "open_catalog", unavailable)
     result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
     out = result.stdout + result.stderr
     assert result.exit_code == 1, out
@@ -104,6 +113,51 @@ def test_typed_error_escaping_a_command_is_a_plain_error(
     assert "hint: Check that the endpoint is reachable" in out
     assert "Traceback" not in out and "internal error" not in out
     assert not state_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "hint"),
+    [
+        (lambda: SettingsError("retention is not a list", "fix the setting"), 2, "fix the setting"),
+        (lambda: MissingExtra("catalog build", "spark", "pyspark"), 1, None),
+    ],
+)
+def test_any_platform_error_escaping_a_command_is_a_plain_error_with_its_exit_code(
+    state_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Callable[[], Exception],
+    code: int,
+    hint: str | None,
+) -> None:
+    """Every KafkaArchiveError, not only the four families the handler used to list (a
+    SettingsError or a MissingExtra used to be an "internal error", exit 70)."""
+
+    def raising(*_a: object, **_k: object) -> None:
+        raise error()
+
+    monkeypatch.setattr(catalog_options, "open_catalog", raising)
+    result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db", "--json"])
+    assert result.exit_code == code, result.stdout + result.stderr
+    obj = json.loads(result.stdout.strip().splitlines()[-1])
+    assert obj["kind"] == "error" and obj["error"] == type(error()).__name__
+    assert obj["message"] == str(error()) and obj["hint"] == hint
+    assert not state_dir.exists()
+
+
+def test_an_internal_signal_escaping_a_command_is_a_bug(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Control flow (``InternalSignal``) that escapes is reported as an internal error, even
+    though it is a KafkaArchiveError."""
+
+    def raising(*_a: object, **_k: object) -> None:
+        raise TxnAbort("abort and redo")
+
+    monkeypatch.setattr(catalog_options, "open_catalog", raising)
+    result = _invoke(["catalog", "topics", "--cluster", "c", "--db", "x.db"])
+    out = result.stdout + result.stderr
+    assert result.exit_code == 70 and "internal error: TxnAbort: abort and redo" in out
+    assert len(list(state_dir.glob("internal-error-*.log"))) == 1
 
 
 def test_usage_errors_keep_exit_2(state_dir: Path) -> None:

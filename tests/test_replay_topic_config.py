@@ -25,12 +25,12 @@ from kafka_archive.replay.planning.plan import (
     TargetSpec,
     parse_position,
 )
+from kafka_archive.replay.planning.plan_topics import plan_topic_settings
 from kafka_archive.replay.planning.topic_config import (
     TopicSettings,
     config_diffs,
     config_findings,
     drop_for_replication,
-    plan_topic_settings,
     topic_settings,
 )
 from kafka_archive.replay.target.topic import check_configs, create_configured, create_topic

@@ -27,6 +27,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "ALL_DOWN_GRACE_S",
     "CLIENT_LOG",
@@ -130,7 +132,7 @@ REACH_TIMEOUT_S = 30.0
 ALL_DOWN_GRACE_S = 3.0
 
 
-class ClusterUnreachable(Exception):
+class ClusterUnreachable(KafkaArchiveError):
     """A cluster did not answer a metadata request; the message says what librdkafka said."""
 
 

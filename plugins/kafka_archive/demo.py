@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_archive.errors import KafkaArchiveError
 from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
@@ -56,7 +57,7 @@ PROGRESS_TOPIC = "__kafka_archive_replay_progress"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-class DemoError(RuntimeError):
+class DemoError(KafkaArchiveError, RuntimeError):
     """A demo stage failed; the message says which and where its log is."""
 
 

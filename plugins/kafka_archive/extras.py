@@ -11,20 +11,23 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["MissingExtra", "require"]
 
 
-class MissingExtra(ImportError):
+class MissingExtra(KafkaArchiveError, ImportError):
     """A feature needs an optional dependency that is not installed. ``str()`` says what
-    needs it and the ``pip install`` command; ``extra`` is the extra's name."""
+    needs it and the ``pip install`` command; ``extra`` is the extra's name. An ``ImportError``
+    too (``name`` is the missing module)."""
 
     def __init__(self, what: str, extra: str, module: str) -> None:
         self.what = what
         self.extra = extra
         super().__init__(
-            f"{what} needs `pip install kafka-archive[{extra}]` ({module} is not installed)",
-            name=module,
+            f"{what} needs `pip install kafka-archive[{extra}]` ({module} is not installed)"
         )
+        self.name = module
 
 
 def require(module: str, *, extra: str, what: str) -> ModuleType:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "KafkaUnavailableError",
@@ -61,7 +63,7 @@ logger.state.level = WARN
 """
 
 
-class KafkaUnavailableError(RuntimeError):
+class KafkaUnavailableError(KafkaArchiveError, RuntimeError):
     """Java, Maven or the jars are missing, or the cluster did not come up."""
 
 

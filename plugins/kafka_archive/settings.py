@@ -40,6 +40,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "CONFIG_FILE_ENV",
     "SETTINGS",
@@ -64,13 +66,16 @@ Source = Literal["explicit", "environment", "airflow", "file", "default"]
 VariableReader = Callable[[str], str | None]
 
 
-class SettingsError(ValueError):
+class SettingsError(KafkaArchiveError, ValueError):
     """A setting has a value it cannot take, or the configuration file cannot be read; the
-    message names the setting and the source it came from."""
+    message names the setting and the source it came from. The CLI exits 2 (a usage error)."""
+
+    exit_code = 2
+    http_status = 503
+    api_error = "not_configured"
 
     def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
+        super().__init__(message, hint=hint)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ import re
 import time
 from datetime import UTC, datetime
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["MAX_MS", "TimeParseError", "format_ms", "parse_time_ms", "resolve_time"]
 
 #: the latest instant :func:`resolve_time` accepts (9999-12-31T23:59:59.999Z)
@@ -25,8 +27,11 @@ _RELATIVE = re.compile(r"^(?:now)?\s*(?:(?P<sign>[+-])\s*(?P<amount>(?:\d+(?:ms|
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 
 
-class TimeParseError(ValueError):
+class TimeParseError(KafkaArchiveError, ValueError):
     """The text is not a time this module understands; the message lists the accepted forms."""
+
+    http_status = 400
+    api_error = "bad_time"
 
 
 def parse_time_ms(text: str, *, now_ms: int | None = None) -> int:

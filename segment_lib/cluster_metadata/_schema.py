@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from segment_lib.consumer_offsets._wire import Reader
-from segment_lib.consumer_offsets.consumer_group import _PRIMITIVE_READ
+from segment_lib.consumer_offsets._wire import PRIMITIVE_READ, Reader
 
 __all__ = ["Field", "Message", "kafka_uuid", "read_message"]
 
@@ -76,7 +75,7 @@ def kafka_uuid(raw: bytes) -> str:
 _ZERO_UUID: Final = kafka_uuid(bytes(16))
 
 #: primitive kind -> the protocol reader's method (uuid is read apart: Kafka's text form)
-_FIXED: Final[Mapping[str, str]] = {k: v for k, v in _PRIMITIVE_READ.items() if k != "uuid"}
+_FIXED: Final[Mapping[str, str]] = {k: v for k, v in PRIMITIVE_READ.items() if k != "uuid"}
 
 
 def default_value(f: Field) -> Any:

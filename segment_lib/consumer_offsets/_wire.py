@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any, Final, TypeAlias
 
@@ -28,6 +28,7 @@ __all__ = [
     "I16",
     "I32",
     "I64",
+    "PRIMITIVE_READ",
     "U16",
     "RawTags",
     "Reader",
@@ -46,6 +47,19 @@ I64 = struct.Struct(">q")
 F64 = struct.Struct(">d")
 
 RawTags: TypeAlias = tuple[tuple[int, bytes], ...]
+
+
+#: Kafka's fixed-size primitive types -> the :class:`Reader` method that reads one
+PRIMITIVE_READ: Final[Mapping[str, str]] = {
+    "int8": "i8",
+    "int16": "i16",
+    "uint16": "u16",
+    "int32": "i32",
+    "int64": "i64",
+    "float64": "f64",
+    "bool": "boolean",
+    "uuid": "uuid",
+}
 
 
 class Reader:

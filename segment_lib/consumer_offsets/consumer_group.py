@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from segment_lib.consumer_offsets._wire import Reader, Writer, raw_tags
+from segment_lib.consumer_offsets._wire import PRIMITIVE_READ, Reader, Writer, raw_tags
 from segment_lib.consumer_offsets.model import (
     GROUP_METADATA_KEY_VERSION,
     RECORD_TYPE_NAMES,
@@ -115,22 +115,11 @@ CONSUMER_GROUP_RECORD_TYPES: Final = frozenset(_VALUE_SCHEMAS)
 
 _UNKNOWN_TAGS_KEY: Final = "_unknownTaggedFields"
 
-_PRIMITIVE_READ: Final[Mapping[str, str]] = {
-    "int8": "i8",
-    "int16": "i16",
-    "uint16": "u16",
-    "int32": "i32",
-    "int64": "i64",
-    "float64": "f64",
-    "bool": "boolean",
-    "uuid": "uuid",
-}
-
 
 def _read_one(r: Reader, kind: str, name: str, nullable: bool, f: _Field) -> Any:
     """Read one (untagged) value of ``kind`` in flexible encoding."""
-    if kind in _PRIMITIVE_READ:
-        return getattr(r, _PRIMITIVE_READ[kind])(name)
+    if kind in PRIMITIVE_READ:
+        return getattr(r, PRIMITIVE_READ[kind])(name)
     if kind == "string":
         return r.string(name, nullable=nullable, compact=True)
     if kind == "bytes":

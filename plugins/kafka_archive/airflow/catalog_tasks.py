@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.settings import (
     Settings,
     SettingsError,
@@ -69,7 +70,7 @@ _JOB = Path("spark_jobs") / "build_catalog.py"
 _CHECKOUT = Path(__file__).resolve().parents[3]
 
 
-class CatalogJobError(RuntimeError):
+class CatalogJobError(KafkaArchiveError, RuntimeError):
     """The build could not run, or finished with failed segments (``report`` says which)."""
 
     def __init__(self, message: str, report: Mapping[str, Any] | None = None) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.settings import SettingsError, VariableReader, load_settings
 
 __all__ = ["SnapshotTaskError", "metadata_snapshot_in_task", "snapshot_targets"]
 
 
-class SnapshotTaskError(RuntimeError):
+class SnapshotTaskError(KafkaArchiveError, RuntimeError):
     """Some clusters could not be snapshotted (each named with its reason)."""
 
 

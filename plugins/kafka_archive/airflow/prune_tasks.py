@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
 from kafka_archive.settings import VariableReader, load_settings
 
-__all__ = ["prune_in_task", "run_prune_task"]
+# PruneNeedsConfirmation: the refusal the DAG fails at once on (a retry would refuse again)
+__all__ = ["PruneNeedsConfirmation", "prune_in_task", "run_prune_task"]
 
 
 def prune_in_task(
@@ -64,8 +66,6 @@ def run_prune_task(
     yes: bool = False,
 ) -> dict[str, Any]:
     """One prune with ``service`` (closed afterwards), logged one line per range."""
-    from kafka_archive.catalog.prune_share import PruneNeedsConfirmation
-
     with service:
         try:
             report = service.prune(cluster=cluster, topic=topic, dry_run=dry_run, confirmed=yes)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec, TargetSpec
-from kafka_archive.replay.request_secrets import SECRET_FREE_SETTINGS, refuse_secret_settings
+from kafka_archive.replay.target.request_secrets import SECRET_FREE_SETTINGS, refuse_secret_settings
 from kafka_archive.services.replay import (
     DEFAULT_SPARK_THRESHOLD_BYTES,
     ReplayService,

@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.settings import CONFIG_FILE_ENV, SETTINGS, env_var
 
 __all__ = [
@@ -80,7 +81,7 @@ _ISO_DURATION: Final = re.compile(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(KafkaArchiveError, ValueError):
     """The archive configuration is missing or invalid; the message says where and why."""
 
 

@@ -53,6 +53,7 @@ from kafka_archive.archive.layout import (
     parse_manifest_key,
     topic_prefix,
 )
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.store import ObjectStore
 
 __all__ = [
@@ -80,7 +81,7 @@ MANIFEST_KIND: Final = "kafka-archive/segment-manifest"
 FileRole = Literal["log", "index", "timeindex", "txnindex", "producer_snapshot"]
 
 
-class InvalidManifest(ValueError):
+class InvalidManifest(KafkaArchiveError, ValueError):
     """A manifest's bytes are not a valid manifest (bad JSON or fields); names the key."""
 
     def __init__(self, message: str, *, key: str | None = None) -> None:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
+from kafka_archive.errors import InternalSignal, KafkaArchiveError
 from kafka_archive.redact import redact_text, redact_url
 from kafka_archive.settings import env_var, load_settings
 
@@ -84,18 +85,18 @@ def normalize_url(url: str | os.PathLike[str]) -> str:
 _BUILD_HINT = "check --db / $KAFKA_ARCHIVE_DB; `kafka-archive catalog build` creates a catalog"
 
 
-class CatalogError(Exception):
+class CatalogError(KafkaArchiveError):
     """A catalog cannot be opened. ``str()`` is the message (secrets hidden: it is built from
     the redacted URL and a redacted driver message); ``hint`` says what to do next."""
 
     default_hint = ""
+    http_status = 503
+    api_error = "catalog_unavailable"
 
     def __init__(self, message: str, *, url: str | None = None, hint: str | None = None) -> None:
-        self.message = redact_text(message)
+        super().__init__(redact_text(message), hint=hint)
         #: the catalog location, password hidden
         self.url = url
-        self.hint = self.default_hint if hint is None else hint
-        super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message
@@ -181,7 +182,7 @@ _REVISION_LINE = re.compile(
 _QUOTED = re.compile(r"""^["']([^"']+)["']$""")
 
 
-class _NotSimple(Exception):
+class _NotSimple(InternalSignal):
     """A version file whose revision fields are not plain strings or ``None``."""
 
 

@@ -61,6 +61,7 @@ from kafka_archive.catalog.retention import (
     select_units,
     units_of,
 )
+from kafka_archive.errors import InternalSignal
 from kafka_archive.store import ObjectStore
 from kafka_archive.timeparse import format_ms
 
@@ -368,7 +369,7 @@ def _plan(
 # acting
 
 
-class _Leased(Exception):
+class _Leased(InternalSignal):
     """A lease was taken on the range while it was being recorded (rolls it back)."""
 
 

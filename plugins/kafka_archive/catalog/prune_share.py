@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["PruneNeedsConfirmation", "TopicShare", "over_limit"]
 
 
@@ -48,7 +50,7 @@ def over_limit(shares: Sequence[TopicShare], max_percent: int | None) -> list[To
     return [s for s in shares if s.pruned_bytes and s.percent > max_percent]
 
 
-class PruneNeedsConfirmation(Exception):
+class PruneNeedsConfirmation(KafkaArchiveError):
     """The prune would delete more than ``max_percent`` of some topics: nothing was deleted.
 
     ``topics`` are the shares above the limit; the message names each with its policy and
@@ -62,10 +64,8 @@ class PruneNeedsConfirmation(Exception):
         )
         super().__init__(
             f"this prune would delete more than {max_percent}% of {len(self.topics)} "
-            f"topic(s): {listed}; nothing was deleted"
-        )
-        self.hint = (
-            "check the policy with `kafka-archive archive prune --dry-run`, then confirm with "
-            "`archive prune --yes` (the prune DAG: trigger it with the Param yes: true), or raise "
-            "the prune_max_share setting (100: never ask)"
+            f"topic(s): {listed}; nothing was deleted",
+            hint="check the policy with `kafka-archive archive prune --dry-run`, then confirm "
+            "with `archive prune --yes` (the prune DAG: trigger it with the Param yes: true), or "
+            "raise the prune_max_share setting (100: never ask)",
         )

@@ -47,6 +47,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "KEPT_INTERNAL",
     "RetentionConfigError",
@@ -86,11 +88,11 @@ _BYTES_UNIT: Final = {
 _MIN_BARE_AGE_MS: Final = 1000
 
 
-class RetentionConfigError(ValueError):
+class RetentionConfigError(KafkaArchiveError, ValueError):
     """The ``retention`` setting is not a valid list of policies (the message says which
     entry and why)."""
 
-    hint = (
+    default_hint = (
         "retention is a list of {name, cluster, topic, max_age | max_bytes | keep_all}: "
         "max_age a duration with its unit (30d, 12h, 90m, 45s, 500ms, 2w) or an integer of "
         "milliseconds, max_bytes a size (500GiB, 2TB, 1048576) or an integer of bytes, "

@@ -342,7 +342,7 @@ def archive(
     except StoreError as exc:
         fail(
             str(exc.message),
-            hint=exc.hint + " (the run is resumable: re-run it)",
+            hint=(exc.hint or "") + " (the run is resumable: re-run it)",
             as_json=as_json,
             details={"error": type(exc).__name__},
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import fail
 
 __all__ = [
@@ -40,7 +41,7 @@ def check_store_or_fail(store: Any, cluster: str | None, as_json: bool) -> None:
     try:
         first = next(iter(store.list(prefix)), None)
     except StoreError as exc:
-        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+        fail_error(exc, as_json=as_json)
     if first is None:
         what = f"nothing of cluster {cluster!r}" if cluster is not None else "nothing"
         fail(

@@ -12,8 +12,12 @@ from typing import Annotated, Any
 
 import typer
 
-from kafka_archive.cli.catalog import ClusterOpt, DbOpt, JsonOpt, TopicOpt, _open, _time
+from kafka_archive.cli.catalog_options import ClusterOpt, DbOpt, JsonOpt, TopicOpt
+from kafka_archive.cli.catalog_options import open_catalog as _open
+from kafka_archive.cli.catalog_options import parse_time_or_fail as _time
+from kafka_archive.cli.catalog_options import run_query as _call
 from kafka_archive.cli.context import cli_settings
+from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
 
@@ -38,16 +42,6 @@ def _service(db: str | None, as_json: bool, *, create: bool = False) -> Any:
     from kafka_archive.services.metadata_history import MetadataHistoryService
 
     return MetadataHistoryService(catalog=_open(db, as_json, create=create))
-
-
-def _call(as_json: bool, fn: Any, *args: Any) -> Any:
-    """Call the service, turning its typed failures into a clean exit."""
-    from kafka_archive.services.metadata_history import MetadataHistoryError
-
-    try:
-        return fn(*args)
-    except MetadataHistoryError as exc:
-        fail(str(exc), hint=exc.hint, as_json=as_json)
 
 
 def _no_topic(svc: Any, cluster: str, topic: str, ts: int, as_json: bool) -> None:
@@ -217,6 +211,8 @@ def metadata_snapshot(
 
     Example: kafka-archive catalog metadata-snapshot --cluster legacy --bootstrap kafka-1:9092
     """
+    from confluent_kafka import KafkaException
+
     from kafka_archive.catalog.db import CatalogError
     from kafka_archive.cli.client_settings import parse_settings
     from kafka_archive.client_log import ClusterUnreachable
@@ -242,10 +238,8 @@ def metadata_snapshot(
         except ClusterUnreachable as exc:
             fail(str(exc), hint="check --bootstrap and the client settings (-X)", as_json=as_json)
         except CatalogError as exc:
-            fail(str(exc), hint=exc.hint or None, as_json=as_json)
-        except Exception as exc:  # confluent_kafka.KafkaException: e.g. a refused -X setting
-            if type(exc).__name__ != "KafkaException":
-                raise
+            fail_error(exc, as_json=as_json)
+        except KafkaException as exc:  # e.g. a refused -X setting
             fail(
                 f"the Admin API of {bootstrap} refused: {exc}",
                 hint="check --bootstrap and the client settings (-X)",

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kafka_archive.cli.catalog import ClusterOpt, DbOpt, JsonOpt, StoreOpt
+from kafka_archive.cli.catalog_options import ClusterOpt, DbOpt, JsonOpt, StoreOpt
+from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import console, emit_json, err_console, fail
 
 __all__ = ["register", "verify"]
@@ -35,8 +36,8 @@ def verify(
 
     Example: kafka-archive catalog verify --cluster prod --deep
     """
-    from kafka_archive.cli.catalog import _service
     from kafka_archive.cli.catalog_checks import check_store_or_fail
+    from kafka_archive.cli.catalog_options import query_service as _service
     from kafka_archive.store import StoreError
 
     with _service(db, as_json, store=store, store_use="required") as svc:
@@ -45,7 +46,7 @@ def verify(
         try:
             report = svc.verify(cluster, deep=deep)
         except StoreError as exc:
-            fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+            fail_error(exc, as_json=as_json)
     if as_json:
         emit_json({"kind": "verify", **report.to_json()})
     else:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafka_archive.cli.catalog import DbOpt
+from kafka_archive.cli.catalog_options import DbOpt
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json
 from kafka_archive.timeparse import format_ms
 
@@ -36,7 +36,7 @@ def severity_summary(counts: Mapping[str, int]) -> str:
 def print_topics(cluster: str, held: Sequence[Any]) -> None:
     """The table of ``catalog topics`` (:class:`~kafka_archive.catalog.holdings.
     PartitionHoldings` rows) and a line of totals that ``catalog gaps`` repeats."""
-    from kafka_archive.cli.catalog import _table
+    from kafka_archive.cli.catalog_options import print_catalog_table as _table
 
     _table(
         f"cluster {cluster}",
@@ -93,7 +93,9 @@ def clusters(
 
     Example: kafka-archive catalog clusters --db catalog.db
     """
-    from kafka_archive.cli.catalog import _run, _service, _table
+    from kafka_archive.cli.catalog_options import print_catalog_table as _table
+    from kafka_archive.cli.catalog_options import query_service as _service
+    from kafka_archive.cli.catalog_options import run_query as _run
 
     with _service(db, as_json) as svc:
         found = _run(as_json, svc.clusters)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import fail
 from kafka_archive.settings import Settings, SettingsError, load_settings
 
@@ -26,8 +27,8 @@ def cli_settings(as_json: bool, **explicit: object) -> Settings:
     """The effective settings with the command's options (``None``/empty: not given) on top."""
     try:
         return load_settings(explicit)
-    except SettingsError as exc:
-        fail(str(exc), hint=exc.hint, code=2, as_json=as_json)
+    except SettingsError as exc:  # exit 2: a usage error (SettingsError.exit_code)
+        fail_error(exc, as_json=as_json)
 
 
 def open_catalog_or_fail(db: str | None, as_json: bool, *, create: bool = False) -> Any:
@@ -50,12 +51,7 @@ def open_catalog_or_fail(db: str | None, as_json: bool, *, create: bool = False)
     try:
         return open_catalog(url, create=create)
     except CatalogError as exc:
-        fail(
-            str(exc),
-            hint=exc.hint or None,
-            as_json=as_json,
-            details={"error": type(exc).__name__},
-        )
+        fail_error(exc, as_json=as_json, details={"error": type(exc).__name__})
     except Exception as exc:  # a migration or driver error not classified above
         fail(
             f"cannot open the catalog {redact_url(url)}: {redact_text(exc)}",
@@ -81,7 +77,7 @@ def open_store_or_fail(uri: str | None, as_json: bool, *, required: bool = True)
     try:
         return open_store(uri)
     except StoreError as exc:
-        fail(str(exc), hint=getattr(exc, "hint", None), as_json=as_json)
+        fail_error(exc, as_json=as_json)
 
 
 #: the most partitions one ``--partitions`` may select (a topic's partitions are counted in
@@ -148,12 +144,8 @@ def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str)
     from segment_lib.errors import SegmentError
 
     if isinstance(exc, ReplayError):
-        fail(
-            exc.message,
-            hint=exc.hint or None,
-            as_json=as_json,
-            details={k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")},
-        )
+        details = {k: v for k, v in exc.to_dict().items() if k not in ("message", "hint")}
+        fail_error(exc, as_json=as_json, details=details)
     if isinstance(exc, SegmentError):
         fail(
             f"bad bytes in the archive: {exc}",
@@ -162,6 +154,4 @@ def fail_archive_read(exc: BaseException, as_json: bool, *, bad_bytes_hint: str)
             details=exc.to_dict(),
         )
     if isinstance(exc, StoreError):
-        # str() ends with the hint: said once, on its own line
-        text = str(exc).removesuffix(f". {exc.hint}") if exc.hint else str(exc)
-        fail(text, hint=exc.hint, as_json=as_json)
+        fail_error(exc, as_json=as_json)

@@ -3,10 +3,12 @@
 :func:`report_unexpected` is called by the root command group (:mod:`kafka_archive.cli`) for any
 exception a command let escape. Two kinds:
 
-* a **typed error of the platform** (a catalog, store, segment or replay error: they carry a
-  message naming the object and a ``hint``) is a user-facing failure like those commands
-  report themselves: ``error: <message>`` and ``hint: <hint>`` on stderr (or one JSON error
-  object with ``--json``), exit code :data:`EXIT_ERROR` (1);
+* a **typed error** (:func:`kafka_archive.cli.errors.is_user_error`: a
+  :class:`~kafka_archive.errors.KafkaArchiveError` that is not ``internal``, or a segment_lib
+  error; they carry a message naming the object and a ``hint``) is a user-facing failure like
+  those commands report themselves: ``error: <message>`` and ``hint: <hint>`` on stderr (or one
+  JSON error object with ``--json``), the error's exit code (:data:`EXIT_ERROR`, 1; 2 for a
+  settings error);
 * **anything else is a bug**: one line ``internal error: <Type>: <message>`` (secrets
   redacted), the path of a log file holding the full traceback (redacted, mode 0600, under
   :func:`error_log_dir`), a hint to report it, and exit code :data:`EXIT_INTERNAL` (70,
@@ -25,7 +27,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kafka_archive.cli.errors import is_user_error
 from kafka_archive.cli.output import emit_json, print_error
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.redact import redact_text
 from kafka_archive.settings import SettingsError, env_var, load_settings
 
@@ -58,33 +62,6 @@ def error_log_dir() -> Path:
     return Path(base).expanduser() / "kafka-archive"
 
 
-def _typed_user_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is one of the platform's typed, user-facing errors."""
-    bases: list[type[BaseException]] = []
-    try:
-        from kafka_archive.catalog.db import CatalogError
-
-        bases.append(CatalogError)
-    except ImportError:  # pragma: no cover - always importable in a full install
-        pass
-    from kafka_archive.store.errors import StoreError
-
-    bases.append(StoreError)
-    try:
-        from segment_lib.errors import SegmentError
-
-        bases.append(SegmentError)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from kafka_archive.replay.errors import ReplayError
-
-        bases.append(ReplayError)
-    except ImportError:  # pragma: no cover
-        pass
-    return isinstance(exc, tuple(bases))
-
-
 def _first_line(text: str) -> str:
     lines = [x for x in text.strip().splitlines() if x.strip()]
     line = lines[0] if lines else ""
@@ -115,14 +92,14 @@ def _write_log(exc: BaseException, argv: list[str]) -> tuple[Path | None, str | 
 def report_unexpected(exc: BaseException, *, argv: list[str], as_json: bool) -> int:
     """Report an exception a command let escape (see the module docstring); return the exit
     code the process should end with. Never raises."""
-    if _typed_user_error(exc):
+    if is_user_error(exc):  # the one classification: kafka_archive.cli.errors
         message = redact_text(_first_line(str(exc)) or type(exc).__name__)
         hint_value: Any = getattr(exc, "hint", None)
         hint = redact_text(hint_value) if hint_value else None
         if hint and message.endswith(f". {hint}"):  # StoreError's str() ends with its hint
             message = message[: -len(hint) - 2]
         print_error(message, hint=hint, as_json=as_json, details={"error": type(exc).__name__})
-        return EXIT_ERROR
+        return exc.exit_code if isinstance(exc, KafkaArchiveError) else EXIT_ERROR
     message = redact_text(_first_line(str(exc)))
     shown = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     path, why_not = _write_log(exc, argv)

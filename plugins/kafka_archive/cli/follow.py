@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kafka_archive.cli.catalog import DbOpt
+from kafka_archive.cli.catalog_options import DbOpt
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, fail
 
@@ -56,7 +56,7 @@ def follow_offsets_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
-    from kafka_archive.cli.catalog import parse_duration_ms
+    from kafka_archive.cli.catalog_options import parse_duration_ms
     from kafka_archive.cli.context import cli_settings, open_catalog_or_fail
     from kafka_archive.services.offsets_follower import OffsetsFollowerService
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.metadata_history.entries import MetadataEntryLike
 from kafka_archive.metadata_history.models import (
     ACLS,
@@ -66,7 +67,7 @@ METADATA_LOG = "metadata_log"
 ADMIN_SNAPSHOT = "admin_snapshot"
 
 
-class SourceConflict(ValueError):
+class SourceConflict(KafkaArchiveError, ValueError):
     """A cluster's history already comes from the other source (seq orders differ)."""
 
 

@@ -49,6 +49,7 @@ from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
+from kafka_archive.errors import KafkaArchiveError
 from segment_lib.consumer_offsets import (
     CoordinatorRecord,
     GroupMetadata,
@@ -77,7 +78,7 @@ log = logging.getLogger(__name__)
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
 
-class PositionConflictError(RuntimeError):
+class PositionConflictError(KafkaArchiveError, RuntimeError):
     """Another follower moved a position this one was about to move; nothing was written."""
 
 

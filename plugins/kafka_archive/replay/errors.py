@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "EmptyRangeError",
     "GroupTranslationError",
@@ -46,16 +48,16 @@ __all__ = [
 ]
 
 
-class ReplayError(Exception):
+class ReplayError(KafkaArchiveError):
     """Base of every replay failure: ``message`` plus a ``hint`` on what to do next."""
 
     default_hint = ""
+    http_status = 409
+    api_error = "replay_refused"
 
     def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
-        self.message = message
-        self.hint = hint if hint is not None else self.default_hint
+        super().__init__(message, hint=hint)
         self.details = details
-        super().__init__(message)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description for ``--json`` output and task reports."""
@@ -69,6 +71,9 @@ class ReplayError(Exception):
 
 class ReplayConfigError(ReplayError, ValueError):
     """The replay request is invalid."""
+
+    http_status = 400
+    api_error = "bad_replay_request"
 
 
 class EmptyRangeError(ReplayConfigError):
@@ -121,6 +126,9 @@ class TargetConfigError(ReplayConfigError):
 
 class ReplayTargetError(ReplayError):
     """The target cluster failed and retries did not help."""
+
+    http_status = 502
+    api_error = "target_unavailable"
 
     default_hint = (
         "Check the target brokers and re-run the same command: the replay resumes from its "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["BuildFailed", "CatalogBuildService", "raise_for_failures"]
 
 
-class BuildFailed(RuntimeError):
+class BuildFailed(KafkaArchiveError, RuntimeError):
     """A build finished with failed segments or refused manifests (recorded in the catalog;
     ``catalog gaps`` shows them): never a silent success. ``report`` is the build's JSON."""
 

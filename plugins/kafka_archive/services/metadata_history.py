@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.metadata_history.queries import TopicState
 from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
@@ -42,12 +43,11 @@ __all__ = [
 ]
 
 
-class MetadataHistoryError(Exception):
+class MetadataHistoryError(KafkaArchiveError):
     """A history question without an answer; ``hint`` says what to do."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
+        super().__init__(message, hint=hint)
 
 
 class MetadataHistoryUnknown(MetadataHistoryError, LookupError):

@@ -232,8 +232,8 @@ class ReplayService(ResourceService):
         where the archive ends), look at the catalog again every few seconds, at most this
         long (:func:`~kafka_archive.replay.planning.stability.wait_until_stable`; ``on_wait`` is
         told before each pause); the plan that results may still be incomplete."""
+        from kafka_archive.replay.planning.plan_topics import plan_topic_settings
         from kafka_archive.replay.planning.stability import wait_until_stable
-        from kafka_archive.replay.planning.topic_config import plan_topic_settings
         from kafka_archive.replay.runner import plan_replay
 
         source = self.source()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["InvalidSparkMaster", "check_spark_master"]
 
 _HOST_PORT: Final = r"[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}"
@@ -27,10 +29,10 @@ ACCEPTED: Final = (
 )
 
 
-class InvalidSparkMaster(ValueError):
+class InvalidSparkMaster(KafkaArchiveError, ValueError):
     """A ``--spark-master`` that is none of the forms Spark accepts."""
 
-    hint = f"use one of: {ACCEPTED}"
+    default_hint = f"use one of: {ACCEPTED}"
 
 
 def check_spark_master(master: str) -> str:

@@ -25,6 +25,7 @@ from kafka_archive.store.errors import IntegrityError
 
 __all__ = [
     "READ_BLOCK",
+    "Hasher",
     "SourceDigest",
     "VerifyingReader",
     "buffered",
@@ -70,7 +71,7 @@ class SourceDigest:
         return base64.b64encode(hashlib.sha256(b"".join(self.part_sha256)).digest()).decode("ascii")
 
 
-class _Hasher:
+class Hasher:
     """Incremental whole + per-part SHA-256."""
 
     __slots__ = ("_part", "_part_fill", "_part_size", "_parts", "_total", "size")
@@ -114,14 +115,14 @@ class _Hasher:
 
 def digest_bytes(data: bytes | memoryview, part_size: int | None = None) -> SourceDigest:
     """Digests of an in-memory buffer (pure)."""
-    hasher = _Hasher(part_size)
+    hasher = Hasher(part_size)
     hasher.update(data)
     return hasher.finish()
 
 
 def digest_file(path: str | os.PathLike[str], part_size: int | None = None) -> SourceDigest:
     """Digests of a file's current content, read in :data:`READ_BLOCK` blocks."""
-    hasher = _Hasher(part_size)
+    hasher = Hasher(part_size)
     buf = bytearray(READ_BLOCK)
     view = memoryview(buf)
     with open(path, "rb", buffering=0) as f:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.redact import redact_text
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(KafkaArchiveError):
     """Base of every object-store failure.
 
     Attributes:
@@ -54,7 +55,9 @@ class StoreError(Exception):
         hint: what to do next (defaults to the class's ``default_hint``).
     """
 
-    default_hint: ClassVar[str] = ""
+    default_hint: ClassVar[str | None] = ""
+    http_status = 502
+    api_error = "store_unavailable"
 
     def __init__(
         self,
@@ -64,11 +67,12 @@ class StoreError(Exception):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        self.message = redact_text(message)
         self.uri = None if uri is None else redact_text(uri)
         self.key = key
-        self.hint = self.default_hint if hint is None else redact_text(hint)
-        super().__init__(self._render())
+        super().__init__(
+            redact_text(message), hint=self.default_hint if hint is None else redact_text(hint)
+        )
+        self.args = (self._render(),)  # str(): the store, the key, the message and the hint
 
     def _render(self) -> str:
         where = self.uri or "<store>"

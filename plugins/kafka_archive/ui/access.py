@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from starlette.requests import Request
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = [
     "CSRF_HEADER",
     "GROUP_OFFSETS_DAG_ID",
@@ -43,7 +45,7 @@ READ_DAG_ID = "kafka_archive_catalog"
 CSRF_HEADER = "X-Kafka-Archive-Request"
 
 
-class NotAuthenticated(Exception):
+class NotAuthenticated(KafkaArchiveError):
     """No valid credential on the request (401)."""
 
 

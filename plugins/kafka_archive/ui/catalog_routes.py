@@ -2,19 +2,17 @@
 positions, locate. Each answer item is the catalog's ``to_json()`` object, exactly what the
 matching ``kafka-archive catalog ... --json`` command prints one line of."""
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from kafka_archive.services.shared_catalogs import SharedCatalogs
 from kafka_archive.ui.access import Principal
 from kafka_archive.ui.context import MAX_MS, ApiContext, resolve_time
-from kafka_archive.ui.errors import platform_error
+from kafka_archive.ui.errors import api_call as _call
 
 __all__ = ["catalog_router"]
 
-T = TypeVar("T")
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 #: holes given a time span (each costs two ranged reads)
@@ -27,13 +25,6 @@ Partitions = Annotated[
     list[Annotated[int, Query(ge=0, le=INT32_MAX)]] | None,
     Query(description="Partition (repeatable; default all)."),
 ]
-
-
-def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # the platform's typed errors become API errors; others propagate
-        raise platform_error(exc) from None
 
 
 def catalog_router(ctx: ApiContext) -> APIRouter:

@@ -8,25 +8,35 @@ through :func:`kafka_archive.redact.redact_text`, so no secret reaches the brows
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-__all__ = ["ApiError", "error_response", "install_error_handlers", "platform_error"]
+from kafka_archive.errors import KafkaArchiveError
+
+__all__ = [
+    "ApiError",
+    "api_call",
+    "error_response",
+    "install_error_handlers",
+    "platform_error",
+]
+
+T = TypeVar("T")
 
 
-class ApiError(Exception):
+class ApiError(KafkaArchiveError):
     """A refusal with its HTTP status, a machine-readable ``error`` and a hint."""
 
     def __init__(self, status: int, error: str, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, hint=hint)
         self.status = status
         self.error = error
-        self.message = message
-        self.hint = hint
 
 
 def error_response(status: int, error: str, message: str, hint: str | None = None) -> JSONResponse:
@@ -42,42 +52,33 @@ def error_response(status: int, error: str, message: str, hint: str | None = Non
 
 
 def _classify(exc: Exception) -> ApiError | None:
-    """The API error for one of the platform's typed errors (None: not one of them)."""
-    from kafka_archive.catalog.db import CatalogError
-    from kafka_archive.catalog.queries import CatalogQueryError
-    from kafka_archive.catalog.query_errors import CatalogRequestError
-    from kafka_archive.replay.errors import ReplayConfigError, ReplayError, ReplayTargetError
-    from kafka_archive.settings import SettingsError
-    from kafka_archive.store import StoreError
-    from kafka_archive.timeparse import TimeParseError
+    """The API error for one of the platform's typed errors (None: not one of them).
+
+    The one mapping of the platform's errors: a :class:`KafkaArchiveError` answers with its
+    class's own ``http_status`` and ``api_error`` (none: not an answer of the API, a 500);
+    segment_lib's errors (which know nothing of the platform) are damaged archived bytes."""
     from segment_lib.errors import SegmentError
 
-    hint = getattr(exc, "hint", None)
-    table: list[tuple[type[Exception], int, str]] = [
-        (TimeParseError, 400, "bad_time"),
-        (CatalogRequestError, 400, "bad_request"),
-        (CatalogQueryError, 404, "not_found"),
-        (SettingsError, 503, "not_configured"),
-        (CatalogError, 503, "catalog_unavailable"),
-        (ReplayConfigError, 400, "bad_replay_request"),
-        (ReplayTargetError, 502, "target_unavailable"),
-        (ReplayError, 409, "replay_refused"),
-        (StoreError, 502, "store_unavailable"),
-        (SegmentError, 502, "archive_damaged"),
-    ]
-    for kind, status, error in table:
-        if isinstance(exc, kind):
-            if isinstance(exc, ReplayError):
-                return ApiError(status, error, exc.message, hint)
-            if isinstance(exc, SegmentError):
-                hint = "the archived bytes are damaged; the gaps view lists known problems"
-            return ApiError(status, error, str(exc), hint)
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, KafkaArchiveError) and exc.http_status is not None and not exc.internal:
+        return ApiError(exc.http_status, exc.api_error, str(exc), exc.hint)
+    if isinstance(exc, SegmentError):
+        hint = "the archived bytes are damaged; the gaps view lists known problems"
+        return ApiError(502, "archive_damaged", str(exc), hint)
     return None
+
+
+def _is_kafka_exception(exc: Exception) -> bool:
+    """Whether ``exc`` is a Kafka client failure (without importing the client: when it was
+    never imported, nothing can have raised one)."""
+    kafka = sys.modules.get("confluent_kafka")
+    return kafka is not None and isinstance(exc, kafka.KafkaException)
 
 
 def platform_error(exc: Exception) -> ApiError:
     """:func:`_classify`; a 422 for Params a DAG's JSON Schema refuses; a 502 for a Kafka
-    client failure no replay step translated."""
+    client failure no replay step translated. Anything else is re-raised (a bug: a 500)."""
     import jsonschema
 
     found = _classify(exc)
@@ -85,9 +86,18 @@ def platform_error(exc: Exception) -> ApiError:
         return found
     if isinstance(exc, jsonschema.ValidationError):
         return ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}")
-    if type(exc).__name__ == "KafkaException":
+    if _is_kafka_exception(exc):
         return ApiError(502, "target_unavailable", str(exc), "check the target cluster")
     raise exc
+
+
+def api_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, the platform's typed errors raised as API errors
+    (:func:`platform_error`); anything else propagates (a bug: a 500)."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise platform_error(exc) from None
 
 
 def _validation_message(errors: list[Any]) -> str:

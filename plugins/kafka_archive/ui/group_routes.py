@@ -18,11 +18,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from kafka_archive.ui.access import GROUP_OFFSETS_DAG_ID, Principal
-from kafka_archive.ui.catalog_routes import _call
 from kafka_archive.ui.context import ApiContext
+from kafka_archive.ui.dag_runs import finished_run, trigger_run
 from kafka_archive.ui.errors import ApiError
+from kafka_archive.ui.errors import api_call as _call
 from kafka_archive.ui.models import GroupRequest
-from kafka_archive.ui.replay_routes import _run, _trigger
 
 __all__ = ["group_router"]
 
@@ -77,7 +77,7 @@ def group_router(ctx: ApiContext) -> APIRouter:
         for name in ("at", "commits_at"):  # the run commits what was previewed
             if preview[name] is not None:
                 params[name] = str(preview[name]["utc"])
-        run = _trigger(ctx, GROUP_OFFSETS_DAG_ID, params, who)
+        run = trigger_run(ctx, GROUP_OFFSETS_DAG_ID, params, who)
         return {**run.to_json(), "params": params, "preview": preview}
 
     @router.get("/groups/translate/runs/{run_id}")
@@ -85,7 +85,7 @@ def group_router(ctx: ApiContext) -> APIRouter:
         """A run of ``kafka_archive_group_offsets``: its state and, once its ``apply`` task
         has committed, what it committed (``applied``: the preview's form, rows marked
         applied; None before)."""
-        run = _run(ctx, GROUP_OFFSETS_DAG_ID, run_id, "apply")
+        run = finished_run(ctx, GROUP_OFFSETS_DAG_ID, run_id, "apply")
         applied = run.result if isinstance(run.result, dict) and "items" in run.result else None
         return {**run.to_json(), "applied": applied}
 

@@ -16,15 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafka_archive.errors import KafkaArchiveError
+
 __all__ = ["AirflowLauncher", "DagRunInfo", "LaunchError", "Launcher"]
 
 
-class LaunchError(Exception):
+class LaunchError(KafkaArchiveError):
     """Airflow refused to create the run (unknown or broken DAG, duplicate run id)."""
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
+    http_status = 409
+    api_error = "launch_refused"
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from kafka_archive.ui.access import REPLAY_DAG_ID, Principal
-from kafka_archive.ui.catalog_routes import _call
 from kafka_archive.ui.context import ApiContext
+from kafka_archive.ui.dag_runs import finished_run as _run
+from kafka_archive.ui.dag_runs import trigger_run as _trigger
 from kafka_archive.ui.errors import ApiError
-from kafka_archive.ui.launcher import DagRunInfo, LaunchError
+from kafka_archive.ui.errors import api_call as _call
 from kafka_archive.ui.models import ReplayRequest
 
 __all__ = ["replay_router"]
@@ -27,7 +28,7 @@ def _validated(req: ReplayRequest) -> dict[str, Any]:
     """The request as the DAG's Params, checked by the DAG's own schema and spec rules; a
     secret-named setting is refused first (422 naming the keys, never their values)."""
     from kafka_archive.airflow.replay_tasks import spec_from_params
-    from kafka_archive.replay.request_secrets import SECRET_HINT, secret_settings
+    from kafka_archive.replay.target.request_secrets import SECRET_HINT, secret_settings
 
     params = req.params()
     found = secret_settings(params)
@@ -110,22 +111,6 @@ def replay_router(ctx: ApiContext) -> APIRouter:
             return {"items": _call(svc.status, cluster=cluster, topic=topic)}
 
     return router
-
-
-def _trigger(ctx: ApiContext, dag_id: str, params: dict[str, Any], who: Principal) -> DagRunInfo:
-    """A run of ``dag_id`` with ``params``, triggered by ``who`` (409 when Airflow refuses)."""
-    try:
-        return ctx.launcher.trigger(dag_id, params, user_name=who.name)
-    except LaunchError as exc:
-        raise ApiError(409, "launch_refused", str(exc), exc.hint) from None
-
-
-def _run(ctx: ApiContext, dag_id: str, run_id: str, result_task: str) -> DagRunInfo:
-    """The run ``run_id`` of ``dag_id`` with ``result_task``'s result (404 when none)."""
-    run = ctx.launcher.run(dag_id, run_id, result_task=result_task)
-    if run is None:
-        raise ApiError(404, "not_found", f"no run {run_id!r} of {dag_id}")
-    return run
 
 
 def _progress(ctx: ApiContext, replay_id: str | None) -> dict[str, Any] | None:

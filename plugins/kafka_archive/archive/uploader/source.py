@@ -16,6 +16,7 @@ from kafka_archive.archive.digests import FileDigest, digest_buffer
 from kafka_archive.archive.discovery import LocalFile, SegmentCandidate, SkipReason
 from kafka_archive.archive.manifest import FileRole
 from kafka_archive.archive.uploader.scan import check_companion
+from kafka_archive.errors import InternalSignal
 
 __all__ = ["SourceChanged", "SourceFile", "check_unchanged", "read_companion"]
 
@@ -29,7 +30,7 @@ class SourceFile:
     data: bytes | None  # small files are uploaded from the bytes that were verified
 
 
-class SourceChanged(Exception):
+class SourceChanged(InternalSignal):
     def __init__(self, reason: SkipReason, detail: str) -> None:
         self.reason = reason
         self.detail = detail

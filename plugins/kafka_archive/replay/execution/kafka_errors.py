@@ -27,6 +27,7 @@ from typing import NoReturn
 
 from confluent_kafka import KafkaError, KafkaException
 
+from kafka_archive.errors import InternalSignal
 from kafka_archive.replay.errors import ReplayFencedError
 
 __all__ = [
@@ -45,11 +46,11 @@ FENCED_CODES = frozenset(
 )
 
 
-class TxnAbort(Exception):
+class TxnAbort(InternalSignal):
     """Internal: the current transaction must be aborted and redone."""
 
 
-class ProducerFailed(Exception):
+class ProducerFailed(InternalSignal):
     """Internal: the producer failed fatally (not fenced) or a commit's outcome is unknown; a
     new producer must resume from the progress committed in the target."""
 

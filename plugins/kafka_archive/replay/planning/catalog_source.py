@@ -32,7 +32,7 @@ from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_t
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.completeness import PlanHole, holes_from_gaps
 from kafka_archive.replay.planning.plan import PlannedSegment
-from kafka_archive.replay.planning.stability import StabilityUnknownError, StableOffset
+from kafka_archive.replay.planning.stable_offsets import StabilityUnknownError, StableOffset
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]

@@ -27,7 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -48,6 +48,7 @@ from kafka_archive.replay.planning.completeness import (
 )
 from kafka_archive.replay.planning.position import Frozen as _Frozen
 from kafka_archive.replay.planning.position import Position, parse_position
+from kafka_archive.replay.planning.stable_offsets import StabilitySource
 from kafka_archive.replay.planning.topic_config import TopicSettings
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "id_ranges",
     "object_ranges",
     "parse_position",
+    "stabilize",
 ]
 
 #: compacted topic on the target holding each replay's committed progress
@@ -642,6 +644,21 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         created_at_ms=now,
     )
     # the archive's last stable offsets (after the id: they do not change what is asked for)
-    from kafka_archive.replay.planning.stability import stabilize
-
     return stabilize(plan, source)
+
+
+def stabilize(plan: ReplayPlan, source: PlanSource) -> ReplayPlan:
+    """``plan`` with every partition's ``stable_offset``/``open_txns`` set from ``source``
+    (unchanged when the source is no :class:`StabilitySource`)."""
+    if not isinstance(source, StabilitySource):
+        return plan
+    spec = plan.spec
+    parts: list[PartitionPlan] = []
+    for p in plan.partitions:
+        update: dict[str, Any] = {"stable_offset": None, "open_txns": []}
+        if not p.empty:
+            st = source.stability(spec.cluster, spec.topic, p.partition)
+            if st.stable_offset < p.end_offset:
+                update = {"stable_offset": st.stable_offset, "open_txns": list(st.open_txns)}
+        parts.append(p.model_copy(update=update))
+    return plan.model_copy(update={"partitions": parts})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.plan import PlannedSegment
-from kafka_archive.replay.planning.stability import StableOffset
+from kafka_archive.replay.planning.stable_offsets import StableOffset
 from kafka_archive.store.base import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.log_file import decode_batch, iter_batches

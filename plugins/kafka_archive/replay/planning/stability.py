@@ -5,7 +5,7 @@ A transaction still open where the archive ends has no outcome the archive knows
 stable offset**, LSO), because the records at and above it may still be committed or
 aborted. A replay or an export does the same, and says so:
 
-* planning (:func:`stabilize`) asks the source for each partition's LSO (the catalog records
+* planning (:func:`.plan.stabilize`) asks the source for each partition's LSO (the catalog records
   it at build time, :mod:`kafka_archive.catalog.stability`); a partition whose range reaches
   above it gets ``stable_offset`` and ``open_txns`` in its :class:`~.plan.PartitionPlan`, and
   delivers only up to :attr:`~.plan.PartitionPlan.deliver_end`;
@@ -29,25 +29,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from kafka_archive.replay.errors import ReplayConfigError, ReplayError
+from kafka_archive.replay.errors import ReplayError
 
 __all__ = [
     "INCOMPLETE",
     "INCOMPLETE_HINT",
     "IncompleteRunError",
-    "StabilitySource",
-    "StabilityUnknownError",
-    "StableOffset",
     "describe_incomplete",
     "incomplete_rows",
     "refresh_plan",
-    "stabilize",
     "wait_until_stable",
 ]
 
-if TYPE_CHECKING:  # (plan imports this module lazily)
+if TYPE_CHECKING:
     from kafka_archive.replay.planning.plan import PartitionPlan, PlanSource, ReplayPlan
 
 #: the status of a run that delivered everything up to the archive's last stable offset, but
@@ -62,61 +58,17 @@ INCOMPLETE_HINT = (
 )
 
 
-class StableOffset(NamedTuple):
-    """A partition's archived chain: its last stable offset, its end (exclusive) and the open
-    transactions as ``(producer_id, first_offset)``."""
-
-    stable_offset: int
-    end_offset: int
-    open_txns: list[tuple[int, int]]
-
-
 class IncompleteRunError(ReplayError):
     """A run ended ``incomplete`` (raised where that must fail a task: Airflow)."""
 
     default_hint = INCOMPLETE_HINT
 
 
-class StabilityUnknownError(ReplayConfigError):
-    """The catalog does not know the partition's last stable offset yet."""
-
-    default_hint = (
-        "Run `kafka-archive catalog build` (it reads the transaction markers of the archived "
-        "segments once), then try again."
-    )
-
-
-@runtime_checkable
-class StabilitySource(Protocol):
-    """A plan source that knows each partition's last stable offset (the catalog does)."""
-
-    def stability(self, cluster: str, topic: str, partition: int) -> StableOffset:
-        """The partition's LSO. Raises :class:`StabilityUnknownError` when it is not known."""
-        ...
-
-
-def stabilize(plan: ReplayPlan, source: PlanSource) -> ReplayPlan:
-    """``plan`` with every partition's ``stable_offset``/``open_txns`` set from ``source``
-    (unchanged when the source is no :class:`StabilitySource`)."""
-    if not isinstance(source, StabilitySource):
-        return plan
-    spec = plan.spec
-    parts: list[PartitionPlan] = []
-    for p in plan.partitions:
-        update: dict[str, Any] = {"stable_offset": None, "open_txns": []}
-        if not p.empty:
-            st = source.stability(spec.cluster, spec.topic, p.partition)
-            if st.stable_offset < p.end_offset:
-                update = {"stable_offset": st.stable_offset, "open_txns": list(st.open_txns)}
-        parts.append(p.model_copy(update=update))
-    return plan.model_copy(update={"partitions": parts})
-
-
 def refresh_plan(plan: ReplayPlan, source: PlanSource) -> ReplayPlan:
     """A stored ``plan`` (resumed by id) brought up to the archive as it is now: the same
     ranges and id, the objects to read (segments archived since, e.g. the one holding a
     marker, are read now) and the last stable offsets."""
-    from kafka_archive.replay.planning.plan import object_ranges
+    from kafka_archive.replay.planning.plan import object_ranges, stabilize
 
     spec = plan.spec
     parts = []

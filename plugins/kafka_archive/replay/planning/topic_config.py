@@ -10,8 +10,9 @@ through the :class:`TopicHistory` protocol, the replay layer sits below the serv
 Pure functions, no Kafka client (the target side is :mod:`.target`):
 
 * :func:`topic_settings` - what creation would set, decided at plan time and stored in the plan
-  (:class:`TopicSettings`), so that the execute step (another process in Airflow) creates the
-  same topic the dry run showed;
+  (:class:`TopicSettings`, by
+  :func:`kafka_archive.replay.planning.plan_topics.plan_topic_settings`), so that the execute step
+  (another process in Airflow) creates the same topic the dry run showed;
 * :func:`portable_configs` - drops configs that cannot apply on another cluster, naming each;
 * :func:`config_findings` - what the target's configs would do to the replayed data: errors
   (the broker would reject the records: the replay refuses to start) and warnings (the data
@@ -21,12 +22,9 @@ Pure functions, no Kafka client (the target side is :mod:`.target`):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan
 
 __all__ = [
     "KAFKA_DEFAULTS",
@@ -39,9 +37,7 @@ __all__ = [
     "TopicSettings",
     "config_diffs",
     "config_findings",
-    "data_span",
     "drop_for_replication",
-    "plan_topic_settings",
     "portable_configs",
     "topic_settings",
     "unportable_reason",
@@ -433,49 +429,3 @@ def _timestamp_bounds(
             )
         )
     return out
-
-
-def data_span(plan: ReplayPlan, source: PlanSource) -> tuple[int | None, int | None]:
-    """The replayed records' timestamp bounds ``(first, last)`` by the catalog: the segments
-    overlapping each partition's range (a time ``from`` raises the first to it); ``None``
-    where no segment has a timestamp."""
-    firsts: list[int] = []
-    lasts: list[int] = []
-    for p in plan.partitions:
-        if p.empty:
-            continue
-        for seg in source.segments(plan.spec.cluster, plan.spec.topic, p.partition):
-            if seg.last_offset < p.start_offset or seg.base_offset >= p.end_offset:
-                continue
-            if seg.first_timestamp is not None and seg.first_timestamp >= 0:
-                firsts.append(seg.first_timestamp)
-            if seg.max_timestamp is not None and seg.max_timestamp >= 0:
-                lasts.append(seg.max_timestamp)
-    first = min(firsts) if firsts else None
-    frm = plan.spec.from_
-    if frm.kind == "time" and frm.value is not None:
-        first = frm.value if first is None else max(first, frm.value)
-    return first, (max(lasts) if lasts else None)
-
-
-def plan_topic_settings(
-    plan: ReplayPlan, source: PlanSource, history: TopicHistory | None
-) -> ReplayPlan:
-    """``plan`` with its :class:`TopicSettings`: the source topic as it was at the replay's
-    start - ``--from`` when it is a time, else the first replayed record's timestamp."""
-    spec = plan.spec
-    span = data_span(plan, source)
-    frm = spec.from_
-    at_ms = frm.value if frm.kind == "time" and frm.value is not None else span[0]
-    settings = topic_settings(
-        history,
-        cluster=spec.cluster,
-        topic=spec.topic,
-        at_ms=at_ms,
-        overrides=spec.topic_config,
-        use_source=spec.source_config,
-        archive_partitions=plan.source_partition_count,
-        replication_factor=spec.replication_factor,
-        data_span=span,
-    )
-    return plan.model_copy(update={"topic_settings": settings})

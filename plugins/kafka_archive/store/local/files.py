@@ -15,6 +15,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kafka_archive.errors import InternalSignal
+
 __all__ = [
     "FILE_MODE",
     "KeyExists",
@@ -30,7 +32,7 @@ __all__ = [
 FILE_MODE = 0o644
 
 
-class KeyExists(Exception):
+class KeyExists(InternalSignal):
     """Internal: an exclusive publish found the key already taken by another writer."""
 
 

@@ -24,9 +24,9 @@ from typing import BinaryIO
 from kafka_archive.store._common import check_range, put_if_absent_impl
 from kafka_archive.store._digest import (
     READ_BLOCK,
+    Hasher,
     SourceDigest,
     VerifyingReader,
-    _Hasher,
     buffered,
     digest_file,
 )
@@ -219,7 +219,7 @@ class LocalStore:
             before = os.fstat(src.fileno())
 
             def fill(fd: int) -> SourceDigest:
-                hasher = _Hasher(None)
+                hasher = Hasher(None)
                 buf = bytearray(READ_BLOCK)
                 view = memoryview(buf)
                 while n := src.readinto(buf):
@@ -265,7 +265,7 @@ class LocalStore:
         payload = bytes(data)
 
         def fill(fd: int) -> SourceDigest:
-            hasher = _Hasher(None)
+            hasher = Hasher(None)
             hasher.update(payload)
             write_all(fd, payload)
             return hasher.finish()
