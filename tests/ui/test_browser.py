@@ -47,7 +47,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_support import UI_PASSWORD, UI_USER, AirflowServer, launch_chromium, require_browser
-from kafka_archive.demo import (
+from kafka_archive_dev.demo import (
     CLUSTER,
     TOPIC,
     DemoPaths,
@@ -57,8 +57,7 @@ from kafka_archive.demo import (
     read_target,
     write_cluster,
 )
-
-from segment_lib.writer import DemoCluster
+from kafka_archive_dev.writer import DemoCluster
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -97,7 +96,7 @@ def demo_catalog(root: Path) -> tuple[DemoPaths, DemoCluster]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     require_browser()
-    from kafka_archive.embedded_kafka import EmbeddedKafka
+    from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
     root = tmp_path_factory.mktemp("browser")
     paths = DemoPaths(root / "demo")
@@ -253,7 +252,7 @@ def _target_positions(
     (key, value, headers, timestamp) (None past the end). Worked out from the records, not
     from the catalog's offset map: the i-th record replayed is the i-th record the target
     holds (their offsets differ: the replay's transaction markers take offsets too)."""
-    from kafka_archive.embedded_kafka import read_to_end
+    from kafka_archive_dev.embedded_kafka import read_to_end
 
     paths, cluster = stack["paths"], stack["cluster"]
     held = read_to_end(stack["target"].bootstrap_servers, TOPIC, stack["partitions"])
