@@ -1,7 +1,7 @@
 """The on-call page in a real browser, inside a real Airflow (issue 14, points 5 and Done-when):
 the three runbook scenarios answered on the page, without the CLI.
 
-The demo's data (``kafka-archive demo``'s writer-made 3-broker cluster: topic ``orders`` and
+The demo's data (``./dev demo``'s writer-made 3-broker cluster: topic ``orders`` and
 others, every codec, transactions, compaction, a crashed broker, consumer groups committing;
 here 900 writer steps, records over the last ~43 minutes), archived and cataloged, is served
 by ``airflow standalone`` with the repository's plugins folder; librdkafka's mock cluster, in
@@ -75,7 +75,7 @@ RECORDS_RGB = (11, 107, 203)
 
 
 def demo_catalog(root: Path) -> tuple[DemoPaths, DemoCluster]:
-    """The demo's data (``kafka-archive demo``'s stage 1: a 3-broker cluster whose records
+    """The demo's data (``./dev demo``'s stage 1: a 3-broker cluster whose records
     end a minute ago), archived from every broker and cataloged in-process - what the demo's
     archive and catalog DAGs make, without running them."""
     from kafka_archive.archive import run_archive

@@ -1,4 +1,4 @@
-"""`kafka-archive demo --ui`: Airflow over the demo's folder with the plugins folder that holds
+"""`./dev demo --ui`: Airflow over the demo's folder with the plugins folder that holds
 the on-call page, the demo's catalog settings, a login, and a live target (an Airflow
 connection) for replays launched from the page."""
 
