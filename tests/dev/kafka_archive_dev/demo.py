@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_archive_dev import repo_path
+from kafka_archive_dev import REPO_ROOT, repo_path
 from kafka_archive_dev.writer import DemoCluster, write_demo_cluster
 from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
@@ -148,6 +148,8 @@ def airflow_env(paths: DemoPaths) -> dict[str, str]:
         AIRFLOW__CORE__DAGS_FOLDER=str(repo_path("dags")),
         AIRFLOW__CORE__PLUGINS_FOLDER=str(repo_path("plugins")),
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{paths.airflow_home / 'airflow.db'}",
+        # where a spark-submit finds spark_jobs/ (as the platform image sets /opt/kafka-archive)
+        KAFKA_ARCHIVE_HOME=str(REPO_ROOT),
         KAFKA_ARCHIVE_CONFIG=str(paths.config),
         KAFKA_ARCHIVE_STORE=paths.store_uri,
         KAFKA_ARCHIVE_DB=paths.db_url,
