@@ -232,7 +232,7 @@ def write_rolled_partitions(
     """``partitions`` partitions of ``topic`` with ``segments`` small rolled segments each
     (about 2 kB, 200-byte values), written by the broker-faithful writer under ``root``;
     returns the log dirs."""
-    from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
+    from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord
 
     clock = ManualClock(1_700_000_000_000)
     broker = BrokerWriter(root / "broker-1", 1, clock=clock)

@@ -1,6 +1,6 @@
 """Archive throughput vs a bare boto3 upload of the same files to the same S3 endpoint.
 
-One broker log dir (written by ``segment_lib.writer``: one partition, ``--segments`` rolled
+One broker log dir (written by ``kafka_archive_dev.writer``: one partition, ``--segments`` rolled
 segments of about ``--segment-mib`` MiB of incompressible records each) is uploaded to one S3
 endpoint, repeatedly and interleaved (order rotated every repetition), by:
 
@@ -44,8 +44,7 @@ import botocore.config
 from kafka_archive.archive import run_archive
 from kafka_archive.archive.discovery import discover_log_dir
 from kafka_archive.store import open_store
-
-from segment_lib.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
 
 MiB = 1024 * 1024
 BUCKET = "kafka-archive-bench"

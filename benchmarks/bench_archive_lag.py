@@ -1,6 +1,6 @@
 """Archive lag against a real Kafka cluster: from a segment's roll to its archived manifest.
 
-A 3-node Kafka KRaft cluster (``kafka_archive.local_kafka``, the project's jars, checkpoints
+A 3-node Kafka KRaft cluster (``kafka_archive_dev.local_kafka``, the project's jars, checkpoints
 written every second) takes a continuous produce load (``tests/support/live_workload.py``:
 plain, zstd and LogAppendTime topics, ``segment.ms`` = ``--segment-ms``) while an archiver loop
 runs ``kafka_archive.archive.run_archive`` over each broker's live log dir into a local store,
@@ -30,8 +30,8 @@ from typing import Any
 
 import _data
 from kafka_archive.archive import iter_manifests, run_archive
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import open_store
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 
 sys.path.insert(0, str(_data.REPO_ROOT / "tests"))
 from support.live_workload import LiveWorkload

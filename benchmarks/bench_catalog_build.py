@@ -89,8 +89,7 @@ def write_archive(
     root: Path, store: Any, mib: int, partitions: int, batch_kib: int, segment_mib: int = 16
 ) -> None:
     from kafka_archive.archive import run_archive
-
-    from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
+    from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord
 
     rng = random.Random(1)
     clock = ManualClock(1_700_000_000_000)

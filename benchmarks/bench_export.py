@@ -3,7 +3,7 @@ writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
 
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
-``segment_lib.writer`` and put in a local object store; the plan is the replay planner's over
+``kafka_archive_dev.writer`` and put in a local object store; the plan is the replay planner's over
 it (``earliest`` to the end), the same one ``kafka-archive export`` makes from the catalog.
 
 For each Spark master (``local[1]``, then ``local[2]``; Python workers warmed before timing),
@@ -65,11 +65,11 @@ from kafka_archive.replay.planning.sources import SegmentsPlanSource  # noqa: E4
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService  # noqa: E402
 from kafka_archive.settings import load_settings  # noqa: E402
 from kafka_archive.store import LocalStore  # noqa: E402
+from kafka_archive_dev.writer.encode import WriteRecord  # noqa: E402
+from kafka_archive_dev.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
 
 from segment_lib.compression import Codec  # noqa: E402
 from segment_lib.records import Header  # noqa: E402
-from segment_lib.writer.encode import WriteRecord  # noqa: E402
-from segment_lib.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
 
 CLUSTER, TOPIC = "bench-src", "bench"
 KINDS = ("export", "read-bytes", "memory-write")

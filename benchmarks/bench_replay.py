@@ -3,7 +3,7 @@
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header - ``source: bench`` on every record, or with ``--unique-headers`` a
 ``trace`` header whose value differs on every record - ``--batch`` records per batch, codec
-``--codec``), written by ``segment_lib.writer`` and put in a local object store. Target:
+``--codec``), written by ``kafka_archive_dev.writer`` and put in a local object store. Target:
 librdkafka's mock cluster (3 brokers) in this process, a fresh one for every run (the mock keeps
 every message in memory). After one unrecorded warm-up run of each kind (``--no-warmup`` skips
 it), per repetition (order rotated, interleaved), each to a topic with the same partition count:
@@ -81,12 +81,12 @@ from kafka_archive.replay.planning.plan import (  # noqa: E402
 from kafka_archive.replay.planning.sources import SegmentsPlanSource  # noqa: E402
 from kafka_archive.replay.runner import execute  # noqa: E402
 from kafka_archive.store import LocalStore  # noqa: E402
+from kafka_archive_dev.writer.encode import WriteRecord  # noqa: E402
+from kafka_archive_dev.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
 
 from segment_lib.compression import Codec  # noqa: E402
 from segment_lib.log_file import decode_batch, iter_batches  # noqa: E402
 from segment_lib.records import Header  # noqa: E402
-from segment_lib.writer.encode import WriteRecord  # noqa: E402
-from segment_lib.writer.partition_writer import ManualClock, PartitionWriter  # noqa: E402
 from tests.support.kafka_mock import MockCluster  # noqa: E402
 
 #: the replay's own producer settings, minus what only a transactional producer may have
@@ -458,14 +458,14 @@ def main() -> int:  # noqa: PLR0915
     ap.add_argument(
         "--target", default="mock", choices=["mock", "real"],
         help="mock: librdkafka's mock cluster per run; real: a 3-broker Apache Kafka cluster "
-        "(kafka_archive.local_kafka, needs Java 17 and Maven), one fresh topic per run",
+        "(kafka_archive_dev.local_kafka, needs Java 17 and Maven), one fresh topic per run",
     )  # fmt: skip
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
 
     tmp = _data.scratch_dir("bench-replay-")
     if args.target == "real":
-        from kafka_archive.local_kafka import LocalKafkaCluster
+        from kafka_archive_dev.local_kafka import LocalKafkaCluster
 
         cluster = LocalKafkaCluster(tmp / "kafka", brokers=3, heap="1g").start()
         _real_cluster.append(cluster)

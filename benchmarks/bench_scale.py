@@ -2,7 +2,7 @@
 
 Setup, per database (``--db sqlite,postgresql``; PostgreSQL is started by this script with
 ``tests/support/postgres.py``): a local store (``file://``) under a scratch directory. A
-template broker (the broker-faithful writer, :mod:`segment_lib.writer`) writes one small
+template broker (the broker-faithful writer, :mod:`kafka_archive_dev.writer`) writes one small
 topic and ``__consumer_offsets`` commits of a few groups for every partition of the big topic;
 the real archiver archives it. Then the big topic ``scale`` (``--partitions``, 1000 by default)
 is grown in steps to each of ``--sizes`` segments (1e3, 1e4, 1e5): every new segment is the
@@ -56,8 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _data import REPO_ROOT as REPO
 from _data import machine, result_file, scratch_dir
-
-from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord
+from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord
 
 CLUSTER = "bench"
 TOPIC = "scale"

@@ -381,7 +381,7 @@ def test_demo_ends_with_commands_that_work(built: tuple[History, str, str], cli:
     bytes are read) store, and runs as printed (here against this catalog)."""
     import shlex
 
-    from kafka_archive.cli.demo import explore_commands
+    from kafka_archive_dev.cli import explore_commands
 
     hist, store, db = built
     at = sorted(r.timestamp for r in all_records(hist.dirs[("orders", 0)]))[5]

@@ -20,10 +20,9 @@ from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.cli import _register_groups, app
 from kafka_archive.store import open_store
+from kafka_archive_dev.writer import BrokerWriter, ManualClock
 from support.catalog_data import START_MS, all_records, archive_partition
 from typer.testing import CliRunner
-
-from segment_lib.writer import BrokerWriter, ManualClock
 
 C = "agree"
 
@@ -38,7 +37,7 @@ def overlapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, int]:
     that rolled at other offsets: overlaps, versions partly serving. Returns (db, records)."""
     import random
 
-    from segment_lib.writer import WriteRecord
+    from kafka_archive_dev.writer import WriteRecord
 
     root = tmp_path_factory.mktemp("agree")
     clock = ManualClock(START_MS)

@@ -30,12 +30,12 @@ from kafka_archive.catalog.extract import (
 )
 from kafka_archive.catalog.extract import fast_path as fast_path_mod
 from kafka_archive.catalog.integrity import ObjectChecksum
+from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord, compact
 from support.catalog_data import START_MS, History, write_history
 
 from segment_lib.errors import CrcMismatchError, SegmentError, TornTailError
 from segment_lib.log_file import open_log
 from segment_lib.partition import PartitionView
-from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord, compact
 
 
 @pytest.fixture(scope="module")

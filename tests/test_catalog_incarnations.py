@@ -17,8 +17,7 @@ from kafka_archive.catalog.holdings import topics
 from kafka_archive.catalog.queries import locate
 from kafka_archive.catalog.time_answers import offsets_at
 from kafka_archive.store import open_store
-
-from segment_lib.writer import BrokerWriter, ManualClock, WriteRecord, new_topic_id
+from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord, new_topic_id
 
 C = "c1"
 START = 1_700_000_000_000

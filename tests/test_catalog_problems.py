@@ -361,7 +361,7 @@ def test_a_working_build_renews_its_heartbeat(
 def test_legacy_message_formats_are_not_misfiled(tmp_path: Path) -> None:
     """Magic 0/1 batches carry no partition leader epoch (-1) and their manifests record none:
     the identity check must not call them misfiled (the demo cluster's legacy-v0/v1 topics)."""
-    from segment_lib.writer.demo import write_demo_cluster
+    from kafka_archive_dev.writer.demo import write_demo_cluster
 
     demo = write_demo_cluster(tmp_path / "cluster", brokers=1)
     store = open_store(str(tmp_path / "store"))

@@ -123,6 +123,8 @@ def _dag_test(tmp_path: Path, runs: list[dict[str, str]]) -> list[dict[str, Any]
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+        # where spark-submit finds spark_jobs/build_catalog.py (the image sets /opt/kafka-archive)
+        "KAFKA_ARCHIVE_HOME": str(REPO),
     }
     code = textwrap.dedent(
         """
@@ -196,7 +198,8 @@ def test_dag_runs_in_process_and_submits_the_job_to_a_cluster(
             assert dump_catalog(cat) == reference
 
 
-def test_spark_submit_command_line() -> None:
+def test_spark_submit_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_ARCHIVE_HOME", str(REPO))  # as the image sets /opt/kafka-archive
     cfg = CatalogJobConfig(
         store_uri="s3://b/p",
         db_url="postgresql://u@h/db",
@@ -210,7 +213,7 @@ def test_spark_submit_command_line() -> None:
     assert cmd[cmd.index("--master") + 1] == "spark://m:7077"
     assert "spark.executor.memory=4g" in cmd and "/x.zip" in cmd
     app = next(c for c in cmd if c.endswith("build_catalog.py"))
-    assert Path(app).exists()
+    assert Path(app) == REPO / "spark_jobs" / "build_catalog.py"
     assert cmd[cmd.index("--cluster") + 1] == "prod"
     # the catalog URL (it may hold a password) travels in the environment only
     assert not any("postgresql" in c for c in cmd) and "--db" not in cmd
@@ -220,27 +223,28 @@ def test_spark_submit_command_line() -> None:
     assert CatalogJobConfig(store_uri="x", db_url="y", spark_master="local[4]").mode() == "local"
 
 
-def test_default_application_prefers_kafka_archive_home(tmp_path: Path) -> None:
-    """The platform image installs the jobs under $KAFKA_ARCHIVE_HOME; a checkout has them
-    beside the package; with neither the error says what to set."""
+def test_default_application_is_the_job_under_kafka_archive_home(tmp_path: Path) -> None:
+    """The platform image installs the jobs under $KAFKA_ARCHIVE_HOME (a source checkout is
+    such a home too)."""
     job = tmp_path / "spark_jobs" / "build_catalog.py"
     job.parent.mkdir()
     job.write_text("# the job\n")
     assert default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path)}) == job
-    checkout = default_application({})
-    assert checkout == REPO / "spark_jobs" / "build_catalog.py"
-    # a home without the job falls back to the checkout
-    assert default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path / "none")}) == checkout
+    assert default_application({"KAFKA_ARCHIVE_HOME": str(REPO)}) == (
+        REPO / "spark_jobs" / "build_catalog.py"
+    )
 
 
-def test_default_application_missing_says_what_to_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("home", [None, "", "nowhere"])
+def test_default_application_not_configured_says_what_to_set(
+    tmp_path: Path, home: str | None
 ) -> None:
-    from kafka_archive.airflow import catalog_tasks as dag_tasks
-
-    monkeypatch.setattr(dag_tasks, "_CHECKOUT", tmp_path / "site-packages")
+    """Without $KAFKA_ARCHIVE_HOME (or with one that holds no job) the package does not guess
+    from where it is installed (it once walked up from its own file to a source checkout, which
+    an installed wheel does not have): the error says what to set."""
+    env = {} if home is None else {"KAFKA_ARCHIVE_HOME": home and str(tmp_path / home)}
     with pytest.raises(CatalogJobError, match=r"KAFKA_ARCHIVE_HOME.*application"):
-        default_application({"KAFKA_ARCHIVE_HOME": str(tmp_path / "nowhere")})
+        default_application(env)
 
 
 def test_job_config_takes_the_environment_over_the_variable() -> None:

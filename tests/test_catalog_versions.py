@@ -17,6 +17,13 @@ from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.queries import gaps, offsets_for_time
 from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.writer import (
+    BrokerWriter,
+    ManualClock,
+    PartitionWriter,
+    WriteRecord,
+    compact,
+)
 from support.catalog_data import (
     START_MS,
     all_records,
@@ -30,7 +37,6 @@ from segment_lib.compression import Codec
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
 from segment_lib.records import Record
-from segment_lib.writer import BrokerWriter, ManualClock, PartitionWriter, WriteRecord, compact
 
 pytest_plugins = ["support.postgres"]
 C = "c1"

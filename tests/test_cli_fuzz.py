@@ -15,7 +15,7 @@ values). Each run is checked for:
   commands that only read.
 
 The commands that write (``archive``, ``catalog build``, ``replay run``/``resume``,
-``translate-group --apply``, ``follow-offsets``, ``demo``) get only destinations that cannot be
+``translate-group --apply``, ``follow-offsets``) get only destinations that cannot be
 valid all at once (no real log dir to archive, no live Kafka to replay into: dead loopback
 ports), so a run that succeeds has nothing to write; a failing one must leave no trace.
 """
@@ -40,9 +40,6 @@ from typer.testing import CliRunner
 #: hint), 2 usage error (Typer/click: unknown option, bad type, missing value)
 DOCUMENTED_EXIT_CODES = {0, 1, 2}
 CLUSTER = "fz"
-#: options always given (from their pool of invalid values) so the command cannot run for real:
-#: the demo would otherwise start Kafka clusters and Airflow under the sandbox (minutes per run)
-ALWAYS_GIVEN: dict[tuple[str, ...], tuple[str, ...]] = {("demo",): ("--root",)}
 #: commands that must never change anything, whatever they are given
 READ_ONLY = {
     ("segments", "dump"),
@@ -174,7 +171,7 @@ _TIMES = [
 ]
 
 
-def _pool(sb: Sandbox, command: tuple[str, ...], opt: str, *, generic: bool = True) -> list[str]:
+def _pool(sb: Sandbox, command: tuple[str, ...], opt: str) -> list[str]:
     """Values that mean something to ``opt`` (plus the generic hostile ones)."""
     paths = [
         str(sb.root / "nope" / "x.db"),
@@ -218,10 +215,8 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str, *, generic: bool = Tr
         "--consumer-config": ["bogus.key=1", "no-equals", "=", "fetch.wait.max.ms=x"],
         "--store-option": ["bogus=1", "no-equals", "="],
         "--spark-master": ["bogus", "local[0]", "local[-1]", "yarn://x", ""],
-        "--kafka": ["bogus", "", "mock", "real"],
         "--log-dir": [str(sb.logdir_junk), *paths],
         "--state-dir": [*paths, str(sb.root / "new-state")],
-        "--root": [str(sb.garbage), str(sb.loop / "a"), str(sb.garbage / "sub")],
         "--png": [str(sb.garbage), str(sb.root / "nope" / "x.png"), str(sb.empty_dir)],
         "files": [str(sb.garbage), *paths],
         "partition_dir": [str(sb.logdir_junk / "t-0"), *paths],
@@ -229,7 +224,7 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str, *, generic: bool = Tr
     }
     for name in ("--at", "--from", "--to", "--commits-at", "--timestamp"):
         pools[name] = _TIMES + _INTS
-    return pools.get(opt, []) + (_HOSTILE_TEXT if generic else [])
+    return pools.get(opt, []) + _HOSTILE_TEXT
 
 
 def _long_name(param: Any) -> str:
@@ -247,10 +242,6 @@ def _argv(draw: st.DrawFn, sb: Sandbox, command: tuple[str, ...], cmd: Any) -> l
             count = draw(st.integers(1, 2)) if param.nargs == -1 else 1
             for _ in range(count):
                 positional.append(draw(st.sampled_from(_pool(sb, command, name))))
-            continue
-        if name in ALWAYS_GIVEN.get(command, ()):
-            invalid = _pool(sb, command, name, generic=False)
-            argv += [param.opts[0], draw(st.sampled_from(invalid))]
             continue
         if param.is_flag:
             if draw(st.booleans()):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka_archive_dev.writer.encode import WriteRecord, encode_batch_v2
 
 from segment_lib.cluster_metadata import (
     RECORD_TYPES,
@@ -32,7 +33,6 @@ from segment_lib.consumer_offsets._wire import Writer
 from segment_lib.control import ControlType
 from segment_lib.errors import CorruptRecordError
 from segment_lib.records import Codec, Header
-from segment_lib.writer.encode import WriteRecord, encode_batch_v2
 
 TOPIC_ID = uuid.UUID("00000000-0000-0000-0000-000000000001")
 TOPIC_ID_TEXT = "AAAAAAAAAAAAAAAAAAAAAQ"  # Kafka's Uuid.toString() of TOPIC_ID
@@ -276,7 +276,7 @@ def test_iter_metadata_file_takes_the_snapshot_id_from_the_name(tmp_path: Path) 
 
 
 def test_control_batches_are_entries_with_their_type(tmp_path: Path) -> None:
-    from segment_lib.writer.encode import encode_control_batch
+    from kafka_archive_dev.writer.encode import encode_control_batch
 
     log = tmp_path / "00000000000000000000.log"
     marker = encode_control_batch(
@@ -359,8 +359,9 @@ def test_mutated_metadata_files_only_raise_segment_errors(
 
 
 def test_a_control_batch_without_a_key_is_named(tmp_path: Path) -> None:
+    from kafka_archive_dev.writer.encode import _assemble_v2, _v2_attributes, encode_record_v2
+
     from segment_lib.errors import SegmentError
-    from segment_lib.writer.encode import _assemble_v2, _v2_attributes, encode_record_v2
 
     payload = encode_record_v2(0, 0, None, b"x", ())
     batch = _assemble_v2(

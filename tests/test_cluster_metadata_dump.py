@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_archive.cli import _register_groups, app
+from kafka_archive_dev.writer.encode import WriteRecord, encode_batch_v2
 from typer.testing import CliRunner
 
-from segment_lib.writer.encode import WriteRecord, encode_batch_v2
 from tests.test_cluster_metadata import scram_record, topic_record
 
 _register_groups()

@@ -23,6 +23,14 @@ from kafka_archive.catalog.holdings import topics
 from kafka_archive.catalog.time_answers import offsets_at
 from kafka_archive.replay.planning.sources import segment_ref_from_bytes
 from kafka_archive.store import open_store
+from kafka_archive_dev.writer import (
+    BrokerWriter,
+    ManualClock,
+    PartitionWriter,
+    WriteRecord,
+    compact,
+)
+from kafka_archive_dev.writer.encode import encode_batch_v2
 from support.catalog_data import START_MS, all_records, archive_partition
 
 from segment_lib.compression import Codec
@@ -30,8 +38,6 @@ from segment_lib.log_file import decode_batch, iter_batches, open_log
 from segment_lib.partition import PartitionView
 from segment_lib.record_batch import first_record_timestamp, has_delete_horizon
 from segment_lib.records import BatchHeader
-from segment_lib.writer import BrokerWriter, ManualClock, PartitionWriter, WriteRecord, compact
-from segment_lib.writer.encode import encode_batch_v2
 
 C = "c1"
 HORIZON = START_MS + 86_400_000  # a day after the records: the cleaner's "now + retention"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from kafka_archive.embedded_kafka import ConsumedRecord, EmbeddedKafka, read_to_end
+from kafka_archive_dev.embedded_kafka import ConsumedRecord, EmbeddedKafka, read_to_end
 
 
 def test_created_topic_reads_back_exactly_what_was_produced() -> None:

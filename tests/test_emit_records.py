@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_archive_dev.writer.encode import WriteRecord
+from kafka_archive_dev.writer.partition_writer import ManualClock, PartitionWriter
 
 from segment_lib import record_batch
 from segment_lib.compression import Codec
@@ -24,8 +26,6 @@ from segment_lib.errors import CorruptRecordError, SegmentError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.record_batch import _emit_records_python, emit_records_v2
 from segment_lib.records import BatchHeader, Header, TimestampType
-from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import ManualClock, PartitionWriter
 
 try:
     from segment_lib._speedups import decode_records_v2 as compiled_decode

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kafka_archive.demo import DemoError, DemoPaths, _airflow
 from kafka_archive.extras import MissingExtra, require
+from kafka_archive_dev.demo import DemoError, DemoPaths, _airflow
 
 
 def test_require_returns_the_module_when_installed() -> None:

@@ -10,8 +10,8 @@ are one module, or share a third (``cli/catalog_options.py``, ``replay/planning/
 
 A private name (``_name``) is its module's business: no other module imports it
 (``from m import _name``) or reads it (``m._name``). A package's private submodule imported by a
-module of the same package (``from segment_lib.writer import _files`` in
-``segment_lib.writer.broker_writer``) is that package's business and allowed.
+module of the same package (``from kafka_archive_dev.writer import _files`` in
+``kafka_archive_dev.writer.broker_writer``) is that package's business and allowed.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Two checkers:
 
 * import-linter (``lint-imports``) with the contracts in pyproject.toml's ``[tool.importlinter]``:
   ``segment_lib`` imports nothing of the platform (nor Airflow, Spark, SQL, S3, Kafka clients,
-  CLI libraries); ``kafka_archive``'s floors (cli | airflow > demo > ... > store > redact |
+  CLI libraries); neither it nor ``kafka_archive`` imports the development harness
+  (``kafka_archive_dev``: the demo, the local Kafka clusters, the segment writer), whose writer
+  knows bytes only; ``kafka_archive``'s floors (cli | airflow > services > ... > store > redact |
   client_log | timeparse) are only imported downwards, every module directly under
   ``kafka_archive`` is on a floor (exhaustive), and the known exceptions are listed as
   ``ignore_imports`` with a TODO (a listed exception that no longer happens is an error, so the
@@ -104,11 +106,15 @@ def _miniature(root: Path) -> None:
     """A tree shaped like the real one: ``segment_lib`` and one package per floor, plus the
     modules named by the floors contract's ``ignore_imports`` importing what it lists."""
     _write(root / "segment_lib" / "__init__.py")
-    _write(root / "kafka_archive" / "__init__.py")
+    for contract_id, package in (
+        ("floors", "kafka_archive"),
+        ("harness-floors", "kafka_archive_dev"),
+    ):
+        _write(root / package / "__init__.py")
+        for layer in _contracts()[contract_id]["layers"]:
+            for name in layer.replace(":", "|").split("|"):
+                _write(root / package / name.strip() / "__init__.py")
     floors = _contracts()["floors"]
-    for layer in floors["layers"]:
-        for name in layer.replace(":", "|").split("|"):
-            _write(root / "kafka_archive" / name.strip() / "__init__.py")
     for rule in floors.get("ignore_imports", []):
         importer, imported = (m.strip() for m in rule.split("->"))
         for module in (importer, imported):
@@ -162,6 +168,24 @@ def test_a_miniature_of_the_layout_keeps_the_rules(tmp_path: Path) -> None:
         ),
         # a new module directly under kafka_archive that no floor names
         ("kafka_archive/newcomer.py", "", "kafka_archive floors"),
+        # the product importing the development harness, directly or lazily ...
+        (
+            "kafka_archive/store/s3.py",
+            "def f():\n    from kafka_archive_dev.local_kafka import x\n",
+            "the product never imports the development harness",
+        ),
+        # ... also from the formats library
+        (
+            "segment_lib/reader.py",
+            "import kafka_archive_dev.writer\n",
+            "the product never imports the development harness",
+        ),
+        # the harness's writer reaching into the platform
+        (
+            "kafka_archive_dev/writer/encode.py",
+            "import kafka_archive.store\n",
+            "the harness's segment writer knows bytes",
+        ),
         # the catalog's read side reaching into its write side
         (
             "kafka_archive/catalog/gaps.py",

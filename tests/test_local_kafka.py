@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Producer
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.real_kafka import broker_down, unique_name
 
 

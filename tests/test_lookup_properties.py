@@ -15,6 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
+from kafka_archive_dev.writer import ManualClock, PartitionWriter
 
 from segment_lib.compression import Codec
 from segment_lib.lookup import (
@@ -26,7 +27,6 @@ from segment_lib.lookup import (
 )
 from segment_lib.partition import PartitionView
 from segment_lib.records import TimestampType
-from segment_lib.writer import ManualClock, PartitionWriter
 
 BASE_TS = 1_700_000_000_000
 

@@ -17,7 +17,6 @@ import pytest
 from confluent_kafka import Producer
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import FollowedCommitRow
-from kafka_archive.embedded_kafka import EmbeddedKafka
 from kafka_archive.offsets_follower.follower import (
     CONSUMER_OFFSETS_TOPIC,
     BatchResult,
@@ -26,6 +25,7 @@ from kafka_archive.offsets_follower.follower import (
     follow_offsets,
     load_positions,
 )
+from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 from sqlalchemy import select
 from support.offsets_records import synthetic_records
 

@@ -24,16 +24,16 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import PartitionStability
-from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.deterministic import new_topic_id
+from kafka_archive_dev.writer.encode import WriteRecord
 from support.cli_json import cli
 
 from segment_lib.txn_state import BEGIN, END, TxnFold, scan_txn_events
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.deterministic import new_topic_id
-from segment_lib.writer.encode import WriteRecord
 from tests.support.kafka_mock import MockCluster, committed_records
 
 CLUSTER = "east"

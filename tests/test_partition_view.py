@@ -6,10 +6,10 @@ import itertools
 from pathlib import Path
 
 from kafka.record.memory_records import MemoryRecords
+from kafka_archive_dev.writer import ManualClock, PartitionWriter, compact
 
 from segment_lib.compression import Codec
 from segment_lib.partition import PartitionView
-from segment_lib.writer import ManualClock, PartitionWriter, compact
 
 
 def _writer(root: Path, **kw: object) -> PartitionWriter:

@@ -16,8 +16,8 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.store import open_store
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
 
-from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.replay_data import write_source_topic
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ sys.path.insert(0, {repo!r})
 from airflow.dag_processing.dagbag import DagBag
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
-from kafka_archive.embedded_kafka import read_to_end
+from kafka_archive_dev.embedded_kafka import read_to_end
 from tests.support.kafka_mock import MockCluster
 
 mock = MockCluster(3)

@@ -27,7 +27,6 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.cli import app
-from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import PartitionMappingError, SameTopicError
@@ -37,12 +36,13 @@ from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
 from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.replay.runner import check_target, execute
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.embedded_kafka import ConsumedRecord, read_to_end
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
 from support.cli_json import cli
 from typer.testing import CliRunner
 
 from segment_lib.consumer_offsets import partition_for_group
 from segment_lib.log_file import decode_batch, iter_batches
-from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.kafka_mock import (
     MarkerAwareReader,
     MockCluster,

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.embedded_kafka import read_to_end
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
 from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, build_plan, parse_position
 from kafka_archive.spark.replay import run_on_spark
 from kafka_archive.store import ObjectStore
+from kafka_archive_dev.embedded_kafka import read_to_end
 
 from tests.support.kafka_mock import MockCluster
 from tests.support.replay_data import SourcePartition, archived_source_topic

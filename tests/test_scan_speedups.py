@@ -34,6 +34,12 @@ import pytest
 from crc32c import crc32c as crc32c_reference
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from kafka_archive_dev.writer.encode import (
+    WriteRecord,
+    encode_batch_v2,
+    encode_control_batch,
+    encode_legacy_batches,
+)
 
 from segment_lib import legacy, log_file
 from segment_lib.compression import Codec
@@ -48,12 +54,6 @@ from segment_lib.log_file import LogBuffer, iter_batches, open_log
 from segment_lib.record_batch import BATCH_HEADER, CRC_START, RECORDS_START
 from segment_lib.records import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, Header, TimestampType
 from segment_lib.sniff import find_next_batch
-from segment_lib.writer.encode import (
-    WriteRecord,
-    encode_batch_v2,
-    encode_control_batch,
-    encode_legacy_batches,
-)
 
 try:
     from segment_lib import _speedups

@@ -246,6 +246,7 @@ def test_spark_submit_gets_secret_settings_in_a_0600_file(tmp_path: Path) -> Non
         spark_master="local[1]",
         spark_submit=str(fake),
         spark_conf=conf,
+        application=str(tmp_path / "build_catalog.py"),  # the fake spark-submit runs nothing
     )
     logged: list[str] = []
     assert run_spark_submit(config, logged.append) == {"kind": "build", "failed": 0}

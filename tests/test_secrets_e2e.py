@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
 from support.s3common import AWS_VARS_TO_MASK, BUCKET, FAKE_ACCESS_KEY, REGION, unique_prefix
 
-from segment_lib.writer.broker_writer import BrokerWriter
 from tests.support.kafka_mock import MockCluster
 from tests.support.replay_data import write_source_topic
 

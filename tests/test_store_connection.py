@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_archive.store.credentials import aws_env_from_connection
+from kafka_archive_dev.writer import write_demo_cluster
 from support.s3common import FAKE_ACCESS_KEY, FAKE_SECRET_KEY
-
-from segment_lib.writer import write_demo_cluster
 
 if TYPE_CHECKING:
     from support.airflow import AirflowHome

@@ -28,18 +28,18 @@ import pytest
 from crc32c import crc32c as crc32c_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from segment_lib.compression import Codec
-from segment_lib.control import ControlType
-from segment_lib.record_batch import BATCH_HEADER, CRC_START
-from segment_lib.records import LOG_OVERHEAD, BatchHeader
-from segment_lib.writer.encode import (
+from kafka_archive_dev.writer.encode import (
     WriteRecord,
     encode_batch_v2,
     encode_control_batch,
     encode_empty_batch_v2,
     encode_legacy_batches,
 )
+
+from segment_lib.compression import Codec
+from segment_lib.control import ControlType
+from segment_lib.record_batch import BATCH_HEADER, CRC_START
+from segment_lib.records import LOG_OVERHEAD, BatchHeader
 
 try:
     from segment_lib import _speedups, _summary

@@ -1,5 +1,5 @@
-"""Tests of segment_lib.writer: what it writes must read back through segment_lib's own readers
-and follow the broker's rules, checked against independent models.
+"""Tests of kafka_archive_dev.writer: what it writes must read back through segment_lib's own
+readers and follow the broker's rules, checked against independent models.
 
 The index model used here (``index_model``) is a few lines written from Kafka's
 ``LogSegment.append`` and is itself checked against real broker files (``test_index_model_*``),
@@ -14,20 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-
-from segment_lib.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
-from segment_lib.compression import Codec
-from segment_lib.consumer_offsets import OffsetCommit, decode_offsets_record, partition_for_group
-from segment_lib.control import ControlType, decode_control_record
-from segment_lib.errors import TornTailError
-from segment_lib.log_file import open_log
-from segment_lib.metadata_files import read_meta_properties, read_partition_metadata
-from segment_lib.offset_index import read_offset_index
-from segment_lib.producer_snapshot import read_producer_snapshot
-from segment_lib.records import BatchHeader, Header, Record, TimestampType
-from segment_lib.time_index import read_time_index
-from segment_lib.txn_index import AbortedTxn, read_txn_index
-from segment_lib.writer import (
+from kafka_archive_dev.writer import (
     AppendResult,
     BrokerWriter,
     ManualClock,
@@ -41,6 +28,19 @@ from segment_lib.writer import (
     encode_varint,
     write_demo_cluster,
 )
+
+from segment_lib.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from segment_lib.compression import Codec
+from segment_lib.consumer_offsets import OffsetCommit, decode_offsets_record, partition_for_group
+from segment_lib.control import ControlType, decode_control_record
+from segment_lib.errors import TornTailError
+from segment_lib.log_file import open_log
+from segment_lib.metadata_files import read_meta_properties, read_partition_metadata
+from segment_lib.offset_index import read_offset_index
+from segment_lib.producer_snapshot import read_producer_snapshot
+from segment_lib.records import BatchHeader, Header, Record, TimestampType
+from segment_lib.time_index import read_time_index
+from segment_lib.txn_index import AbortedTxn, read_txn_index
 
 # ---------------------------------------------------------------------------------------------
 # helpers

@@ -1,4 +1,4 @@
-"""Cross-checks of segment_lib.writer against implementations not written here.
+"""Cross-checks of kafka_archive_dev.writer against implementations not written here.
 
 * Every segment the writer produces (every codec, magic 0/1/2, headers, null keys/values,
   transactions with markers, LogAppendTime) is parsed by kafka-python's ``MemoryRecords`` and by
@@ -28,12 +28,7 @@ from aiokafka.record import memory_records as aio_memory_records
 from kafka.record import MemoryRecords as KafkaPythonMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
-
-from segment_lib.compression import Codec, decompress
-from segment_lib.log_file import open_log
-from segment_lib.record_batch import RECORDS_START
-from segment_lib.records import BatchHeader, Header, Record, TimestampType
-from segment_lib.writer import (
+from kafka_archive_dev.writer import (
     ManualClock,
     PartitionWriter,
     WriteRecord,
@@ -43,6 +38,11 @@ from segment_lib.writer import (
     encode_legacy_message,
     encode_record_v2,
 )
+
+from segment_lib.compression import Codec, decompress
+from segment_lib.log_file import open_log
+from segment_lib.record_batch import RECORDS_START
+from segment_lib.records import BatchHeader, Header, Record, TimestampType
 
 
 @dataclass(frozen=True)
@@ -373,7 +373,7 @@ def test_real_broker_batches_reencode_identically(real_broker_data: Path) -> Non
 def test_foreign_parsers_read_the_demo_cluster(tmp_path: Path, parser: str) -> None:
     """Compacted segments (gaps, delete horizons, emptied batches), markers, replicas, legacy
     formats and torn tails: everything the demo writes reads the same through other parsers."""
-    from segment_lib.writer import write_demo_cluster
+    from kafka_archive_dev.writer import write_demo_cluster
 
     demo = write_demo_cluster(tmp_path, seed=11, steps=200)
     checked = 0

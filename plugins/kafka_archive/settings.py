@@ -156,7 +156,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "home",
         "Where the DAGs and Spark jobs are installed (the platform image sets "
-        "/opt/kafka-archive); default: this source checkout.",
+        "/opt/kafka-archive; from a source checkout: its root); needed by a spark-submit "
+        "of the catalog build without an `application`.",
         used_by="catalog and replay spark-submit",
     ),
     Setting(

@@ -1,4 +1,4 @@
-"""Deterministic multi-broker log dirs for the archive tests, written by ``segment_lib.writer``.
+"""Deterministic multi-broker log dirs for the archive tests (``kafka_archive_dev.writer``).
 
 :func:`build_cluster` writes three brokers as a running cluster leaves them (active segments
 open, checkpoints written):
@@ -27,11 +27,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.encode import WriteRecord
+from kafka_archive_dev.writer.partition_writer import ManualClock
+
 from segment_lib.compression import Codec
 from segment_lib.partition import PartitionView
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import ManualClock
 
 CLUSTER = "testcluster"
 

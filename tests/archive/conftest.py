@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from cluster_data import CLUSTER, Cluster, build_cluster
 from kafka_archive.store import LocalStore
-
-from segment_lib.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
 
 MiB = 1024 * 1024
 

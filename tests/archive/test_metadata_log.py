@@ -25,17 +25,17 @@ from kafka_archive.archive.metadata_snapshots import (
 )
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.store import LocalStore, StoreError
-
-from segment_lib.cluster_metadata import MetadataEntry, iter_metadata_file
-from segment_lib.control import ControlType
-from segment_lib.records import Codec
-from segment_lib.writer.encode import (
+from kafka_archive_dev.writer.encode import (
     WriteRecord,
     _assemble_v2,
     _v2_attributes,
     encode_batch_v2,
     encode_record_v2,
 )
+
+from segment_lib.cluster_metadata import MetadataEntry, iter_metadata_file
+from segment_lib.control import ControlType
+from segment_lib.records import Codec
 from tests.test_cluster_metadata import config_record, topic_record
 
 CLUSTER = "meta"

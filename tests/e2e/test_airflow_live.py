@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kafka_archive.demo import (
+from kafka_archive.timeparse import format_ms
+from kafka_archive_dev.demo import (
     DAG_ARCHIVE,
     DAG_CATALOG,
     DAG_REPLAY,
@@ -21,8 +22,7 @@ from kafka_archive.demo import (
     read_target,
     write_cluster,
 )
-from kafka_archive.embedded_kafka import EmbeddedKafka
-from kafka_archive.timeparse import format_ms
+from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
 from tests.support.airflow_live import LiveAirflow
 

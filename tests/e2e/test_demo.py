@@ -1,4 +1,4 @@
-"""The README's first command, end to end: ``kafka-archive demo`` (what ``./dev demo`` runs).
+"""The README's first command, end to end: ``kafka-archive-dev demo`` (what ``./dev demo`` runs).
 
 On real Apache Kafka (the default where Java and Maven are, always in CI), and the Java-free
 fallback (``--kafka mock``) that stays for machines without them."""
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def _demo(root: Path, *args: str) -> dict[str, Any]:
-    exe = Path(sys.executable).with_name("kafka-archive")
+    exe = Path(sys.executable).with_name("kafka-archive-dev")
     proc = subprocess.run(
         [str(exe), "demo", "--root", str(root), "--json", *args],
         capture_output=True,

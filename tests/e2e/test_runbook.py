@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from kafka_archive.demo import PROGRESS_TOPIC, DemoPaths, read_target, write_cluster
-from kafka_archive.embedded_kafka import EmbeddedKafka
+from kafka_archive_dev.demo import PROGRESS_TOPIC, DemoPaths, read_target, write_cluster
+from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
 pytestmark = pytest.mark.slow
 

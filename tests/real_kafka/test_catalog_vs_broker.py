@@ -20,9 +20,9 @@ import pytest
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.live_archiving import ARCHIVE_NAME, archive_live_workload, broker_offsets
 from support.live_workload import LiveWorkload
 from support.real_kafka import unique_name

@@ -19,9 +19,9 @@ from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.holdings import topics
 from kafka_archive.catalog.time_answers import offsets_at
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import open_store
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.live_archiving import broker_offsets
 from support.real_kafka import unique_name
 

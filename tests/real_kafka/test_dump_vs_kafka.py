@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.local_kafka import LocalKafkaCluster
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.live_workload import LiveWorkload
 from support.real_kafka import unique_name
 from typer.testing import CliRunner

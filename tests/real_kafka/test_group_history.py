@@ -34,9 +34,9 @@ from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import FollowedCommitRow
 from kafka_archive.catalog.queries import GroupOffset, group_commit_history, group_offsets
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.offsets_follower.follower import CONSUMER_OFFSETS_TOPIC, load_positions
 from kafka_archive.store import open_store
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from sqlalchemy import func, select
 from support.real_kafka import unique_name
 from typer.testing import CliRunner

@@ -31,8 +31,8 @@ from kafka_archive.archive import iter_manifests, run_archive
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
 from kafka_archive.cli import _register_groups, app
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.live_archiving import (
     ARCHIVE_NAME,
     TRANSIENT_SUFFIXES,

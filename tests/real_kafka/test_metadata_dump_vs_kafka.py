@@ -53,7 +53,7 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from kafka_archive.local_kafka import KafkaUnavailableError, LocalKafkaCluster
+from kafka_archive_dev.local_kafka import KafkaUnavailableError, LocalKafkaCluster
 from support.real_kafka import _require, unique_name
 
 from segment_lib.cluster_metadata import kafka_json

@@ -53,8 +53,8 @@ from kafka_archive.archive.metadata_snapshots import (
     parse_snapshot_manifest,
     snapshot_manifest_prefix,
 )
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import LocalStore
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.admin_moments import done, settled_topic
 from support.cli_json import cli
 from support.real_kafka import running_cluster, unique_name

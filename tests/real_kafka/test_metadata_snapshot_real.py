@@ -28,8 +28,8 @@ from confluent_kafka.admin import (
 )
 from kafka_archive.airflow.metadata_tasks import metadata_snapshot_in_task
 from kafka_archive.catalog.db import open_catalog
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.services.metadata_history import MetadataHistoryService, MetadataHistoryUnknown
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.admin_moments import done, settled_topic, topic_said
 from support.real_kafka import unique_name
 

@@ -22,10 +22,10 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import Partition, PartitionStability
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.cli_json import cli
 
 from tests.support.real_kafka import unique_name

@@ -24,9 +24,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
     ResourceType,
 )
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.services.metadata_history import MetadataHistoryService
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.cli_json import cli
 
 from tests.support.real_kafka import unique_name

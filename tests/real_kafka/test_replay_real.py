@@ -28,8 +28,6 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
-from kafka_archive.embedded_kafka import ConsumedRecord, read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayFencedError
@@ -50,14 +48,16 @@ from kafka_archive.replay.planning.plan import (
 )
 from kafka_archive.replay.runner import claim_run, execute
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.embedded_kafka import ConsumedRecord, read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.encode import WriteRecord
+from kafka_archive_dev.writer.partition_writer import ManualClock
 from support.cli_json import cli
 
 from segment_lib.compression import Codec
 from segment_lib.consumer_offsets import partition_for_group
 from segment_lib.records import Header
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import ManualClock
 from tests.support.real_kafka import broker_down, unique_name
 from tests.support.replay_data import Expected, write_source_topic
 

@@ -14,10 +14,10 @@ import time
 from typing import Any
 
 import pytest
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.replay.execution import engine, txn_calls
 from kafka_archive.replay.execution.kafka_errors import TxnAbort
 from kafka_archive.replay.runner import execute
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 
 from tests.real_kafka import test_replay_real
 from tests.real_kafka.test_replay_real import TOPIC, Source, assert_exactly_once, make_plan

@@ -29,6 +29,7 @@ from typing import Any
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.store import ObjectStore
+from kafka_archive_dev.writer import BrokerWriter, ManualClock, PartitionWriter, WriteRecord
 from sqlalchemy import text
 
 from segment_lib.compression import Codec
@@ -36,7 +37,6 @@ from segment_lib.consumer_offsets import encode_offset_commit_key, encode_offset
 from segment_lib.log_file import open_log
 from segment_lib.partition import PartitionView
 from segment_lib.records import Record, TimestampType
-from segment_lib.writer import BrokerWriter, ManualClock, PartitionWriter, WriteRecord
 
 START_MS = 1_700_000_000_000
 CODECS = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD)

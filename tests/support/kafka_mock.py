@@ -32,7 +32,7 @@ import struct
 import time
 from collections.abc import Iterator
 
-from kafka_archive.embedded_kafka import ConsumedRecord, EmbeddedKafka
+from kafka_archive_dev.embedded_kafka import ConsumedRecord, EmbeddedKafka
 
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import TornTailError

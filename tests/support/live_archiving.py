@@ -27,8 +27,8 @@ from kafka_archive.archive import iter_manifests, run_archive
 from kafka_archive.archive.layout import manifest_key
 from kafka_archive.archive.manifest import SegmentManifest
 from kafka_archive.archive.report import ArchiveReport
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import ObjectStore, open_store
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 
 from support.live_workload import LiveWorkload
 

@@ -1,7 +1,7 @@
 """A real Apache Kafka cluster for the tests (pytest plugin).
 
 The session starts one 3-node KRaft cluster of the current 4.x release
-(:class:`kafka_archive.local_kafka.LocalKafkaCluster`, jars from Maven Central through
+(:class:`kafka_archive_dev.local_kafka.LocalKafkaCluster`, jars from Maven Central through
 ``scripts/ensure-kafka.sh``) the first time a test asks for it, and stops it at the end. Tests
 share it and keep to topics and groups of their own (:func:`unique_name`); a test that kills a
 broker restarts it before it returns (:func:`broker_down`).
@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka_archive.local_kafka import (
+from kafka_archive_dev.local_kafka import (
     KafkaUnavailableError,
     LocalKafkaCluster,
     kafka_unavailable_reason,

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.encode import WriteRecord
+from kafka_archive_dev.writer.partition_writer import ManualClock, PartitionWriter
+
 from segment_lib.compression import Codec
 from segment_lib.records import Header, TimestampType
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import ManualClock, PartitionWriter
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The on-call page in a real browser, inside a real Airflow (issue 14, points 5 and Done-when):
 the three runbook scenarios answered on the page, without the CLI.
 
-The demo's data (``kafka-archive demo``'s writer-made 3-broker cluster: topic ``orders`` and
+The demo's data (``./dev demo``'s writer-made 3-broker cluster: topic ``orders`` and
 others, every codec, transactions, compaction, a crashed broker, consumer groups committing;
 here 900 writer steps, records over the last ~43 minutes), archived and cataloged, is served
 by ``airflow standalone`` with the repository's plugins folder; librdkafka's mock cluster, in
@@ -47,7 +47,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_support import UI_PASSWORD, UI_USER, AirflowServer, launch_chromium, require_browser
-from kafka_archive.demo import (
+from kafka_archive_dev.demo import (
     CLUSTER,
     TOPIC,
     DemoPaths,
@@ -57,8 +57,7 @@ from kafka_archive.demo import (
     read_target,
     write_cluster,
 )
-
-from segment_lib.writer import DemoCluster
+from kafka_archive_dev.writer import DemoCluster
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -76,7 +75,7 @@ RECORDS_RGB = (11, 107, 203)
 
 
 def demo_catalog(root: Path) -> tuple[DemoPaths, DemoCluster]:
-    """The demo's data (``kafka-archive demo``'s stage 1: a 3-broker cluster whose records
+    """The demo's data (``./dev demo``'s stage 1: a 3-broker cluster whose records
     end a minute ago), archived from every broker and cataloged in-process - what the demo's
     archive and catalog DAGs make, without running them."""
     from kafka_archive.archive import run_archive
@@ -97,7 +96,7 @@ def demo_catalog(root: Path) -> tuple[DemoPaths, DemoCluster]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     require_browser()
-    from kafka_archive.embedded_kafka import EmbeddedKafka
+    from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
     root = tmp_path_factory.mktemp("browser")
     paths = DemoPaths(root / "demo")
@@ -253,7 +252,7 @@ def _target_positions(
     (key, value, headers, timestamp) (None past the end). Worked out from the records, not
     from the catalog's offset map: the i-th record replayed is the i-th record the target
     holds (their offsets differ: the replay's transaction markers take offsets too)."""
-    from kafka_archive.embedded_kafka import read_to_end
+    from kafka_archive_dev.embedded_kafka import read_to_end
 
     paths, cluster = stack["paths"], stack["cluster"]
     held = read_to_end(stack["target"].bootstrap_servers, TOPIC, stack["partitions"])

@@ -1,4 +1,4 @@
-"""`kafka-archive demo --ui`: Airflow over the demo's folder with the plugins folder that holds
+"""`./dev demo --ui`: Airflow over the demo's folder with the plugins folder that holds
 the on-call page, the demo's catalog settings, a login, and a live target (an Airflow
 connection) for replays launched from the page."""
 
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from confluent_kafka import Producer
-from kafka_archive.demo import (
+from kafka_archive_dev.demo import (
     UI_REPLAY_TOPIC,
     UI_TARGET_CONN,
     UI_USER,
@@ -17,7 +17,7 @@ from kafka_archive.demo import (
     ui_command,
     ui_target,
 )
-from kafka_archive.embedded_kafka import read_to_end
+from kafka_archive_dev.embedded_kafka import read_to_end
 
 
 def test_the_demo_serves_airflow_with_the_on_call_plugin(tmp_path: Path) -> None:

@@ -66,8 +66,6 @@ CONFIG_VARIABLE = "kafka_archive_catalog"
 #: where the DAGs and Spark jobs are installed (the platform image sets /opt/kafka-archive)
 HOME_ENV = env_var("home")
 _JOB = Path("spark_jobs") / "build_catalog.py"
-#: the source checkout this package runs from (plugins/kafka_archive/catalog/ -> root)
-_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 class CatalogJobError(KafkaArchiveError, RuntimeError):
@@ -182,23 +180,28 @@ def _spark_submit_binary(config: CatalogJobConfig) -> str:
 
 
 def default_application(env: Mapping[str, str] | None = None) -> Path:
-    """``spark_jobs/build_catalog.py`` under ``$KAFKA_ARCHIVE_HOME`` (the platform image), else
-    in the source checkout this package runs from.
+    """``spark_jobs/build_catalog.py`` under ``$KAFKA_ARCHIVE_HOME`` (the setting ``home``: the
+    platform image sets ``/opt/kafka-archive``; ``./dev`` and the tests a source checkout).
+
+    The package does not guess where the jobs are from where it is installed itself (an
+    installed wheel has no ``spark_jobs/`` beside it): the location is configuration.
 
     Raises:
-        CatalogJobError: neither exists (an installed package without the jobs).
+        CatalogJobError: ``home`` is not set, or holds no job.
     """
     env = os.environ if env is None else env
-    candidates = [Path(env[HOME_ENV]) / _JOB] if env.get(HOME_ENV) else []
-    candidates.append(_CHECKOUT / _JOB)
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise CatalogJobError(
-        f"the catalog Spark job was not found (looked for {', '.join(map(str, candidates))}): "
-        f"set {HOME_ENV} to the directory holding spark_jobs/, or the configuration's "
+    how = (
+        f"set {HOME_ENV} to the directory holding spark_jobs/ (the platform image sets "
+        "/opt/kafka-archive; a source checkout: its root), or the configuration's "
         "`application` to the job's path"
     )
+    home = env.get(HOME_ENV)
+    if not home:
+        raise CatalogJobError(f"where the catalog Spark job is installed is not configured: {how}")
+    path = Path(home) / _JOB
+    if not path.is_file():
+        raise CatalogJobError(f"the catalog Spark job was not found (looked for {path}): {how}")
+    return path
 
 
 def spark_submit_env(

@@ -1,7 +1,8 @@
 """The ``kafka-archive`` command line.
 
 One console script; each capability adds a sub-command group here (``segments``, ``archive``,
-``catalog``, ``replay``, ``demo``). Every command accepts ``--json`` for scripts and prints
+``catalog``, ``replay``, ``export``, ``settings``; the demo is a development command,
+``./dev demo``). Every command accepts ``--json`` for scripts and prints
 readable tables otherwise.
 
 Exit codes (the whole CLI):
@@ -77,12 +78,6 @@ def _add_export(root: typer.Typer) -> None:
     export.register(root)
 
 
-def _add_demo(root: typer.Typer) -> None:
-    from kafka_archive.cli.demo import demo
-
-    root.command(name="demo")(demo)
-
-
 #: Every sub-command of the root, in the order ``--help`` lists them (typer lists single
 #: commands before groups): name -> (the first paragraph of its help, as the root ``--help``
 #: shows it; the function that registers it on a Typer app). The help line lives here so that
@@ -93,7 +88,6 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Archive the rolled segments of one broker's log dirs to object storage.",
         _add_archive,
     ),
-    "demo": ("Run the main job end to end on embedded defaults.", _add_demo),
     "segments": (
         "Read broker log files directly from disk: dump batches and records, check indexes, "
         "and look up offsets and times exactly as the broker would.",
@@ -123,7 +117,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
 }
 
 #: the order :func:`_register_groups` registers in (as it always has)
-_REGISTRATION_ORDER = ("segments", "archive", "catalog", "replay", "demo")
+_REGISTRATION_ORDER = ("segments", "archive", "catalog", "replay")
 
 
 def _noop_callback() -> None:
@@ -146,7 +140,7 @@ def _load(name: str) -> Command:
 class _LazyCommands(MutableMapping[str, Command]):
     """The root's sub-commands: names are known up front, a module is imported only when its
     command is looked up (``kafka-archive catalog offsets`` never imports the archive,
-    segments, replay or demo commands, nor what they import)."""
+    segments or replay commands, nor what they import)."""
 
     def __init__(self, eager: MutableMapping[str, Command]) -> None:
         self._loaded: dict[str, Command] = dict(eager)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from kafka_archive_dev.writer.segment_state import SegmentState
 from segment_lib.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from segment_lib.metadata_files import (
     MetaProperties,
@@ -27,7 +28,6 @@ from segment_lib.names import (
 from segment_lib.offset_index import format_offset_index
 from segment_lib.time_index import format_time_index
 from segment_lib.txn_index import format_txn_index
-from segment_lib.writer.segment_state import SegmentState
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",

@@ -6,10 +6,10 @@ leader's batch bytes appended in fetch-sized chunks). It reproduces, rule for ru
 up on disk; the rules live beside the state they shape:
 
 * **what an append takes and reports** (records, :class:`AppendResult`, the append's max
-  timestamp): :mod:`segment_lib.writer.append`;
-* **segments, rolling and indexes**: :mod:`segment_lib.writer.segment_state` (the roll check
+  timestamp): :mod:`kafka_archive_dev.writer.append`;
+* **segments, rolling and indexes**: :mod:`kafka_archive_dev.writer.segment_state` (the roll check
   runs before each append; the new segment's base offset is the log end offset);
-* **producer state and transactions**: :mod:`segment_lib.writer.producer_state`; a
+* **producer state and transactions**: :mod:`kafka_archive_dev.writer.producer_state`; a
   ``<offset>.snapshot`` is written at every roll (offset = new segment's base) and at a clean
   close (offset = log end offset), each only if beyond the previous snapshot;
 * **leader epochs**: ``leader-epoch-checkpoint`` gets ``(epoch, LEO)`` when this replica becomes
@@ -20,7 +20,7 @@ up on disk; the rules live beside the state they shape:
   (zero tails), no final entries, recovery point at the last roll; optionally a torn final batch
   (``torn_tail_bytes``) or a zero-preallocated ``.log`` (``log_preallocate``).
 
-Files are kept in memory and written (:mod:`segment_lib.writer._files`) when a segment rolls
+Files are kept in memory and written (:mod:`kafka_archive_dev.writer._files`) when a segment rolls
 and at ``close``; the writer is meant for tests and the demo, not for large volumes.
 """
 
@@ -31,21 +31,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from segment_lib.compression import Codec
-from segment_lib.control import ControlType
-from segment_lib.names import format_partition_dir_name
-from segment_lib.records import NO_PRODUCER_ID, NO_TIMESTAMP, TimestampType
-from segment_lib.time_index import ENTRY as TIME_ENTRY
-from segment_lib.txn_index import AbortedTxn
-from segment_lib.writer import _files
-from segment_lib.writer.append import (
+from kafka_archive_dev.writer import _files
+from kafka_archive_dev.writer.append import (
     AppendResult,
     RecordLike,
     chunk_max_timestamp,
     to_write_records,
 )
-from segment_lib.writer.deterministic import ManualClock, new_topic_id
-from segment_lib.writer.encode import (
+from kafka_archive_dev.writer.deterministic import ManualClock, new_topic_id
+from kafka_archive_dev.writer.encode import (
     NO_SEQUENCE,
     EncodedBatch,
     WriteRecord,
@@ -53,8 +47,14 @@ from segment_lib.writer.encode import (
     encode_control_batch,
     encode_legacy_batches,
 )
-from segment_lib.writer.producer_state import ProducerState
-from segment_lib.writer.segment_state import SegmentState
+from kafka_archive_dev.writer.producer_state import ProducerState
+from kafka_archive_dev.writer.segment_state import SegmentState
+from segment_lib.compression import Codec
+from segment_lib.control import ControlType
+from segment_lib.names import format_partition_dir_name
+from segment_lib.records import NO_PRODUCER_ID, NO_TIMESTAMP, TimestampType
+from segment_lib.time_index import ENTRY as TIME_ENTRY
+from segment_lib.txn_index import AbortedTxn
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_archive_dev.writer.broker_writer import CONSUMER_OFFSETS, BrokerWriter
+from kafka_archive_dev.writer.deterministic import ManualClock, new_topic_id
+from kafka_archive_dev.writer.encode import WriteRecord
+from kafka_archive_dev.writer.partition_writer import PartitionWriter
 from segment_lib.compression import Codec
 from segment_lib.records import Header, TimestampType
-from segment_lib.writer.broker_writer import CONSUMER_OFFSETS, BrokerWriter
-from segment_lib.writer.deterministic import ManualClock, new_topic_id
-from segment_lib.writer.encode import WriteRecord
-from segment_lib.writer.partition_writer import PartitionWriter
 
 __all__ = ["DemoCluster", "TopicSpec", "write_demo_cluster"]
 

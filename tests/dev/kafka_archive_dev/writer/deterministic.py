@@ -1,7 +1,7 @@
 """What makes the writer's output deterministic: a settable clock and seeded Kafka ids.
 
-:class:`ManualClock` is the default clock of :class:`~segment_lib.writer.PartitionWriter`
-and :class:`~segment_lib.writer.BrokerWriter` (time moves only when told to);
+:class:`ManualClock` is the default clock of :class:`~kafka_archive_dev.writer.PartitionWriter`
+and :class:`~kafka_archive_dev.writer.BrokerWriter` (time moves only when told to);
 :func:`new_topic_id` derives a Kafka ``Uuid`` string from a seed (random without one), for
 topic, directory and cluster ids.
 """

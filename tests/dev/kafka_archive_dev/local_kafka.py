@@ -33,6 +33,8 @@ from types import TracebackType
 
 from kafka_archive.errors import KafkaArchiveError
 
+from kafka_archive_dev import repo_path
+
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "KafkaUnavailableError",
@@ -44,8 +46,6 @@ __all__ = [
 #: the current 4.x release (also the default of scripts/ensure-kafka.sh)
 DEFAULT_KAFKA_VERSION = "4.4.0"
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-_ENSURE_SCRIPT = _REPO_ROOT / "scripts" / "ensure-kafka.sh"
 
 _LOG4J2 = """\
 status = error
@@ -81,7 +81,10 @@ def ensure_kafka_jars(version: str = DEFAULT_KAFKA_VERSION) -> Path:
     if reason:
         raise KafkaUnavailableError(reason)
     proc = subprocess.run(
-        ["bash", str(_ENSURE_SCRIPT), version], capture_output=True, text=True, check=False
+        ["bash", str(repo_path("scripts", "ensure-kafka.sh")), version],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise KafkaUnavailableError(

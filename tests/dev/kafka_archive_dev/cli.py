@@ -1,4 +1,10 @@
-"""``kafka-archive demo``: the whole platform on embedded defaults, in one command."""
+"""``kafka-archive-dev``, the development command: ``kafka-archive-dev demo`` (what ``./dev demo``
+runs) is the whole platform on embedded defaults, in one command.
+
+It is run like the product's ``kafka-archive`` (the same last-resort error handler and log
+redaction, :mod:`kafka_archive.cli.crash` and :mod:`kafka_archive.redact`), but it is not part of
+the product: it needs a source checkout (the DAGs, ``scripts/``) and the harness of this package.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-
+from click.core import Context
+from click.exceptions import Abort, ClickException, Exit
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
+from rich.table import Table
+from typer.core import TyperGroup
 
 
 class KafkaMode(StrEnum):
@@ -60,9 +68,9 @@ def demo(
     Exit status 1 when any check fails. With --ui, Airflow then keeps running over the demo's
     catalog with the on-call page.
 
-    Example: kafka-archive demo --ui --port 8080
+    Example: ./dev demo --ui --port 8080
     """
-    from kafka_archive.demo import DemoError, run_demo
+    from kafka_archive_dev.demo import DemoError, run_demo
 
     def progress(message: str) -> None:
         if not as_json:
@@ -110,7 +118,7 @@ def demo(
 
 
 def _serve_ui(root: Path, port: int, report: dict[str, Any], kafka: str) -> None:
-    from kafka_archive.demo import UI_TARGET_CONN, UI_USER, serve_ui
+    from kafka_archive_dev.demo import UI_TARGET_CONN, UI_USER, serve_ui
 
     at = report["offsets_at"]["timestamp"]
     link = (
@@ -200,3 +208,54 @@ def explore_commands(report: dict[str, Any]) -> list[str]:
         f"kafka-archive catalog group-offsets --cluster {cluster} --group {group} --at {at} {db}",
         f"kafka-archive catalog gaps --cluster {cluster} {db}",
     ]
+
+
+class _GuardedGroup(TyperGroup):
+    """Runs the command with log redaction on and under the product's last-resort error handler
+    (an unexpected exception: one ``internal error:`` line and a log file, exit 70, never a
+    traceback), as ``kafka-archive`` does."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        ctx.meta["kafka_archive_dev.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Context) -> Any:
+        from kafka_archive.redact import install_log_redaction
+
+        install_log_redaction()
+        try:
+            return super().invoke(ctx)
+        except (Exit, Abort, ClickException):
+            raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
+        except Exception as exc:
+            from kafka_archive.cli.crash import report_unexpected
+
+            argv = ["kafka-archive-dev", *ctx.meta.get("kafka_archive_dev.argv", [])]
+            code = report_unexpected(exc, argv=argv, as_json="--json" in argv)
+            raise typer.Exit(code) from None
+
+
+app = typer.Typer(
+    name="kafka-archive-dev",
+    help="kafka-archive's development commands (from a source checkout; `./dev setup`).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    cls=_GuardedGroup,
+)
+
+
+def _no_options() -> None:
+    # a root callback keeps `kafka-archive-dev` a group with one command (`kafka-archive-dev
+    # demo ...`) instead of typer collapsing it into the command; no docstring, so the help
+    # text is the app's own
+    pass
+
+
+app.callback()(_no_options)
+app.command(name="demo")(demo)
+
+
+def main() -> None:
+    """Console-script entry point of ``kafka-archive-dev``."""
+    app()

@@ -1,4 +1,4 @@
-"""Log compaction of a :class:`~segment_lib.writer.PartitionWriter`, modelled on Kafka's
+"""Log compaction of a :class:`~kafka_archive_dev.writer.PartitionWriter`, modelled on Kafka's
 ``LogCleaner`` (one cleaning round, ``Cleaner.doClean``).
 
 What a round does, as the broker does it:
@@ -42,11 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from segment_lib.control import ControlType, decode_control_record
-from segment_lib.log_file import decode_batch, iter_batches
-from segment_lib.records import Record, TimestampType
-from segment_lib.txn_index import AbortedTxn
-from segment_lib.writer.encode import (
+from kafka_archive_dev.writer.encode import (
     EncodedBatch,
     WriteRecord,
     encode_batch_v2,
@@ -54,8 +50,12 @@ from segment_lib.writer.encode import (
     encode_empty_batch_v2,
     encode_legacy_batches,
 )
-from segment_lib.writer.partition_writer import PartitionWriter
-from segment_lib.writer.segment_state import SegmentState
+from kafka_archive_dev.writer.partition_writer import PartitionWriter
+from kafka_archive_dev.writer.segment_state import SegmentState
+from segment_lib.control import ControlType, decode_control_record
+from segment_lib.log_file import decode_batch, iter_batches
+from segment_lib.records import Record, TimestampType
+from segment_lib.txn_index import AbortedTxn
 
 __all__ = ["DEFAULT_DELETE_RETENTION_MS", "DEFAULT_IO_BUFFER_SIZE", "CleanResult", "compact"]
 

@@ -1,4 +1,4 @@
-"""The demo's data, produced through a real Kafka cluster (:mod:`kafka_archive.local_kafka`).
+"""The demo's data, produced through a real Kafka cluster (:mod:`kafka_archive_dev.local_kafka`).
 
 :func:`produce_demo_data` creates the demo's topics on the source cluster and writes a few seconds
 of traffic in rounds, so that segments roll (``segment.ms`` 1 s) while it runs:

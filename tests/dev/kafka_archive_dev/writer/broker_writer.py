@@ -1,7 +1,7 @@
 """A broker's log directories, written like a Kafka broker leaves them.
 
 :class:`BrokerWriter` owns one or more log directories (``log.dirs``) and the
-:class:`~segment_lib.writer.PartitionWriter` of every partition replica the broker hosts:
+:class:`~kafka_archive_dev.writer.PartitionWriter` of every partition replica the broker hosts:
 
 * a new partition goes to the log dir holding the fewest partitions (``LogManager.nextLogDirs``,
   ties broken by configuration order);
@@ -26,6 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_archive_dev.writer import _files
+from kafka_archive_dev.writer.append import AppendResult
+from kafka_archive_dev.writer.compaction import CleanResult, compact
+from kafka_archive_dev.writer.deterministic import ManualClock, new_topic_id
+from kafka_archive_dev.writer.encode import EncodedBatch, WriteRecord
+from kafka_archive_dev.writer.partition_writer import PartitionWriter
 from segment_lib.compression import Codec
 from segment_lib.consumer_offsets import (
     DEFAULT_NUM_PARTITIONS,
@@ -33,12 +39,6 @@ from segment_lib.consumer_offsets import (
     encode_offset_commit_value,
     partition_for_group,
 )
-from segment_lib.writer import _files
-from segment_lib.writer.append import AppendResult
-from segment_lib.writer.compaction import CleanResult, compact
-from segment_lib.writer.deterministic import ManualClock, new_topic_id
-from segment_lib.writer.encode import EncodedBatch, WriteRecord
-from segment_lib.writer.partition_writer import PartitionWriter
 
 __all__ = ["CONSUMER_OFFSETS", "DEFAULT_FETCH_MAX_BYTES", "BrokerWriter"]
 

@@ -1,6 +1,6 @@
 """One append to a partition: the records it takes, what it reports, its max timestamp.
 
-Pure helpers of :class:`~segment_lib.writer.PartitionWriter`'s appends: :data:`RecordLike`
+Pure helpers of :class:`~kafka_archive_dev.writer.PartitionWriter`'s appends: :data:`RecordLike`
 and :func:`to_write_records` (what ``append`` accepts and how records without a timestamp are
 stamped), :class:`AppendResult` (where an append landed) and :func:`chunk_max_timestamp`
 (the append's ``(maxTimestamp, shallowOffsetOfMaxTimestamp)`` that feeds the time index).
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kafka_archive_dev.writer.encode import EncodedBatch, WriteRecord
 from segment_lib.records import NO_TIMESTAMP, Header
-from segment_lib.writer.encode import EncodedBatch, WriteRecord
 
 __all__ = ["AppendResult", "RecordLike", "chunk_max_timestamp", "to_write_records"]
 
@@ -38,7 +38,7 @@ class AppendResult:
 
 
 def to_write_records(records: Iterable[RecordLike], default_ts: int) -> list[WriteRecord]:
-    """The records of one append as :class:`~segment_lib.writer.encode.WriteRecord`, each
+    """The records of one append as :class:`~kafka_archive_dev.writer.encode.WriteRecord`, each
     without a timestamp given ``default_ts``; an empty append raises ``ValueError``."""
     out = []
     for r in records:

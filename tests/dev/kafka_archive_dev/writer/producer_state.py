@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_archive_dev.writer.encode import NO_SEQUENCE, EncodedBatch
 from segment_lib.control import ControlType
 from segment_lib.producer_snapshot import ProducerSnapshotEntry, format_producer_snapshot
 from segment_lib.records import NO_TIMESTAMP
-from segment_lib.writer.encode import NO_SEQUENCE, EncodedBatch
 
 __all__ = ["BatchMetadata", "CompletedTxn", "ProducerEntry", "ProducerState"]
 

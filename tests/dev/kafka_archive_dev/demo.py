@@ -1,9 +1,9 @@
-"""The end-to-end demo behind ``./dev demo`` / ``kafka-archive demo``.
+"""The end-to-end demo behind ``./dev demo`` (``kafka-archive-dev demo``).
 
 Everything lives under one folder (default ``.work/demo``), nothing needs root or a network:
 
 1. **cluster**: a realistic 3-broker Kafka log directory written by
-   :func:`segment_lib.writer.write_demo_cluster` (several topics and partitions, every codec,
+   :func:`kafka_archive_dev.writer.write_demo_cluster` (several topics and partitions, every codec,
    transactions with commits and aborts, LogAppendTime, compaction, ``__consumer_offsets``
    commits, a crashed broker with a torn tail), its records stamped over the last half hour;
 2. **archive**: the ``kafka_archive_segments`` DAG, run through Airflow (``airflow dags test``
@@ -38,10 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from kafka_archive.errors import KafkaArchiveError
+
+from kafka_archive_dev import REPO_ROOT, repo_path
+from kafka_archive_dev.writer import DemoCluster, write_demo_cluster
 from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
-from segment_lib.writer import DemoCluster, write_demo_cluster
 
 __all__ = ["DemoError", "DemoPaths", "run_demo"]
 
@@ -53,8 +55,6 @@ DAG_REPLAY = "kafka_archive_replay"
 #: the DAG whose runs move a consumer group on a replay's target (the page's "Apply")
 DAG_GROUP_OFFSETS = "kafka_archive_group_offsets"
 PROGRESS_TOPIC = "__kafka_archive_replay_progress"
-#: where the checkout keeps the DAGs (the demo runs from a source checkout)
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class DemoError(KafkaArchiveError, RuntimeError):
@@ -147,9 +147,11 @@ def airflow_env(paths: DemoPaths) -> dict[str, str]:
     env.update(
         AIRFLOW_HOME=str(paths.airflow_home),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__CORE__DAGS_FOLDER=str(REPO_ROOT / "dags"),
-        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO_ROOT / "plugins"),
+        AIRFLOW__CORE__DAGS_FOLDER=str(repo_path("dags")),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(repo_path("plugins")),
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{paths.airflow_home / 'airflow.db'}",
+        # where a spark-submit finds spark_jobs/ (as the platform image sets /opt/kafka-archive)
+        KAFKA_ARCHIVE_HOME=str(REPO_ROOT),
         KAFKA_ARCHIVE_CONFIG=str(paths.config),
         KAFKA_ARCHIVE_STORE=paths.store_uri,
         KAFKA_ARCHIVE_DB=paths.db_url,
@@ -159,7 +161,7 @@ def airflow_env(paths: DemoPaths) -> dict[str, str]:
     return env
 
 
-#: the demo's Airflow login for the on-call page (`kafka-archive demo --ui`)
+#: the demo's Airflow login for the on-call page (`./dev demo --ui`)
 UI_USER = "oncall"
 #: the Airflow connection of the live target `demo --ui` starts for replays from the page
 UI_TARGET_CONN = "demo_target"
@@ -198,10 +200,10 @@ def ui_target(root: Path, kafka: str = "auto") -> Iterator[str]:
     :func:`run_demo`), else librdkafka's mock cluster in this process with
     :data:`UI_REPLAY_TOPIC` and the replay's progress topic made ready. Yields its bootstrap
     servers."""
-    from kafka_archive.local_kafka import kafka_unavailable_reason
+    from kafka_archive_dev.local_kafka import kafka_unavailable_reason
 
     if kafka == "real" or (kafka == "auto" and kafka_unavailable_reason() is None):
-        from kafka_archive.local_kafka import LocalKafkaCluster
+        from kafka_archive_dev.local_kafka import LocalKafkaCluster
 
         real = LocalKafkaCluster(root / "kafka-ui-target", brokers=1)
         real.start()
@@ -210,7 +212,7 @@ def ui_target(root: Path, kafka: str = "auto") -> Iterator[str]:
         finally:
             real.stop()
         return
-    from kafka_archive.embedded_kafka import EmbeddedKafka
+    from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
     with EmbeddedKafka(1) as mock:
         mock.create_topic(UI_REPLAY_TOPIC, 3)
@@ -386,7 +388,7 @@ def read_target(
     bootstrap: str, partitions: list[int], timeout_s: float = 30.0, *, topic: str = TOPIC
 ) -> Expected:
     """Everything the target's ``topic`` partitions hold, in order, via a confluent consumer."""
-    from kafka_archive.embedded_kafka import read_to_end
+    from kafka_archive_dev.embedded_kafka import read_to_end
 
     got = read_to_end(bootstrap, topic, partitions, timeout_s=timeout_s)
     return {
@@ -408,7 +410,7 @@ def run_demo(
     the Java-free fallback (a writer-made source and librdkafka's mock cluster as the target),
     ``auto`` real where Java and Maven are present, else the fallback (and the report says why).
     """
-    from kafka_archive.local_kafka import kafka_unavailable_reason
+    from kafka_archive_dev.local_kafka import kafka_unavailable_reason
 
     say = progress or (lambda _msg: None)
     reason = kafka_unavailable_reason()
@@ -425,13 +427,13 @@ def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
     """The demo on real Kafka: a 3-broker source cluster, a 1-broker target cluster."""
     from confluent_kafka import KafkaException
 
-    from kafka_archive.demo_live import (
+    from kafka_archive_dev.demo_live import (
         DEMO_TOPICS,
         broker_offsets_for_time,
         produce_demo_data,
     )
-    from kafka_archive.embedded_kafka import read_to_end
-    from kafka_archive.local_kafka import DEFAULT_KAFKA_VERSION, LocalKafkaCluster
+    from kafka_archive_dev.embedded_kafka import read_to_end
+    from kafka_archive_dev.local_kafka import DEFAULT_KAFKA_VERSION, LocalKafkaCluster
 
     started = time.monotonic()
     fresh_root(paths)
@@ -527,7 +529,7 @@ def _offsets_follower(paths: DemoPaths, bootstrap: str) -> Iterator[None]:
 
 def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
     """The Java-free demo: a writer-made source cluster, librdkafka's mock as the target."""
-    from kafka_archive.embedded_kafka import EmbeddedKafka
+    from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
     started = time.monotonic()
     say(f"writing a 3-broker Kafka log directory under {paths.cluster}")

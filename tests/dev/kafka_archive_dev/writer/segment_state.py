@@ -22,7 +22,7 @@ Kafka's rules:
   offsetOfMaxTimestampSoFar)`` (only when the timestamp grew); once more when the segment is
   rolled (``onBecomeInactiveSegment``) or closed. ``offsetOfMaxTimestampSoFar`` is the last offset
   of the earliest batch holding the largest timestamp (Kafka's *shallow* offset, since 3.8:
-  KAFKA-16310/16341; :func:`~segment_lib.writer.append.chunk_max_timestamp`). Brokers before
+  KAFKA-16310/16341; :func:`~kafka_archive_dev.writer.append.chunk_max_timestamp`). Brokers before
   3.8 used, for uncompressed CreateTime appends on the leader, the offset of the first *record*
   holding the batch's largest timestamp; the writer's ``time_index_record_offsets=True`` passes
   that offset instead (real 3.6 time indexes match it).
@@ -35,11 +35,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from kafka_archive_dev.writer.encode import EncodedBatch
 from segment_lib.offset_index import ENTRY as OFFSET_ENTRY
 from segment_lib.records import NO_TIMESTAMP
 from segment_lib.time_index import ENTRY as TIME_ENTRY
 from segment_lib.txn_index import AbortedTxn
-from segment_lib.writer.encode import EncodedBatch
 
 __all__ = ["SegmentState"]
 
