@@ -3,10 +3,10 @@
 Every path the page names in backticks (``x.py``, ``x.c``, ``x.h``, ``x/``) must resolve to a
 file or folder of the repository, and every dotted ``kafka_archive.…``/``segment_lib.…`` name to a
 module (or a name defined in one). A path resolves against, in order: the repository root,
-``plugins/``, ``plugins/kafka_archive/``, the folder named by the nearest heading above it, and
-the folder named by the first cell of its table row, and the folders named before it on the same
-line, so the page can stay readable (``plan.py`` in the ``replay/`` row, after ``planning/``)
-without naming what is gone.
+``plugins/``, ``plugins/kafka_archive/``, ``segment_lib/``, ``tests/dev/`` (the harness), the folder
+named by the nearest heading above it, and the folder named by the first cell of its table row, and
+the folders named before it on the same line, so the page can stay readable (``plan.py`` in the
+``replay/`` row, after ``planning/``) without naming what is gone.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "architecture.md"
 PATH_TOKEN = re.compile(r"^[\w./-]*(?:\.py|\.c|\.h|\.pyi|/)$")
 DOTTED = re.compile(r"^(?:kafka_archive|segment_lib)(?:\.\w+)+$")
-FIXED_ROOTS = (REPO, REPO / "plugins", REPO / "plugins" / "kafka_archive", REPO / "segment_lib")
+FIXED_ROOTS = (
+    REPO,
+    REPO / "plugins",
+    REPO / "plugins" / "kafka_archive",
+    REPO / "segment_lib",
+    REPO / "tests" / "dev",
+)
 
 
 def _dirs_named(text: str, bases: tuple[Path, ...] = ()) -> list[Path]:
