@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
 from kafka_archive.airflow.offsets_tasks import FollowedCluster, FollowJobConfig, run_follow
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import build_catalog
@@ -135,6 +143,21 @@ class Follower:
         assert out.returncode == 0, out.stdout + out.stderr
         report: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
         return report
+
+
+def _wait_stable(admin: AdminClient, group: str, tps: list[TopicPartition]) -> None:
+    """Until the group coordinator applied the group's transactional offsets of ``tps``
+    (OffsetFetch requiring stable offsets answers them without UNSTABLE_OFFSET_COMMIT)."""
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(t.topic, t.partition) for t in tps])
+
+    def stable() -> bool:
+        try:
+            res = admin.list_consumer_group_offsets([req], require_stable=True)[group].result(30)
+        except KafkaException:
+            return False
+        return all(tp.error is None for tp in res.topic_partitions)
+
+    wait_for("the transaction's offsets to be applied", stable, 60.0)
 
 
 def _noise(bootstrap: str, group: str, topic: str, stop: threading.Event) -> None:
@@ -251,6 +274,7 @@ def test_group_offsets_equal_every_commit_after_compaction(  # noqa: C901, PLR09
     ]
     producer = Producer({"bootstrap.servers": bs, "transactional.id": unique_name("gh-txn")})
     producer.init_transactions(60)
+    admin = AdminClient({"bootstrap.servers": bs})
 
     db = str(tmp_path / "catalog.db")
     follower = Follower(bs, db, tmp_path / "follower.log")
@@ -312,6 +336,9 @@ def test_group_offsets_equal_every_commit_after_compaction(  # noqa: C901, PLR09
                     producer.abort_transaction(30)
                 else:
                     producer.commit_transaction(30)
+                    # in effect at its COMMIT marker, which the broker writes after EndTxn
+                    # returned: the moment below must not come before it
+                    _wait_stable(admin, g.name, tps)
                     g._took_effect(offsets)
             moments.append((now_ms(), [dict(g.state) for g in groups]))
             print(f"step {step} {time.monotonic() - started:.1f}s", file=sys.stderr)
