@@ -1,7 +1,9 @@
 """``kafka-archive replay``: re-produce an archived range into a target cluster, exactly once.
 
 Commands: ``run`` (plan from the catalog, check the target, replay in-process or on Spark,
-report), ``resume`` (continue a replay by id), ``status`` (replays and their progress) and
+report; the same request run again resumes its unfinished replay), ``resume`` (continue a
+replay by id), ``abandon`` (close an unfinished replay: fence its producers, release its data),
+``status`` (replays and their progress) and
 ``translate-group`` (a consumer group's positions on the target, optionally committed there).
 The archive and the catalog come from ``--store``/``--db`` or ``KAFKA_ARCHIVE_STORE`` /
 ``KAFKA_ARCHIVE_DB``. Exit status: 0 success, 1 failure (a replay failure is resumable: run the
@@ -334,7 +336,11 @@ def run(
                 print_holes(report)
                 print_topic_config(report)
             return
-        report = _execute(service, service.plan(spec), spark_master, as_json)
+        plan = service.plan(spec)
+        if not as_json:
+            for note in service.notes:
+                err_console.print(f"[yellow]{note}[/]")
+        report = _execute(service, plan, spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)
     finally:
@@ -391,6 +397,50 @@ def resume(
     else:
         print_report(report)
         print_holes(report)
+
+
+@app.command("abandon")
+def abandon(
+    replay_id: Annotated[str, typer.Argument(help="The replay id (see `replay status`).")],
+    no_fence: Annotated[
+        bool,
+        typer.Option(
+            "--no-fence",
+            help="Do not contact the target (it is gone): release without fencing the "
+            "replay's producers.",
+        ),
+    ] = False,
+    target_config: TargetConfigOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Close an unfinished (interrupted or failed) replay for good: fence its producers on the
+    target (a killed run's open transaction is aborted at once), release the archived data it
+    kept from prune, and mark it abandoned, so that its request runs as a new replay."""
+    from kafka_archive.replay.errors import ReplayConfigError
+    from kafka_archive.services.replay import ReplayService
+
+    catalog = open_catalog_or_fail(db, as_json)
+    with ReplayService(cli_settings(as_json, db=db), catalog=catalog) as service:
+        try:
+            done = service.abandon(
+                replay_id, target_config=_kv(target_config, as_json), fence=not no_fence
+            )
+        except ReplayConfigError as exc:
+            usage = exc.to_dict().get("missing") is not None  # secrets to give again: usage
+            fail(exc.message, hint=exc.hint or None, code=2 if usage else 1, as_json=as_json)
+        except Exception as exc:
+            _fail_replay(exc, as_json)
+    if as_json:
+        emit_json(done)
+    elif not done["changed"]:
+        console.print(f"replay {replay_id} was already abandoned")
+    else:
+        fenced = f"fenced {len(done['fenced'])} producer(s); " if done["fenced"] else ""
+        console.print(
+            f"replay {replay_id} abandoned: {fenced}its archived data is no longer kept from "
+            "prune; running its request again starts a new replay"
+        )
 
 
 @app.command("status")

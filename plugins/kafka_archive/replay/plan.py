@@ -19,6 +19,15 @@ Range semantics (those of a consumer that seeks by time, i.e. Kafka's ListOffset
 The replay id is derived from the *resolved* plan (ranges, target, mapping, filters), so running
 the same request again (same absolute times or offsets) finds the same replay and does nothing
 once it is complete; ``force`` derives a fresh id and replays again.
+
+The **intent** (:func:`intent_id`) is the request as given, before resolution: source cluster,
+topic, partition selection, ``from`` and ``to`` as written (``earliest`` stays ``earliest``, no
+``to`` stays "the end of the archive"), target identity, target topic and every option that
+changes what is written. The same command run again has the same intent even when its plan
+resolves differently (new segments archived, older ones pruned): the service finds the
+unfinished replay of that intent and resumes it (:mod:`kafka_archive.replay.intent`). The
+producers' transactional ids derive from the intent (:attr:`ReplayPlan.txn_base`), so any run of
+the same intent fences a killed one at once.
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ __all__ = [
     "ReplaySpec",
     "TargetSpec",
     "build_plan",
+    "intent_id",
     "parse_position",
 ]
 
@@ -229,6 +239,16 @@ class ReplayPlan(_Frozen):
     created_at_ms: int
     #: the target topic's configs as planned (:mod:`.topic_config`); ``None``: not looked up
     topic_settings: TopicSettings | None = None
+    #: the request's intent (:func:`intent_id`); ``None``: a plan made before intents existed
+    intent_id: str | None = None
+
+    @property
+    def txn_base(self) -> str:
+        """What the producers' transactional ids are made of: the intent, so that every run of
+        the same request (a resume, a ``--force`` run, a run after ``replay abandon``) fences
+        a killed producer at once; the replay id for plans stored before intents existed
+        (their producers used it)."""
+        return self.intent_id or self.replay_id
 
     @property
     def target_topic(self) -> str:
@@ -433,6 +453,29 @@ def plan_id(spec: ReplaySpec, partitions: Iterable[PartitionPlan], *, nonce: str
     return f"r-{digest[:16]}"
 
 
+def intent_id(spec: ReplaySpec) -> str:
+    """The request's intent: a digest of what the operator asked for, *before* resolution
+    (``from``/``to`` as given, the partition selection, the target and every option that
+    changes what lands on the target; never credentials, rate limits or transaction sizes).
+    Two runs of the same command have the same intent even when the archive changed between
+    them (see the module docstring)."""
+    ident = {
+        "cluster": spec.cluster,
+        "topic": spec.topic,
+        "partitions": sorted(set(spec.partitions)) if spec.partitions else None,
+        "from": spec.from_.model_dump(mode="json"),
+        "to": None if spec.to is None else spec.to.model_dump(mode="json"),
+        "target": spec.target.identity(),
+        "target_topic": spec.effective_target_topic,
+        "mapping": spec.partition_mapping,
+        "timestamps": spec.preserve_timestamps,
+        "provenance": spec.provenance_headers,
+        "key_filter": spec.key_filter,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+    return f"i-{digest[:16]}"
+
+
 def _requested(pos: Position | None, partition: int) -> int | None:
     """The offset an explicit ``offset:`` bound names for ``partition`` (else ``None``)."""
     if pos is None or pos.kind != "offset":
@@ -565,4 +608,5 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         source_partition_count=source.partition_count(spec.cluster, spec.topic),
         source_cluster_id=source.cluster_id(spec.cluster),
         created_at_ms=now,
+        intent_id=intent_id(spec),
     )

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.catalog.leases import LeaseRange
     from kafka_archive.replay.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.engine import Hook
     from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
     from kafka_archive.replay.runner import ReplayReport, TargetInfo
@@ -177,6 +178,9 @@ class ReplayService(ResourceService):
         #: ``"auto"``: looked up once, on first use (see :meth:`history`)
         self._history_arg = history
         self._history: TopicHistory | None = None
+        #: what the last :meth:`plan` decided about the request's intent, for the operator
+        #: (e.g. "resuming the unfinished replay r-...")
+        self.notes: list[str] = []
 
     # -- the parts ------------------------------------------------------------------------
 
@@ -222,14 +226,21 @@ class ReplayService(ResourceService):
         (default: ``register``): lease its offsets as a queued replay, so that prune leaves
         them until the run takes the lease over (or it expires,
         :data:`~kafka_archive.catalog.leases.QUEUED_TTL_S`)."""
+        from kafka_archive.replay.intent import resolve_intent
         from kafka_archive.replay.runner import plan_replay
         from kafka_archive.replay.topic_config import plan_topic_settings
 
         source = self.source()
-        plan = plan_replay(spec, source)
-        # the source topic as it was at the start: what --create-topic creates, and what an
-        # existing target is compared with (decided now, so the run creates what the plan says)
-        plan = plan_topic_settings(plan, source, self.history())
+        planned = plan_replay(spec, source)
+        # the same request run again: the unfinished replay of its intent, or a follow-on of
+        # its finished ones (replay.intent), instead of a new replay re-sending what was sent
+        plan, note = resolve_intent(self.ledger, planned, lambda s: plan_replay(s, source))
+        self.notes = [note] if note else []
+        if plan.topic_settings is None:
+            # the source topic as it was at the start: what --create-topic creates, and what an
+            # existing target is compared with (decided now, so the run creates what the plan
+            # says); a resumed replay keeps the settings it was planned with
+            plan = plan_topic_settings(plan, source, self.history())
         if register:
             self.ledger.register(plan)
         if register if lease is None else lease:
@@ -271,6 +282,7 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int = DEFAULT_SPARK_THRESHOLD_BYTES,
         on_records: Callable[[int], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        hook: Hook | None = None,
     ) -> ReplayReport:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). A plan with holes is refused unless
@@ -278,20 +290,42 @@ class ReplayService(ResourceService):
         (:class:`~kafka_archive.replay.lease.ReplayBusyError`). The run leases the plan's
         offset ranges (prune leaves them) and is refused
         (:class:`~kafka_archive.replay.completeness.ReplayGapsError`) when part of them was
-        pruned after it was planned. ``on_warning`` gets every warning about the target
-        topic's configs (dropped configs, findings; :mod:`~kafka_archive.replay.target_config`)
-        after the target check and before anything is sent."""
+        pruned after it was planned. The lease outlives the run (a killed run included) until
+        the replay completes or is abandoned (:meth:`abandon`). ``on_warning`` gets every
+        warning about the target topic's configs (dropped configs, findings;
+        :mod:`~kafka_archive.replay.target_config`) after the target check and before anything
+        is sent; ``hook`` is the engine's test hook (in-process only)."""
+        from kafka_archive.replay.completeness import FINISHED_STATUSES
+
         ranges = lease_ranges(plan)
-        with self._leases().hold(lease_holder(plan), ranges):
+        holder = lease_holder(plan)
+        leases = self._leases()
+        # not tied to this process: an unfinished replay's data must outlive a killed run
+        # until the replay completes or is abandoned (`replay abandon`)
+        leases.take(holder, ranges, durable=True)
+        try:
             refuse_pruned(self.resources.catalog(), plan, ranges)
-            return self._run(
+        except BaseException:
+            leases.release(holder)  # the plan cannot run: nothing of it to keep
+            raise
+        try:
+            report = self._run(
                 plan,
                 execution=execution,
                 spark_master=spark_master,
                 spark_threshold_bytes=spark_threshold_bytes,
                 on_records=on_records,
                 on_warning=on_warning,
+                hook=hook,
             )
+        except BaseException:
+            if self.ledger.run(plan.replay_id) is None:
+                leases.release(holder)  # never registered: nothing to resume
+            raise
+        if report.status in FINISHED_STATUSES or report.status == "already-done":
+            leases.release(holder)
+        report.notes = [*self.notes, *report.notes]
+        return report
 
     def _run(
         self,
@@ -302,6 +336,7 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int,
         on_records: Callable[[int], None] | None,
         on_warning: Callable[[str], None] | None,
+        hook: Hook | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import check_target
 
@@ -310,7 +345,7 @@ class ReplayService(ResourceService):
         if target.config_check is not None and on_warning is not None:
             for line in target.config_check.warnings():
                 on_warning(line)
-        report = self._execute(plan, target, where, spark_master, on_records)
+        report = self._execute(plan, target, where, spark_master, on_records, hook)
         report.topic_config = topic_config_view(target)
         return report
 
@@ -321,6 +356,7 @@ class ReplayService(ResourceService):
         where: Literal["in-process", "spark"],
         spark_master: str | None,
         on_records: Callable[[int], None] | None,
+        hook: Hook | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import execute
 
@@ -340,6 +376,7 @@ class ReplayService(ResourceService):
             target=target,
             ledger=self.ledger,
             on_records=on_records,
+            hook=hook,
         )
 
     def resumable(
@@ -370,6 +407,53 @@ class ReplayService(ResourceService):
             )
         return plan
 
+    def abandon(
+        self, replay_id: str, *, target_config: Mapping[str, str], fence: bool = True
+    ) -> dict[str, Any]:
+        """Close an unfinished replay explicitly: fence its producers on the target (a killed
+        run's open transaction is aborted at once), release its object lease (prune may take
+        its data) and mark it ``abandoned`` (a re-run of its request plans a new replay).
+        ``fence=False``: the target is gone; release without fencing. Returns what was done.
+
+        Raises:
+            ReplayConfigError: no such replay, it is finished, or the target needs secrets.
+            ReplayBusyError: a live run holds the replay.
+            ReplayTargetError: the target did not answer the fencing (nothing is released).
+        """
+        from kafka_archive.replay.completeness import FINISHED_STATUSES
+        from kafka_archive.replay.errors import ReplayConfigError
+        from kafka_archive.replay.intent import ABANDONED
+        from kafka_archive.replay.intent import fence as fence_producers
+        from kafka_archive.replay.lease import ReplayLease
+
+        run = self.ledger.run(replay_id)
+        if run is None:
+            raise ReplayConfigError(
+                f"no replay {replay_id!r} in the catalog", hint="see `kafka-archive replay status`"
+            )
+        if run.status in FINISHED_STATUSES:
+            raise ReplayConfigError(
+                f"replay {replay_id} is {run.status}: there is nothing to abandon",
+                hint="a finished replay holds no lease and no open transaction",
+            )
+        if run.status == ABANDONED:
+            return {"replay_id": replay_id, "status": ABANDONED, "fenced": [], "changed": False}
+        if fence:
+            plan = self.resumable(replay_id, target_config=target_config)
+        else:
+            stored = self.ledger.plan(replay_id)
+            assert stored is not None
+            plan = stored
+        with ReplayLease(self.ledger.engine, replay_id):  # refuses while a live run holds it
+            fenced = fence_producers(plan) if fence else []
+            self.ledger.set_status(
+                replay_id,
+                ABANDONED,
+                error=None if fence else "abandoned without fencing its producers (--no-fence)",
+            )
+            self._leases().release(lease_holder(plan))
+        return {"replay_id": replay_id, "status": ABANDONED, "fenced": fenced, "changed": True}
+
     def status(
         self,
         *,
@@ -396,13 +480,27 @@ class ReplayService(ResourceService):
         return [self._status_of(r) for r in runs]
 
     def _status_of(self, run: Any) -> dict[str, Any]:
+        from kafka_archive.replay.intent import (
+            CLOSED_STATUSES,
+            INTERRUPTED,
+            abandon_command,
+            resume_command,
+        )
+        from kafka_archive.replay.lease import run_alive
         from kafka_archive.replay.plan import ReplayPlan
 
         progress = self.ledger.all_progress(run.replay_id)
         plan = ReplayPlan.from_json(run.plan_json)
+        status = run.status
+        if status == "running" and not run_alive(self.ledger.engine, run.replay_id):
+            status = INTERRUPTED  # its run is gone (killed): resumable, not running
+        resumable = status not in CLOSED_STATUSES
         return {
             "replay_id": run.replay_id,
-            "status": run.status,
+            "status": status,
+            "resumable": resumable,
+            "resume": resume_command(run.replay_id) if resumable else None,
+            "abandon": abandon_command(run.replay_id) if resumable else None,
             "cluster": run.cluster,
             "topic": run.topic,
             "target": run.target,
