@@ -21,6 +21,7 @@ status but :data:`CLOSED_STATUSES`: ``planned``, ``running`` - also a killed one
   request's end, so records delivered before are never sent again; when nothing was archived
   since, the newest finished replay is answered (``already-done``). ``--force`` replays the
   whole range again instead;
+* the request plans exactly as a replay that was abandoned: a new replay (a fresh id);
 * ``--force`` while one is unfinished, or several unfinished (left by older versions): refused
   (:class:`ReplayIntentConflictError`) with the exact ``replay resume`` / ``replay abandon``
   commands.
@@ -119,6 +120,15 @@ def resolve_intent(
     if spec.replay_id is not None:  # an explicit id (resume by id): nothing to look for
         return plan, None
     same = _of_intent(ledger, plan)
+    if any(r.replay_id == plan.replay_id and r.status == ABANDONED for r, _p in same):
+        # planned exactly as a replay the operator abandoned: a new replay (a fresh id), not
+        # that one's progress again
+        fresh = replan(spec.model_copy(update={"force": True}))
+        fresh = fresh.model_copy(update={"spec": spec, "intent_id": plan.intent_id})
+        return fresh, (
+            f"replay {plan.replay_id} of this request was abandoned: this is a new replay "
+            f"({fresh.replay_id})"
+        )
     others = [
         r for r, _p in same if r.status not in CLOSED_STATUSES and r.replay_id != plan.replay_id
     ]

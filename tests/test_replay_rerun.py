@@ -1,0 +1,288 @@
+"""Running an interrupted replay again, as the runbook says (issue 20, point 3).
+
+A replay of ``--from earliest`` with no ``--to`` (the runbook's form) is killed (SIGKILL) after
+two committed transactions (source offsets 0..19), with a third open on the target (20..29).
+New segments are archived (offsets 120..143), and the *same command* is run again. Before, it
+planned a new replay (its end moved): offsets 0..19 were sent twice, the killed producer's open
+transaction was not fenced (read_committed consumers of the target waited for
+``transaction.timeout.ms``), a prune meanwhile removed offsets the killed replay still needed
+(its lease died with its process) and the re-run skipped them silently, reporting ``complete``,
+while the killed replay stayed ``running`` forever.
+
+Source: one partition written by segment_lib's broker writer (value ``v<offset>``), archived and
+cataloged twice (120 records, then 144). Target: librdkafka's mock cluster; its consumers show
+uncommitted data, so the committed view is rebuilt from the raw log (tests/support/kafka_mock).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kafka_archive.archive.runner import run_archive
+from kafka_archive.catalog.build import build_catalog
+from kafka_archive.catalog.db import Catalog, open_catalog
+from kafka_archive.catalog.models import ObjectLease
+from kafka_archive.catalog.prune import prune
+from kafka_archive.catalog.retention import RetentionPolicy
+from kafka_archive.replay import models as _models  # noqa: F401
+from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
+from kafka_archive.services.replay import ReplayService
+from kafka_archive.settings import load_settings
+from kafka_archive.store import ObjectStore, open_store
+from sqlalchemy import select
+from support.cli_json import cli
+
+from segment_lib.writer.broker_writer import BrokerWriter
+from segment_lib.writer.encode import WriteRecord
+from tests.support.kafka_mock import MockCluster, committed_records, open_transaction_records
+
+CLUSTER, TOPIC = "east", "t"
+PROGRESS = "__kafka_archive_replay_progress"
+REPO = Path(__file__).resolve().parent.parent
+T0 = 1_700_000_000_000
+#: the records archived later start this much later (so an age policy can prune the first ones)
+LATER = 10_000_000
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _write(root: Path, n: int) -> list[Path]:
+    """Offsets 0..n-1 of TOPIC-0 (value ``v<offset>``, batches of 10, segments of 40), closed
+    (the last segment rolled, so every record is archivable)."""
+    broker = BrokerWriter(root, 1, cluster_id="src-cluster-id", offsets_partitions=1)
+    pw = broker.partition(TOPIC, 0)
+    for i in range(0, n, 10):
+        ts = T0 + i + (LATER if i >= 120 else 0)
+        size = min(10, n - i)
+        pw.append(
+            [
+                WriteRecord(f"k{i + j}".encode(), f"v{i + j}".encode(), (), ts + j)
+                for j in range(size)
+            ]
+        )
+        if (i + 10) % 40 == 0:
+            pw.roll()
+    if n % 40:
+        pw.roll()
+    broker.close()
+    return broker.log_dirs
+
+
+@dataclass
+class Source:
+    root: Path
+    store: ObjectStore
+    catalog: Catalog
+    db_url: str
+
+    def archive(self, n: int) -> None:
+        """Archive (and catalog) offsets 0..n-1: the same bytes as before plus what is new."""
+        dirs = _write(self.root / f"broker-{n}", n)
+        run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in dirs], store=self.store)
+        build_catalog(self.catalog, self.store.uri, cluster=CLUSTER)
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Iterator[Source]:
+    store = open_store(str(tmp_path / "store"))
+    db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    catalog = open_catalog(db_url, create=True)
+    source = Source(tmp_path, store, catalog, db_url)
+    source.archive(120)
+    yield source
+    catalog.close()
+
+
+@pytest.fixture(scope="module")
+def mock() -> Iterator[MockCluster]:
+    mc = MockCluster(1)
+    mc.create_topic(PROGRESS, 3)
+    yield mc
+    mc.close()
+
+
+_topics = [0]
+
+
+def _target(mock: MockCluster) -> str:
+    _topics[0] += 1
+    name = f"rerun-{_topics[0]}"
+    mock.create_topic(name, 1)
+    return name
+
+
+def _command(src: Source, mock: MockCluster, target: str, *extra: str) -> list[str]:
+    """The runbook's form: from earliest, no --to."""
+    return [
+        "replay", "run", "--cluster", CLUSTER, "--topic", TOPIC, "--from", "earliest",
+        "--target", mock.bootstrap_servers, "--target-topic", target,
+        "--store", src.store.uri, "--db", src.db_url, "--json", *extra,
+    ]  # fmt: skip
+
+
+def _killed_run(src: Source, mock: MockCluster, target: str) -> None:
+    """The same request as :func:`_command` (in transactions of 10 records), killed after two
+    committed transactions with the third's records flushed to the target, uncommitted."""
+    request = {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest", "target_topic": target,
+               "target": mock.bootstrap_servers, "txn_max_records": 10}  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.support.replay_service_child", src.store.uri, src.db_url,
+         json.dumps(request), "--kill-at", "before_progress", "--nth", "3"],
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert [r.value for r in committed_records(mock.bootstrap_servers, target, 0)] == [
+        f"v{i}".encode() for i in range(20)
+    ]
+    assert open_transaction_records(mock.bootstrap_servers, target, 0) == 10
+
+
+def _values(mock: MockCluster, target: str) -> list[bytes | None]:
+    return [r.value for r in committed_records(mock.bootstrap_servers, target, 0)]
+
+
+def _want(n: int) -> list[bytes | None]:
+    return [f"v{i}".encode() for i in range(n)]
+
+
+def _service(src: Source) -> ReplayService:
+    return ReplayService(load_settings(env={}), catalog=src.catalog, store=src.store)
+
+
+def _only_replay(src: Source) -> dict[str, object]:
+    (row,) = _service(src).status()
+    return row
+
+
+def test_the_same_command_resumes_the_killed_replay_fences_it_and_never_resends(
+    src: Source, mock: MockCluster
+) -> None:
+    target = _target(mock)
+    _killed_run(src, mock, target)
+    killed = _only_replay(src)
+    # the killed replay is shown as interrupted (resumable), not running forever
+    assert killed["status"] == "interrupted" and killed["resumable"] is True
+    assert killed["resume"] == f"kafka-archive replay resume {killed['replay_id']}"
+    src.archive(144)  # new segments: the command's end moves
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    report = out[-1]
+    # the same replay, resumed where it stopped, with its original range (0..119)
+    assert report["replay_id"] == killed["replay_id"]
+    assert report["status"] == "complete"
+    assert report["records_sent_this_run"] == 100 and report["records_sent"] == 120
+    assert any("resuming the unfinished replay" in n for n in report["notes"])
+    # (that its producer fenced the killed one at once - the broker aborting the open
+    # transaction - is checked against a real broker: librdkafka's mock writes no markers
+    # when it fences; tests/real_kafka/test_replay_rerun_real.py)
+    assert _values(mock, target) == _want(120)
+    # the same command once more: what was archived since, after the end (nothing twice)
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    follow = out[-1]
+    assert follow["replay_id"] != killed["replay_id"] and follow["records_sent_this_run"] == 24
+    assert _values(mock, target) == _want(144)
+    # and again: nothing new, nothing sent
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    assert out[-1]["status"] == "already-done" and out[-1]["records_sent_this_run"] == 0
+    assert _values(mock, target) == _want(144)
+    assert {r["status"] for r in _service(src).status()} == {"complete"}
+
+
+def test_prune_keeps_what_a_killed_replay_still_needs(src: Source, mock: MockCluster) -> None:
+    target = _target(mock)
+    _killed_run(src, mock, target)
+    src.archive(144)
+    policy = RetentionPolicy(name="age", topic=TOPIC, max_age="1s")
+    now = T0 + LATER + 500  # offsets 0..119 are older than a second, 120..143 are not
+    held = prune(src.catalog, src.store, [policy], now_ms=now)
+    assert held.ranges == [] and [h["partition"] for h in held.held] == [0]
+    assert "replay abandon" in held.held[0]["reason"]
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    assert out[-1]["status"] == "complete" and out[-1]["records_sent"] == 120
+    assert _values(mock, target) == _want(120)  # 20..119 delivered, nothing skipped
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    assert _values(mock, target) == _want(144)
+    # complete: the leases are released, prune may take the old data now
+    with src.catalog.session() as s:
+        assert s.execute(select(ObjectLease)).scalars().all() == []
+    assert [(r.first_offset, r.last_offset) for r in prune(
+        src.catalog, src.store, [policy], now_ms=now).ranges] == [(0, 119)]  # fmt: skip
+
+
+def test_force_beside_an_unfinished_replay_is_refused_with_the_commands(
+    src: Source, mock: MockCluster
+) -> None:
+    target = _target(mock)
+    _killed_run(src, mock, target)
+    rid = _only_replay(src)["replay_id"]
+    code, out, text = cli(*_command(src, mock, target, "--force"))
+    assert code == 1, text
+    err = out[-1]
+    assert err["error"] == "ReplayIntentConflictError" and "Traceback" not in text
+    assert f"kafka-archive replay resume {rid}" in err["hint"]
+    assert f"kafka-archive replay abandon {rid}" in err["hint"]
+    assert _values(mock, target) == _want(20)  # nothing sent
+
+
+def test_abandon_fences_releases_and_lets_the_request_start_anew(
+    src: Source, mock: MockCluster
+) -> None:
+    from kafka_archive.replay.engine import transactional_id
+
+    target = _target(mock)
+    _killed_run(src, mock, target)
+    rid = str(_only_replay(src)["replay_id"])
+    with src.catalog.session() as s:  # the killed replay's data is kept from prune
+        assert {x.holder for x in s.execute(select(ObjectLease)).scalars()} == {f"replay:{rid}"}
+    code, out, text = cli("replay", "abandon", rid, "--db", src.db_url, "--json")
+    assert code == 0, text
+    plan = _service(src).ledger.plan(rid)
+    assert plan is not None and plan.intent_id is not None
+    assert out[-1]["fenced"] == [transactional_id(plan.intent_id, 0)]
+    assert _values(mock, target) == _want(20)
+    with src.catalog.session() as s:
+        assert s.execute(select(ObjectLease)).scalars().all() == []
+    assert _only_replay(src)["status"] == "abandoned"
+    code, out, text = cli("replay", "abandon", rid, "--db", src.db_url, "--json")
+    assert code == 0 and out[-1]["changed"] is False  # idempotent
+    # the request runs again as a new replay (the operator chose to start over)
+    code, out, text = cli(*_command(src, mock, target))
+    assert code == 0, text
+    assert out[-1]["replay_id"] != rid and out[-1]["records_sent_this_run"] == 120
+    code, out, text = cli("replay", "abandon", out[-1]["replay_id"], "--db", src.db_url, "--json")
+    assert code == 1 and "nothing to abandon" in out[-1]["message"]
+
+
+def test_the_intent_is_the_request_as_given_and_names_the_transactional_ids(
+    src: Source, mock: MockCluster
+) -> None:
+    """Planned before and after new segments were archived: other replay ids (the resolved
+    ranges differ), one intent, and the producers' transactional ids come from it."""
+    from kafka_archive.replay.plan import intent_id
+
+    spec = ReplaySpec.model_validate(
+        {"cluster": CLUSTER, "topic": TOPIC, "from": parse_position("earliest"),
+         "target": TargetSpec(bootstrap_servers=mock.bootstrap_servers, config={"a": "1"})}
+    )  # fmt: skip
+    before = _service(src).plan(spec)
+    src.archive(144)
+    after = _service(src).plan(spec)
+    assert before.replay_id != after.replay_id
+    assert before.intent_id == after.intent_id == intent_id(spec)
+    assert after.txn_base == after.intent_id
+    # credentials and throughput settings are not part of it; what is written is
+    same = spec.model_copy(update={"rate_limit_mb": 5.0, "target": spec.target.with_config({})})
+    assert intent_id(same) == intent_id(spec)
+    for other in ({"target_topic": "x"}, {"partitions": [0]}, {"key_filter": "exact:k"},
+                  {"to": parse_position("offset:50")}, {"provenance_headers": True}):  # fmt: skip
+        assert intent_id(spec.model_copy(update=other)) != intent_id(spec), other
