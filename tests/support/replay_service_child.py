@@ -14,6 +14,7 @@ occurrence with no cleanup. Without ``--kill-at`` it prints the report as JSON.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -51,10 +52,16 @@ def main() -> int:
                 sys.stdout.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
 
+    if args.kill_at:
+        # the service runs in-process through runner.execute (looked up at call time)
+        from kafka_archive.replay import runner
+
+        execute = runner.execute
+        runner.execute = functools.partial(execute, hook=hook)  # type: ignore[assignment]
     with ReplayService(
         load_settings(env={}), catalog=open_catalog(args.db), store=open_store(args.store)
     ) as service:
-        report = service.run(service.plan(spec), hook=hook if args.kill_at else None)
+        report = service.run(service.plan(spec))
     print(report.model_dump_json(), flush=True)
     return 0
 
