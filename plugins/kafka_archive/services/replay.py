@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.catalog.leases import LeaseRange
     from kafka_archive.replay.catalog_source import CatalogPlanSource
-    from kafka_archive.replay.engine import Hook
     from kafka_archive.replay.ledger import ReplayLedger
     from kafka_archive.replay.plan import ReplayPlan, ReplaySpec, TargetSpec
     from kafka_archive.replay.runner import ReplayReport, TargetInfo
@@ -282,7 +281,6 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int = DEFAULT_SPARK_THRESHOLD_BYTES,
         on_records: Callable[[int], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
-        hook: Hook | None = None,
     ) -> ReplayReport:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). A plan with holes is refused unless
@@ -294,7 +292,7 @@ class ReplayService(ResourceService):
         the replay completes or is abandoned (:meth:`abandon`). ``on_warning`` gets every
         warning about the target topic's configs (dropped configs, findings;
         :mod:`~kafka_archive.replay.target_config`) after the target check and before anything
-        is sent; ``hook`` is the engine's test hook (in-process only)."""
+        is sent."""
         from kafka_archive.replay.completeness import FINISHED_STATUSES
 
         ranges = lease_ranges(plan)
@@ -316,7 +314,6 @@ class ReplayService(ResourceService):
                 spark_threshold_bytes=spark_threshold_bytes,
                 on_records=on_records,
                 on_warning=on_warning,
-                hook=hook,
             )
         except BaseException:
             if self.ledger.run(plan.replay_id) is None:
@@ -336,7 +333,6 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int,
         on_records: Callable[[int], None] | None,
         on_warning: Callable[[str], None] | None,
-        hook: Hook | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import check_target
 
@@ -345,7 +341,7 @@ class ReplayService(ResourceService):
         if target.config_check is not None and on_warning is not None:
             for line in target.config_check.warnings():
                 on_warning(line)
-        report = self._execute(plan, target, where, spark_master, on_records, hook)
+        report = self._execute(plan, target, where, spark_master, on_records)
         report.topic_config = topic_config_view(target)
         return report
 
@@ -356,7 +352,6 @@ class ReplayService(ResourceService):
         where: Literal["in-process", "spark"],
         spark_master: str | None,
         on_records: Callable[[int], None] | None,
-        hook: Hook | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import execute
 
@@ -376,7 +371,6 @@ class ReplayService(ResourceService):
             target=target,
             ledger=self.ledger,
             on_records=on_records,
-            hook=hook,
         )
 
     def resumable(
