@@ -16,17 +16,10 @@ uncommitted data, so the committed view is rebuilt from the raw log (tests/suppo
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kafka_archive.archive.runner import run_archive
-from kafka_archive.catalog.build import build_catalog
-from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import ObjectLease
 from kafka_archive.catalog.prune import prune
 from kafka_archive.catalog.retention import RetentionPolicy
@@ -34,69 +27,32 @@ from kafka_archive.replay import models as _models  # noqa: F401
 from kafka_archive.replay.plan import ReplaySpec, TargetSpec, parse_position
 from kafka_archive.services.replay import ReplayService
 from kafka_archive.settings import load_settings
-from kafka_archive.store import ObjectStore, open_store
 from sqlalchemy import select
 from support.cli_json import cli
 
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.encode import WriteRecord
 from tests.support.kafka_mock import MockCluster, committed_records, open_transaction_records
+from tests.support.rerun_source import (
+    CLUSTER,
+    LATER,
+    T0,
+    TOPIC,
+    Source,
+    command,
+    growing_source,
+    killed_replay,
+    want,
+)
 
-CLUSTER, TOPIC = "east", "t"
 PROGRESS = "__kafka_archive_replay_progress"
-REPO = Path(__file__).resolve().parent.parent
-T0 = 1_700_000_000_000
-#: the records archived later start this much later (so an age policy can prune the first ones)
-LATER = 10_000_000
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _write(root: Path, n: int) -> list[Path]:
-    """Offsets 0..n-1 of TOPIC-0 (value ``v<offset>``, batches of 10, segments of 40), closed
-    (the last segment rolled, so every record is archivable)."""
-    broker = BrokerWriter(root, 1, cluster_id="src-cluster-id", offsets_partitions=1)
-    pw = broker.partition(TOPIC, 0)
-    for i in range(0, n, 10):
-        ts = T0 + i + (LATER if i >= 120 else 0)
-        size = min(10, n - i)
-        pw.append(
-            [
-                WriteRecord(f"k{i + j}".encode(), f"v{i + j}".encode(), (), ts + j)
-                for j in range(size)
-            ]
-        )
-        if (i + 10) % 40 == 0:
-            pw.roll()
-    if n % 40:
-        pw.roll()
-    broker.close()
-    return broker.log_dirs
-
-
-@dataclass
-class Source:
-    root: Path
-    store: ObjectStore
-    catalog: Catalog
-    db_url: str
-
-    def archive(self, n: int) -> None:
-        """Archive (and catalog) offsets 0..n-1: the same bytes as before plus what is new."""
-        dirs = _write(self.root / f"broker-{n}", n)
-        run_archive(cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in dirs], store=self.store)
-        build_catalog(self.catalog, self.store.uri, cluster=CLUSTER)
-
-
 @pytest.fixture
 def src(tmp_path: Path) -> Iterator[Source]:
-    store = open_store(str(tmp_path / "store"))
-    db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
-    catalog = open_catalog(db_url, create=True)
-    source = Source(tmp_path, store, catalog, db_url)
-    source.archive(120)
+    source = growing_source(tmp_path)
     yield source
-    catalog.close()
+    source.close()
 
 
 @pytest.fixture(scope="module")
@@ -118,24 +74,12 @@ def _target(mock: MockCluster) -> str:
 
 
 def _command(src: Source, mock: MockCluster, target: str, *extra: str) -> list[str]:
-    """The runbook's form: from earliest, no --to."""
-    return [
-        "replay", "run", "--cluster", CLUSTER, "--topic", TOPIC, "--from", "earliest",
-        "--target", mock.bootstrap_servers, "--target-topic", target,
-        "--store", src.store.uri, "--db", src.db_url, "--json", *extra,
-    ]  # fmt: skip
+    return command(src, mock.bootstrap_servers, target, *extra)
 
 
 def _killed_run(src: Source, mock: MockCluster, target: str) -> None:
-    """The same request as :func:`_command` (in transactions of 10 records), killed after two
-    committed transactions with the third's records flushed to the target, uncommitted."""
-    request = {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest", "target_topic": target,
-               "target": mock.bootstrap_servers, "txn_max_records": 10}  # fmt: skip
-    killed = subprocess.run(
-        [sys.executable, "-m", "tests.support.replay_service_child", src.store.uri, src.db_url,
-         json.dumps(request), "--kill-at", "before_progress", "--nth", "3"],
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    """:func:`killed_replay`: offsets 0..19 committed on the target, 20..29 open."""
+    killed = killed_replay(src, mock.bootstrap_servers, target)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert [r.value for r in committed_records(mock.bootstrap_servers, target, 0)] == [
         f"v{i}".encode() for i in range(20)
@@ -145,10 +89,6 @@ def _killed_run(src: Source, mock: MockCluster, target: str) -> None:
 
 def _values(mock: MockCluster, target: str) -> list[bytes | None]:
     return [r.value for r in committed_records(mock.bootstrap_servers, target, 0)]
-
-
-def _want(n: int) -> list[bytes | None]:
-    return [f"v{i}".encode() for i in range(n)]
 
 
 def _service(src: Source) -> ReplayService:
@@ -181,18 +121,18 @@ def test_the_same_command_resumes_the_killed_replay_fences_it_and_never_resends(
     # (that its producer fenced the killed one at once - the broker aborting the open
     # transaction - is checked against a real broker: librdkafka's mock writes no markers
     # when it fences; tests/real_kafka/test_replay_rerun_real.py)
-    assert _values(mock, target) == _want(120)
+    assert _values(mock, target) == want(120)
     # the same command once more: what was archived since, after the end (nothing twice)
     code, out, text = cli(*_command(src, mock, target))
     assert code == 0, text
     follow = out[-1]
     assert follow["replay_id"] != killed["replay_id"] and follow["records_sent_this_run"] == 24
-    assert _values(mock, target) == _want(144)
+    assert _values(mock, target) == want(144)
     # and again: nothing new, nothing sent
     code, out, text = cli(*_command(src, mock, target))
     assert code == 0, text
     assert out[-1]["status"] == "already-done" and out[-1]["records_sent_this_run"] == 0
-    assert _values(mock, target) == _want(144)
+    assert _values(mock, target) == want(144)
     assert {r["status"] for r in _service(src).status()} == {"complete"}
 
 
@@ -208,10 +148,10 @@ def test_prune_keeps_what_a_killed_replay_still_needs(src: Source, mock: MockClu
     code, out, text = cli(*_command(src, mock, target))
     assert code == 0, text
     assert out[-1]["status"] == "complete" and out[-1]["records_sent"] == 120
-    assert _values(mock, target) == _want(120)  # 20..119 delivered, nothing skipped
+    assert _values(mock, target) == want(120)  # 20..119 delivered, nothing skipped
     code, out, text = cli(*_command(src, mock, target))
     assert code == 0, text
-    assert _values(mock, target) == _want(144)
+    assert _values(mock, target) == want(144)
     # complete: the leases are released, prune may take the old data now
     with src.catalog.session() as s:
         assert s.execute(select(ObjectLease)).scalars().all() == []
@@ -231,7 +171,7 @@ def test_force_beside_an_unfinished_replay_is_refused_with_the_commands(
     assert err["error"] == "ReplayIntentConflictError" and "Traceback" not in text
     assert f"kafka-archive replay resume {rid}" in err["hint"]
     assert f"kafka-archive replay abandon {rid}" in err["hint"]
-    assert _values(mock, target) == _want(20)  # nothing sent
+    assert _values(mock, target) == want(20)  # nothing sent
 
 
 def test_abandon_fences_releases_and_lets_the_request_start_anew(
@@ -249,7 +189,7 @@ def test_abandon_fences_releases_and_lets_the_request_start_anew(
     plan = _service(src).ledger.plan(rid)
     assert plan is not None and plan.intent_id is not None
     assert out[-1]["fenced"] == [transactional_id(plan.intent_id, 0)]
-    assert _values(mock, target) == _want(20)
+    assert _values(mock, target) == want(20)
     with src.catalog.session() as s:
         assert s.execute(select(ObjectLease)).scalars().all() == []
     assert _only_replay(src)["status"] == "abandoned"
