@@ -85,7 +85,7 @@ def test_abandon_fences_the_killed_replay_at_once(
     target = _killed(src, kafka_cluster, "abandon-real")
     (status,) = [r for r in cli("replay", "status", "--db", src.db_url, "--json")[1]]
     assert status["status"] == "interrupted"
-    code, out, text = cli("replay", "abandon", status["replay_id"], "--db", src.db_url, "--json")
+    code, _out, text = cli("replay", "abandon", status["replay_id"], "--db", src.db_url, "--json")
     assert code == 0, text
     stable, high = _stable_and_high(kafka_cluster, target)
     assert stable == high
