@@ -143,6 +143,14 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
         return service.run(plan, on_records=advance, on_warning=warn)
 
 
+def _print_notes(notes: list[str], as_json: bool) -> None:
+    """What the service decided about the request (e.g. it resumes the unfinished replay of
+    the same request), on stderr before anything is sent (``--json``: the report's notes)."""
+    if not as_json:
+        for note in notes:
+            err_console.print(f"[yellow]{note}[/]")
+
+
 @app.command("run")
 def run(
     cluster: Annotated[str, typer.Option("--cluster", help="Source cluster name in the archive.")],
@@ -329,6 +337,7 @@ def run(
     try:
         if dry_run:
             report = service.preview(spec, check_target=not offline)
+            _print_notes(report.notes, as_json)
             if as_json:
                 emit_json(report.model_dump(mode="json"))
             else:
@@ -337,9 +346,7 @@ def run(
                 print_topic_config(report)
             return
         plan = service.plan(spec)
-        if not as_json:
-            for note in service.notes:
-                err_console.print(f"[yellow]{note}[/]")
+        _print_notes(service.notes, as_json)
         report = _execute(service, plan, spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)

@@ -240,11 +240,16 @@ class ReplayService(ResourceService):
             # existing target is compared with (decided now, so the run creates what the plan
             # says); a resumed replay keeps the settings it was planned with
             plan = plan_topic_settings(plan, source, self.history())
+        known = self.ledger.run(plan.replay_id) is not None
         if register:
             self.ledger.register(plan)
         if register if lease is None else lease:
-            # queued: prune must leave its objects until the run takes the lease over
-            self._leases().take(lease_holder(plan), lease_ranges(plan), queued=True)
+            # queued: prune must leave its objects until the run takes the lease over; a
+            # replay already known (resumed) keeps its durable lease (it may hold data a
+            # killed run still needs: no expiry)
+            self._leases().take(
+                lease_holder(plan), lease_ranges(plan), queued=not known, durable=known
+            )
         return plan
 
     def _leases(self) -> Any:
@@ -260,6 +265,7 @@ class ReplayService(ResourceService):
 
         plan = self.plan(spec)
         report = dry_run_report(plan)
+        report.notes = list(self.notes)
         if check_target:
             info = check(plan, read_only=True)
             report.target_check = {
