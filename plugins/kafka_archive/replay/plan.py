@@ -20,14 +20,8 @@ The replay id is derived from the *resolved* plan (ranges, target, mapping, filt
 the same request again (same absolute times or offsets) finds the same replay and does nothing
 once it is complete; ``force`` derives a fresh id and replays again.
 
-The **intent** (:func:`intent_id`) is the request as given, before resolution: source cluster,
-topic, partition selection, ``from`` and ``to`` as written (``earliest`` stays ``earliest``, no
-``to`` stays "the end of the archive"), target identity, target topic and every option that
-changes what is written. The same command run again has the same intent even when its plan
-resolves differently (new segments archived, older ones pruned): the service finds the
-unfinished replay of that intent and resumes it (:mod:`kafka_archive.replay.intent`). The
-producers' transactional ids derive from the intent (:attr:`ReplayPlan.txn_base`), so any run of
-the same intent fences a killed one at once.
+The **intent** (:func:`intent_id`) is the request as given, before resolution; the same command
+run again has it even when its plan resolves differently (:mod:`kafka_archive.replay.intent`).
 """
 
 from __future__ import annotations
@@ -454,11 +448,9 @@ def plan_id(spec: ReplaySpec, partitions: Iterable[PartitionPlan], *, nonce: str
 
 
 def intent_id(spec: ReplaySpec) -> str:
-    """The request's intent: a digest of what the operator asked for, *before* resolution
-    (``from``/``to`` as given, the partition selection, the target and every option that
-    changes what lands on the target; never credentials, rate limits or transaction sizes).
-    Two runs of the same command have the same intent even when the archive changed between
-    them (see the module docstring)."""
+    """The request's intent: a digest of what was asked for, *before* resolution (``from``/
+    ``to`` as given, partition selection, target, every option that changes what is written;
+    never credentials, rate limits or transaction sizes)."""
     ident = {
         "cluster": spec.cluster,
         "topic": spec.topic,
