@@ -52,7 +52,9 @@ def _values(cluster: LocalKafkaCluster, topic: str) -> list[bytes | None]:
 
 
 def _killed(src: Source, cluster: LocalKafkaCluster, prefix: str) -> str:
-    target = cluster.create_topic(unique_name(prefix), 1)
+    # the source's timestamps are from 2023: a target with the default retention would delete
+    # the replayed records at once
+    target = cluster.create_topic(unique_name(prefix), 1, config={"retention.ms": "-1"})
     killed = killed_replay(src, cluster.bootstrap_servers, target)
     assert killed.returncode == -9, killed.stderr[-3000:]
     stable, high = _stable_and_high(cluster, target)
