@@ -153,8 +153,9 @@ def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) 
         raise ReplayGapsError(
             f"replay {plan.replay_id} reads archived data that was pruned after it was "
             "planned: " + "; ".join(lines),
-            hint="Plan the replay again (`kafka-archive replay run ...`): the new plan starts "
-            "at the retained data, or names the pruned range as a hole (--allow-gaps).",
+            hint=f"Abandon it (`kafka-archive replay abandon {plan.replay_id}`), then plan the "
+            "replay again (`kafka-archive replay run ...`): the new plan starts at the retained "
+            "data, or names the pruned range as a hole (--allow-gaps).",
         )
 
 
@@ -304,8 +305,10 @@ class ReplayService(ResourceService):
         ranges = lease_ranges(plan)
         holder = lease_holder(plan)
         leases = self._leases()
-        # not tied to this process: an unfinished replay's data must outlive a killed run
-        # until the replay completes or is abandoned (`replay abandon`)
+        # registered first, so that a lease never outlives a replay nobody can name (a run
+        # killed between the two); not tied to this process: an unfinished replay's data must
+        # outlive a killed run until the replay completes or is abandoned (`replay abandon`)
+        self.ledger.register(plan)
         leases.take(holder, ranges, durable=True)
         try:
             refuse_pruned(self.resources.catalog(), plan, ranges)
@@ -322,8 +325,10 @@ class ReplayService(ResourceService):
                 on_warning=on_warning,
             )
         except BaseException:
-            if self.ledger.run(plan.replay_id) is None:
-                leases.release(holder)  # never registered: nothing to resume
+            if not self.ledger.all_progress(plan.replay_id):
+                # nothing delivered (refused before it started: a missing target topic, ...):
+                # no resume point to protect; a run of it takes the lease again
+                leases.release(holder)
             raise
         if report.status in FINISHED_STATUSES or report.status == "already-done":
             leases.release(holder)
