@@ -11,6 +11,11 @@ leaves every unit a live lease touches.
 * A **queued** job's lease (a replay planned by the DAG and waiting for its run task) is not
   tied to a process (``pid`` 0) and lives :data:`QUEUED_TTL_S` unless the run takes it over
   (taking a lease replaces the holder's earlier rows).
+* A **durable** lease (a replay's: ``durable=True``) is not tied to a process either and never
+  expires (:data:`DURABLE_EXPIRY_MS`): a replay killed mid-way is resumable, so the data it
+  still needs stays until the replay completes or is abandoned, which release it. A running
+  replay's lease used to be tied to its process, and prune removed what the killed replay still
+  needed at once; the re-run then skipped those offsets silently.
 
 Why prune cannot delete what a job is about to read: both sides write before they read. A
 job commits its lease, then checks that nothing of its plan is pruned
@@ -37,6 +42,7 @@ from sqlalchemy.orm import Session
 from kafka_archive.catalog.models import ObjectLease, PrunedRange
 
 __all__ = [
+    "DURABLE_EXPIRY_MS",
     "HEARTBEAT_S",
     "QUEUED_TTL_S",
     "RUNNING_TTL_S",
@@ -52,6 +58,8 @@ RUNNING_TTL_S = 120.0
 HEARTBEAT_S = 15.0
 #: how long a queued job's lease lives without its run taking it over
 QUEUED_TTL_S = 6 * 3600.0
+#: the expiry of a durable lease: never (released explicitly)
+DURABLE_EXPIRY_MS = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +139,20 @@ class ObjectLeases:
         self.engine = engine
         self.host = socket.gethostname()
 
-    def take(self, holder: str, ranges: Sequence[LeaseRange], *, queued: bool = False) -> None:
+    def take(
+        self,
+        holder: str,
+        ranges: Sequence[LeaseRange],
+        *,
+        queued: bool = False,
+        durable: bool = False,
+    ) -> None:
         """Lease ``ranges`` for ``holder`` (replacing its earlier rows, e.g. the queued lease
-        of the plan this run executes); ``queued``: not tied to this process."""
+        of the plan this run executes); ``queued``: not tied to this process, for
+        :data:`QUEUED_TTL_S`; ``durable``: not tied to this process, until released."""
         now = _now_ms()
         ttl = QUEUED_TTL_S if queued else RUNNING_TTL_S
+        expires = DURABLE_EXPIRY_MS if durable else now + int(ttl * 1000)
         rows = [
             {
                 "holder": holder,
@@ -145,10 +162,10 @@ class ObjectLeases:
                 "first_offset": r.first_offset,
                 "last_offset": r.last_offset,
                 "host": self.host,
-                "pid": 0 if queued else os.getpid(),
+                "pid": 0 if queued or durable else os.getpid(),
                 "acquired_at_ms": now,
                 "heartbeat_ms": now,
-                "expires_at_ms": now + int(ttl * 1000),
+                "expires_at_ms": expires,
             }
             for r in ranges
         ]

@@ -353,7 +353,9 @@ def _plan(
                         "first_offset": u.first_offset,
                         "last_offset": u.last_offset,
                         "policy": policy.name,
-                        "reason": "a running or queued replay or export holds a lease on it",
+                        "reason": "a running, queued or unfinished replay or an export holds a "
+                        "lease on it (an unfinished replay keeps it until it completes or "
+                        "`kafka-archive replay abandon ID` releases it)",
                     }
                 )
             for p, us in sorted(chosen.items()):

@@ -1,7 +1,9 @@
 """``kafka-archive replay``: re-produce an archived range into a target cluster, exactly once.
 
 Commands: ``run`` (plan from the catalog, check the target, replay in-process or on Spark,
-report), ``resume`` (continue a replay by id), ``status`` (replays and their progress) and
+report; the same request run again resumes its unfinished replay), ``resume`` (continue a
+replay by id), ``abandon`` (close an unfinished replay: fence its producers, release its data),
+``status`` (replays and their progress) and
 ``translate-group`` (a consumer group's positions on the target, optionally committed there).
 The archive and the catalog come from ``--store``/``--db`` or ``KAFKA_ARCHIVE_STORE`` /
 ``KAFKA_ARCHIVE_DB``. Exit status: 0 success, 1 failure (a replay failure is resumable: run the
@@ -164,6 +166,14 @@ def _exit_incomplete(report: Any, as_json: bool) -> None:
     if as_json:
         raise typer.Exit(1)  # the report (status, incomplete, hint) is the JSON answer
     fail(f"replay {report.replay_id} is incomplete: {lines}", hint=report.hint, code=1)
+
+
+def _print_notes(notes: list[str], as_json: bool) -> None:
+    """What the service decided about the request (e.g. it resumes the unfinished replay of
+    the same request), on stderr before anything is sent (``--json``: the report's notes)."""
+    if not as_json:
+        for note in notes:
+            err_console.print(f"[yellow]{note}[/]")
 
 
 @app.command("run")
@@ -364,6 +374,7 @@ def run(
     try:
         if dry_run:
             report = service.preview(spec, check_target=not offline)
+            _print_notes(report.notes, as_json)
             if as_json:
                 emit_json(report.model_dump(mode="json"))
             else:
@@ -374,6 +385,7 @@ def run(
         plan = service.plan(
             spec, wait_open_txns_s=wait_open_txns, on_wait=_waiting(as_json, wait_open_txns)
         )
+        _print_notes(service.notes, as_json)
         report = _execute(service, plan, spark_master, as_json)
     except Exception as exc:
         _fail_replay(exc, as_json)
@@ -433,6 +445,50 @@ def resume(
         print_report(report)
         print_holes(report)
     _exit_incomplete(report, as_json)
+
+
+@app.command("abandon")
+def abandon(
+    replay_id: Annotated[str, typer.Argument(help="The replay id (see `replay status`).")],
+    no_fence: Annotated[
+        bool,
+        typer.Option(
+            "--no-fence",
+            help="Do not contact the target (it is gone): release without fencing the "
+            "replay's producers.",
+        ),
+    ] = False,
+    target_config: TargetConfigOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Close an unfinished (interrupted or failed) replay for good: fence its producers on the
+    target (a killed run's open transaction is aborted at once), release the archived data it
+    kept from prune, and mark it abandoned, so that its request runs as a new replay."""
+    from kafka_archive.replay.errors import ReplayConfigError
+    from kafka_archive.services.replay import ReplayService
+
+    catalog = open_catalog_or_fail(db, as_json)
+    with ReplayService(cli_settings(as_json, db=db), catalog=catalog) as service:
+        try:
+            done = service.abandon(
+                replay_id, target_config=_kv(target_config, as_json), fence=not no_fence
+            )
+        except ReplayConfigError as exc:
+            usage = exc.to_dict().get("missing") is not None  # secrets to give again: usage
+            fail(exc.message, hint=exc.hint or None, code=2 if usage else 1, as_json=as_json)
+        except Exception as exc:
+            _fail_replay(exc, as_json)
+    if as_json:
+        emit_json(done)
+    elif not done["changed"]:
+        console.print(f"replay {replay_id} was already abandoned")
+    else:
+        fenced = f"fenced {len(done['fenced'])} producer(s); " if done["fenced"] else ""
+        console.print(
+            f"replay {replay_id} abandoned: {fenced}its archived data is no longer kept from "
+            "prune; running its request again starts a new replay"
+        )
 
 
 @app.command("status")

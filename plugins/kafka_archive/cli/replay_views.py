@@ -104,6 +104,8 @@ def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
         f"{obj['target_topic']} @ {obj['target']} ({obj['records_sent']} records, "
         f"{obj['offset_ranges']} offset ranges{holes})"
     )
+    if obj.get("resumable") and obj["status"] != "running":
+        console.print(f"  resume: {obj['resume']}   (or abandon: {obj['abandon']})")
     for p in progress:
         state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"
         console.print(

@@ -109,6 +109,9 @@ class ReplayReport(BaseModel):
     #: the target topic's configs: created with, dropped, differences from the source's at the
     #: start, findings (:class:`~.target_config.TopicConfigCheck`; ``None``: not checked)
     topic_config: dict[str, Any] | None = None
+    #: what the service decided about the request (e.g. it resumed the unfinished replay of the
+    #: same request, or continued after a finished one: :mod:`.intent`)
+    notes: list[str] = []
 
 
 def _hole_rows(plan: ReplayPlan) -> list[dict[str, Any]]:

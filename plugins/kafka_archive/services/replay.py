@@ -153,8 +153,9 @@ def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) 
         raise ReplayGapsError(
             f"replay {plan.replay_id} reads archived data that was pruned after it was "
             "planned: " + "; ".join(lines),
-            hint="Plan the replay again (`kafka-archive replay run ...`): the new plan starts "
-            "at the retained data, or names the pruned range as a hole (--allow-gaps).",
+            hint=f"Abandon it (`kafka-archive replay abandon {plan.replay_id}`), then plan the "
+            "replay again (`kafka-archive replay run ...`): the new plan starts at the retained "
+            "data, or names the pruned range as a hole (--allow-gaps).",
         )
 
 
@@ -177,6 +178,9 @@ class ReplayService(ResourceService):
         #: ``"auto"``: looked up once, on first use (see :meth:`history`)
         self._history_arg = history
         self._history: TopicHistory | None = None
+        #: what the last :meth:`plan` decided about the request's intent, for the operator
+        #: (e.g. "resuming the unfinished replay r-...")
+        self.notes: list[str] = []
 
     # -- the parts ------------------------------------------------------------------------
 
@@ -232,28 +236,40 @@ class ReplayService(ResourceService):
         where the archive ends), look at the catalog again every few seconds, at most this
         long (:func:`~kafka_archive.replay.planning.stability.wait_until_stable`; ``on_wait`` is
         told before each pause); the plan that results may still be incomplete."""
+        from kafka_archive.replay.intent import resolve_intent
         from kafka_archive.replay.planning.plan_topics import plan_topic_settings
         from kafka_archive.replay.planning.stability import wait_until_stable
         from kafka_archive.replay.runner import plan_replay
 
         source = self.source()
-        plan = plan_replay(spec, source)
-        if plan.incomplete and wait_open_txns_s > 0:
+        planned = plan_replay(spec, source)
+        if planned.incomplete and wait_open_txns_s > 0:
 
             def again() -> ReplayPlan:
                 nonlocal source
                 source = self.source()  # a fresh look at the catalog (no cached answers)
                 return plan_replay(spec, source)
 
-            plan = wait_until_stable(again, wait_open_txns_s, on_wait=on_wait)
-        # the source topic as it was at the start: what --create-topic creates, and what an
-        # existing target is compared with (decided now, so the run creates what the plan says)
-        plan = plan_topic_settings(plan, source, self.history())
+            planned = wait_until_stable(again, wait_open_txns_s, on_wait=on_wait)
+        # the same request run again: the unfinished replay of its intent, or a follow-on of
+        # its finished ones (replay.intent), instead of a new replay re-sending what was sent
+        plan, note = resolve_intent(self.ledger, planned, lambda s: plan_replay(s, source))
+        self.notes = [note] if note else []
+        if plan.topic_settings is None:
+            # the source topic as it was at the start: what --create-topic creates, and what an
+            # existing target is compared with (decided now, so the run creates what the plan
+            # says); a resumed replay keeps the settings it was planned with
+            plan = plan_topic_settings(plan, source, self.history())
+        known = self.ledger.run(plan.replay_id) is not None
         if register:
             self.ledger.register(plan)
         if register if lease is None else lease:
-            # queued: prune must leave its objects until the run takes the lease over
-            self._leases().take(lease_holder(plan), lease_ranges(plan), queued=True)
+            # queued: prune must leave its objects until the run takes the lease over; a
+            # replay already known (resumed) keeps its durable lease (it may hold data a
+            # killed run still needs: no expiry)
+            self._leases().take(
+                lease_holder(plan), lease_ranges(plan), queued=not known, durable=known
+            )
         return plan
 
     def _leases(self) -> Any:
@@ -269,6 +285,7 @@ class ReplayService(ResourceService):
 
         plan = self.plan(spec)
         report = dry_run_report(plan)
+        report.notes = list(self.notes)
         if check_target:
             info = check(plan, read_only=True)
             report.target_check = {
@@ -297,13 +314,28 @@ class ReplayService(ResourceService):
         (:class:`~kafka_archive.replay.bookkeeping.lease.ReplayBusyError`). The run leases the
         plan's offset ranges (prune leaves them) and is refused
         (:class:`~kafka_archive.replay.planning.completeness.ReplayGapsError`) when part of them was
-        pruned after it was planned. ``on_warning`` gets every warning about the target
-        topic's configs (dropped configs, findings; :mod:`~kafka_archive.replay.target.topic`)
-        after the target check and before anything is sent."""
+        pruned after it was planned. The lease outlives the run (a killed run included) until
+        the replay completes or is abandoned (:meth:`abandon`). ``on_warning`` gets every
+        warning about the target topic's configs (dropped configs, findings;
+        :mod:`~kafka_archive.replay.target.topic`) after the target check and before anything
+        is sent."""
+        from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
+
         ranges = lease_ranges(plan)
-        with self._leases().hold(lease_holder(plan), ranges):
+        holder = lease_holder(plan)
+        leases = self._leases()
+        # registered first, so that a lease never outlives a replay nobody can name (a run
+        # killed between the two); not tied to this process: an unfinished replay's data must
+        # outlive a killed run until the replay completes or is abandoned (`replay abandon`)
+        self.ledger.register(plan)
+        leases.take(holder, ranges, durable=True)
+        try:
             refuse_pruned(self.resources.catalog(), plan, ranges)
-            return self._run(
+        except BaseException:
+            leases.release(holder)  # the plan cannot run: nothing of it to keep
+            raise
+        try:
+            report = self._run(
                 plan,
                 execution=execution,
                 spark_master=spark_master,
@@ -311,6 +343,16 @@ class ReplayService(ResourceService):
                 on_records=on_records,
                 on_warning=on_warning,
             )
+        except BaseException:
+            if not self.ledger.all_progress(plan.replay_id):
+                # nothing delivered (refused before it started: a missing target topic, ...):
+                # no resume point to protect; a run of it takes the lease again
+                leases.release(holder)
+            raise
+        if report.status in FINISHED_STATUSES or report.status == "already-done":
+            leases.release(holder)
+        report.notes = [*self.notes, *report.notes]
+        return report
 
     def _run(
         self,
@@ -393,6 +435,53 @@ class ReplayService(ResourceService):
             )
         return plan
 
+    def abandon(
+        self, replay_id: str, *, target_config: Mapping[str, str], fence: bool = True
+    ) -> dict[str, Any]:
+        """Close an unfinished replay explicitly: fence its producers on the target (a killed
+        run's open transaction is aborted at once), release its object lease (prune may take
+        its data) and mark it ``abandoned`` (a re-run of its request plans a new replay).
+        ``fence=False``: the target is gone; release without fencing. Returns what was done.
+
+        Raises:
+            ReplayConfigError: no such replay, it is finished, or the target needs secrets.
+            ReplayBusyError: a live run holds the replay.
+            ReplayTargetError: the target did not answer the fencing (nothing is released).
+        """
+        from kafka_archive.replay.bookkeeping.lease import ReplayLease
+        from kafka_archive.replay.errors import ReplayConfigError
+        from kafka_archive.replay.intent import ABANDONED
+        from kafka_archive.replay.intent import fence as fence_producers
+        from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
+
+        run = self.ledger.run(replay_id)
+        if run is None:
+            raise ReplayConfigError(
+                f"no replay {replay_id!r} in the catalog", hint="see `kafka-archive replay status`"
+            )
+        if run.status in FINISHED_STATUSES:
+            raise ReplayConfigError(
+                f"replay {replay_id} is {run.status}: there is nothing to abandon",
+                hint="a finished replay holds no lease and no open transaction",
+            )
+        if run.status == ABANDONED:
+            return {"replay_id": replay_id, "status": ABANDONED, "fenced": [], "changed": False}
+        if fence:
+            plan = self.resumable(replay_id, target_config=target_config)
+        else:
+            stored = self.ledger.plan(replay_id)
+            assert stored is not None
+            plan = stored
+        with ReplayLease(self.ledger.engine, replay_id):  # refuses while a live run holds it
+            fenced = fence_producers(plan) if fence else []
+            self.ledger.set_status(
+                replay_id,
+                ABANDONED,
+                error=None if fence else "abandoned without fencing its producers (--no-fence)",
+            )
+            self._leases().release(lease_holder(plan))
+        return {"replay_id": replay_id, "status": ABANDONED, "fenced": fenced, "changed": True}
+
     def status(
         self,
         *,
@@ -419,13 +508,27 @@ class ReplayService(ResourceService):
         return [self._status_of(r) for r in runs]
 
     def _status_of(self, run: Any) -> dict[str, Any]:
+        from kafka_archive.replay.bookkeeping.lease import run_alive
+        from kafka_archive.replay.intent import (
+            CLOSED_STATUSES,
+            INTERRUPTED,
+            abandon_command,
+            resume_command,
+        )
         from kafka_archive.replay.planning.plan import ReplayPlan
 
         progress = self.ledger.all_progress(run.replay_id)
         plan = ReplayPlan.from_json(run.plan_json)
+        status = run.status
+        if status == "running" and not run_alive(self.ledger.engine, run.replay_id):
+            status = INTERRUPTED  # its run is gone (killed): resumable, not running
+        resumable = status not in CLOSED_STATUSES
         return {
             "replay_id": run.replay_id,
-            "status": run.status,
+            "status": status,
+            "resumable": resumable,
+            "resume": resume_command(run.replay_id) if resumable else None,
+            "abandon": abandon_command(run.replay_id) if resumable else None,
             "cluster": run.cluster,
             "topic": run.topic,
             "target": run.target,

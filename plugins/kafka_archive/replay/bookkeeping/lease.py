@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from kafka_archive.replay.bookkeeping.models import ReplayLeaseRow
 from kafka_archive.replay.errors import ReplayError
 
-__all__ = ["HEARTBEAT_S", "LEASE_TTL_S", "ReplayBusyError", "ReplayLease"]
+__all__ = ["HEARTBEAT_S", "LEASE_TTL_S", "ReplayBusyError", "ReplayLease", "run_alive"]
 
 #: a lease not renewed for this long is stale (any host)
 LEASE_TTL_S = 60.0
@@ -73,6 +73,14 @@ class _Holder:
         if self.host == host and not _pid_alive(self.pid):
             return True
         return now_ms - self.heartbeat_ms > LEASE_TTL_S * 1000
+
+
+def run_alive(engine: Engine, replay_id: str) -> bool:
+    """Whether a live run holds ``replay_id`` (a lease row that is not stale): a ``running``
+    replay without one was killed (``replay status`` shows it ``interrupted``)."""
+    lease = ReplayLease(engine, replay_id)
+    holder = lease._holder()
+    return holder is not None and not holder.stale(_now_ms(), lease.host)
 
 
 class ReplayLease:

@@ -2,8 +2,10 @@
 
 :class:`PartitionReplay` reads its partition's committed records (:mod:`.reader`) and produces
 them with a **transactional** confluent-kafka producer whose ``transactional.id`` is
-``kafka-archive-replay.<replay_id>.<source partition>``. Per transaction (at most
-``txn_max_records`` records, ``txn_max_bytes`` payload bytes or ``txn_max_ms``):
+``kafka-archive-replay.<intent>.<source partition>`` (the request's intent,
+:attr:`~.plan.ReplayPlan.txn_base`: every run of the same request fences a killed one). Per
+transaction (at most ``txn_max_records`` records, ``txn_max_bytes`` payload bytes or
+``txn_max_ms``):
 
 1. ``begin_transaction``; produce records (key, value, headers, CreateTime timestamp as given,
    target partition from the mapping; :mod:`.batch_produce`, one source batch at a time);
@@ -119,9 +121,11 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
 }
 
 
-def transactional_id(replay_id: str, source_partition: int) -> str:
-    """The producer's transactional id: stable per (replay, partition), so a restart fences."""
-    return f"kafka-archive-replay.{replay_id}.{source_partition}"
+def transactional_id(txn_base: str, source_partition: int) -> str:
+    """The producer's transactional id: stable per (intent, partition) - ``txn_base`` is
+    :attr:`~.plan.ReplayPlan.txn_base` - so a restart, a resume or any other run of the same
+    request fences a killed producer at once (its open transaction is aborted)."""
+    return f"kafka-archive-replay.{txn_base}.{source_partition}"
 
 
 class PartitionReplay:
@@ -189,7 +193,7 @@ class PartitionReplay:
         self._started: float | None = None
         self.producer_config: dict[str, Any] = {
             **client,
-            "transactional.id": transactional_id(plan.replay_id, partition),
+            "transactional.id": transactional_id(plan.txn_base, partition),
             **PRODUCER_DEFAULTS,
             **(producer_config or {}),
         }

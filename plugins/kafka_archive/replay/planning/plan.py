@@ -19,6 +19,9 @@ Range semantics (those of a consumer that seeks by time, i.e. Kafka's ListOffset
 The replay id is derived from the *resolved* plan (ranges, target, mapping, filters), so running
 the same request again (same absolute times or offsets) finds the same replay and does nothing
 once it is complete; ``force`` derives a fresh id and replays again.
+
+The **intent** (:func:`intent_id`) is the request as given, before resolution; the same command
+run again has it even when its plan resolves differently (:mod:`kafka_archive.replay.intent`).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ __all__ = [
     "TargetSpec",
     "build_plan",
     "id_ranges",
+    "intent_id",
     "object_ranges",
     "parse_position",
     "stabilize",
@@ -256,6 +260,16 @@ class ReplayPlan(_Frozen):
     created_at_ms: int
     #: the target topic's configs as planned (:mod:`.topic_config`); ``None``: not looked up
     topic_settings: TopicSettings | None = None
+    #: the request's intent (:func:`intent_id`); ``None``: a plan made before intents existed
+    intent_id: str | None = None
+
+    @property
+    def txn_base(self) -> str:
+        """What the producers' transactional ids are made of: the intent, so that every run of
+        the same request (a resume, a ``--force`` run, a run after ``replay abandon``) fences
+        a killed producer at once; the replay id for plans stored before intents existed
+        (their producers used it)."""
+        return self.intent_id or self.replay_id
 
     @property
     def target_topic(self) -> str:
@@ -467,6 +481,27 @@ def plan_id(spec: ReplaySpec, partitions: Iterable[PartitionPlan], *, nonce: str
     return f"r-{digest[:16]}"
 
 
+def intent_id(spec: ReplaySpec) -> str:
+    """The request's intent: a digest of what was asked for, *before* resolution (``from``/
+    ``to`` as given, partition selection, target, every option that changes what is written;
+    never credentials, rate limits or transaction sizes)."""
+    ident = {
+        "cluster": spec.cluster,
+        "topic": spec.topic,
+        "partitions": sorted(set(spec.partitions)) if spec.partitions else None,
+        "from": spec.from_.model_dump(mode="json"),
+        "to": None if spec.to is None else spec.to.model_dump(mode="json"),
+        "target": spec.target.identity(),
+        "target_topic": spec.effective_target_topic,
+        "mapping": spec.partition_mapping,
+        "timestamps": spec.preserve_timestamps,
+        "provenance": spec.provenance_headers,
+        "key_filter": spec.key_filter,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+    return f"i-{digest[:16]}"
+
+
 def _requested(pos: Position | None, partition: int) -> int | None:
     """The offset an explicit ``offset:`` bound names for ``partition`` (else ``None``)."""
     if pos is None or pos.kind != "offset":
@@ -642,6 +677,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
         source_partition_count=source.partition_count(spec.cluster, spec.topic),
         source_cluster_id=source.cluster_id(spec.cluster),
         created_at_ms=now,
+        intent_id=intent_id(spec),
     )
     # the archive's last stable offsets (after the id: they do not change what is asked for)
     return stabilize(plan, source)
