@@ -342,3 +342,32 @@ def test_airflow_report_tasks_fail_an_incomplete_run_with_the_reason() -> None:
     assert f"producer {OPEN_PID}" in caught.value.message
     assert caught.value.hint == INCOMPLETE_HINT
     assert export_tasks.report_task({"export_id": "e-1"}, {**result, "status": "committed"})
+
+
+@pytest.mark.parametrize("outcome", ["commit", "abort"])
+def test_the_runbook_form_resumes_an_incomplete_replay_with_what_was_archived_since(
+    archive: Archive, mock: MockCluster, outcome: str
+) -> None:
+    """``--from earliest`` and no ``--to``: the archive's end moves when the marker is
+    archived, so the same command plans a new range; it resumes the incomplete replay (read
+    again from the archive as it is now), then a follow-on replay sends what came after."""
+    target = f"runbook-{outcome}"
+    mock.create_topic(target, 1)
+    args = [a for a in replay_args(archive, mock, target) if a != f"offset:{FIRST_END}"]
+    args.remove("--to")
+    code, out, text = cli(*args)
+    assert code == 1 and out[-1]["status"] == "incomplete", text
+    first = out[-1]["replay_id"]
+
+    archive.archive(outcome)  # the marker, then plain-c-0..1 (offsets 22..23)
+    code, out, text = cli(*args)
+    assert code == 0, text
+    resumed = out[-1]
+    assert resumed["replay_id"] == first and resumed["status"] == "complete", text
+    assert [r.value for r in read_to_end(mock.bootstrap_servers, target, [0])[0]] == values(outcome)
+    code, out, text = cli(*args)  # what was archived after the first replay's end
+    assert code == 0 and out[-1]["replay_id"] != first, text
+    got = [r.value for r in read_to_end(mock.bootstrap_servers, target, [0])[0]]
+    assert got == [*values(outcome), b"plain-c-0", b"plain-c-1"]  # each record once
+    code, out, text = cli(*args)
+    assert code == 0 and out[-1]["status"] == "already-done", text

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
-from kafka_archive.embedded_kafka import read_to_end
-from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.replay.bookkeeping import models as _models  # noqa: F401
+from kafka_archive_dev.embedded_kafka import read_to_end
+from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.cli_json import cli
 
 from tests.support.real_kafka import unique_name

@@ -19,8 +19,8 @@ from kafka_archive.archive.runner import run_archive
 from kafka_archive.catalog.build import build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.store import ObjectStore, open_store
-from segment_lib.writer.broker_writer import BrokerWriter
-from segment_lib.writer.encode import WriteRecord
+from kafka_archive_dev.writer.broker_writer import BrokerWriter
+from kafka_archive_dev.writer.encode import WriteRecord
 
 CLUSTER, TOPIC = "east", "t"
 T0 = 1_700_000_000_000

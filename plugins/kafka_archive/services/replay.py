@@ -236,9 +236,9 @@ class ReplayService(ResourceService):
         where the archive ends), look at the catalog again every few seconds, at most this
         long (:func:`~kafka_archive.replay.planning.stability.wait_until_stable`; ``on_wait`` is
         told before each pause); the plan that results may still be incomplete."""
-        from kafka_archive.replay.intent import resolve_intent
+        from kafka_archive.replay.planning.intent import resolve_intent
         from kafka_archive.replay.planning.plan_topics import plan_topic_settings
-        from kafka_archive.replay.planning.stability import wait_until_stable
+        from kafka_archive.replay.planning.stability import refresh_plan, wait_until_stable
         from kafka_archive.replay.runner import plan_replay
 
         source = self.source()
@@ -255,6 +255,10 @@ class ReplayService(ResourceService):
         # its finished ones (replay.intent), instead of a new replay re-sending what was sent
         plan, note = resolve_intent(self.ledger, planned, lambda s: plan_replay(s, source))
         self.notes = [note] if note else []
+        if plan.replay_id != planned.replay_id and self.ledger.run(plan.replay_id) is not None:
+            # an unfinished replay resumed: what was archived since it was planned (the marker
+            # of a transaction that held it back at the archive's end) is read now
+            plan = refresh_plan(plan, source)
         if plan.topic_settings is None:
             # the source topic as it was at the start: what --create-topic creates, and what an
             # existing target is compared with (decided now, so the run creates what the plan
@@ -412,6 +416,23 @@ class ReplayService(ResourceService):
         Raises:
             ReplayConfigError: no such replay, or its target needs secrets not given.
         """
+        from kafka_archive.replay.planning.stability import refresh_plan
+
+        plan = self._stored(replay_id, target_config=target_config)
+        # what was archived since (a marker of a transaction that held the run back) is read
+        plan = refresh_plan(plan, self.source())
+        if allow_gaps and not plan.spec.allow_gaps:
+            spec = plan.spec.model_copy(update={"allow_gaps": True})
+            plan = plan.model_copy(update={"spec": spec})
+        return plan
+
+    def _stored(self, replay_id: str, *, target_config: Mapping[str, str]) -> ReplayPlan:
+        """The stored plan of ``replay_id`` as it was planned, with the target settings given
+        again (what fencing its producers needs: no archive read).
+
+        Raises:
+            ReplayConfigError: no such replay, or its target needs secrets not given.
+        """
         from kafka_archive.replay.errors import ReplayConfigError
 
         plan = self.ledger.plan(replay_id)
@@ -420,13 +441,6 @@ class ReplayService(ResourceService):
                 f"no replay {replay_id!r} in the catalog", hint="see `kafka-archive replay status`"
             )
         plan = plan.with_target(plan.spec.target.with_config(dict(target_config)))
-        # what was archived since (a marker of a transaction that held the run back) is read
-        from kafka_archive.replay.planning.stability import refresh_plan
-
-        plan = refresh_plan(plan, self.source())
-        if allow_gaps and not plan.spec.allow_gaps:
-            spec = plan.spec.model_copy(update={"allow_gaps": True})
-            plan = plan.model_copy(update={"spec": spec})
         if plan.has_redacted_secrets:
             raise ReplayConfigError(
                 "the target needs secret settings that the catalog does not store",
@@ -450,9 +464,9 @@ class ReplayService(ResourceService):
         """
         from kafka_archive.replay.bookkeeping.lease import ReplayLease
         from kafka_archive.replay.errors import ReplayConfigError
-        from kafka_archive.replay.intent import ABANDONED
-        from kafka_archive.replay.intent import fence as fence_producers
         from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
+        from kafka_archive.replay.planning.intent import ABANDONED
+        from kafka_archive.replay.planning.intent import fence as fence_producers
 
         run = self.ledger.run(replay_id)
         if run is None:
@@ -467,7 +481,7 @@ class ReplayService(ResourceService):
         if run.status == ABANDONED:
             return {"replay_id": replay_id, "status": ABANDONED, "fenced": [], "changed": False}
         if fence:
-            plan = self.resumable(replay_id, target_config=target_config)
+            plan = self._stored(replay_id, target_config=target_config)
         else:
             stored = self.ledger.plan(replay_id)
             assert stored is not None
@@ -509,7 +523,7 @@ class ReplayService(ResourceService):
 
     def _status_of(self, run: Any) -> dict[str, Any]:
         from kafka_archive.replay.bookkeeping.lease import run_alive
-        from kafka_archive.replay.intent import (
+        from kafka_archive.replay.planning.intent import (
             CLOSED_STATUSES,
             INTERRUPTED,
             abandon_command,

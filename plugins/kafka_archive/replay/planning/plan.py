@@ -21,7 +21,8 @@ the same request again (same absolute times or offsets) finds the same replay an
 once it is complete; ``force`` derives a fresh id and replays again.
 
 The **intent** (:func:`intent_id`) is the request as given, before resolution; the same command
-run again has it even when its plan resolves differently (:mod:`kafka_archive.replay.intent`).
+run again has it even when its plan resolves differently
+(:mod:`kafka_archive.replay.planning.intent`).
 """
 
 from __future__ import annotations
