@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from kafka_archive.errors import KafkaArchiveError
 
-__all__ = ["MAX_MS", "TimeParseError", "format_ms", "parse_time_ms", "resolve_time"]
+__all__ = ["MAX_MS", "TimeParseError", "format_ms", "now_ms", "parse_time_ms", "resolve_time"]
 
 #: the latest instant :func:`resolve_time` accepts (9999-12-31T23:59:59.999Z)
 MAX_MS = 253_402_300_799_999
@@ -32,6 +32,11 @@ class TimeParseError(KafkaArchiveError, ValueError):
 
     http_status = 400
     api_error = "bad_time"
+
+
+def now_ms() -> int:
+    """Wall-clock time now in epoch milliseconds (what every ``*_ms`` time here holds)."""
+    return int(time.time() * 1000)
 
 
 def parse_time_ms(text: str, *, now_ms: int | None = None) -> int:

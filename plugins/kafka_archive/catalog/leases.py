@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +37,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.orm import Session
 
+from kafka_archive import timeparse
+from kafka_archive.catalog.liveness import Heartbeat, process_gone
 from kafka_archive.catalog.models import ObjectLease, PrunedRange
 
 __all__ = [
@@ -73,26 +73,11 @@ class LeaseRange:
     last_offset: int
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # somebody else's process: alive
-        return True
-    return True
-
-
 def live_leases(
     session: Session, cluster: str, topic: str, *, now_ms: int | None = None
 ) -> dict[int, list[tuple[int, int]]]:
     """Per partition of ``cluster/topic``: the inclusive offset ranges of live leases."""
-    now = _now_ms() if now_ms is None else now_ms
-    host = socket.gethostname()
+    now = timeparse.now_ms() if now_ms is None else now_ms
     out: dict[int, list[tuple[int, int]]] = defaultdict(list)
     rows = session.execute(
         select(
@@ -108,7 +93,7 @@ def live_leases(
         )
     )
     for part, lo, hi, on_host, pid in rows:
-        if pid > 0 and on_host == host and not _pid_alive(pid):
+        if process_gone(on_host, pid):
             continue  # its process is gone (kill -9): stale at once
         out[int(part)].append((int(lo), int(hi)))
     return dict(out)
@@ -150,7 +135,7 @@ class ObjectLeases:
         """Lease ``ranges`` for ``holder`` (replacing its earlier rows, e.g. the queued lease
         of the plan this run executes); ``queued``: not tied to this process, for
         :data:`QUEUED_TTL_S`; ``durable``: not tied to this process, until released."""
-        now = _now_ms()
+        now = timeparse.now_ms()
         ttl = QUEUED_TTL_S if queued else RUNNING_TTL_S
         expires = DURABLE_EXPIRY_MS if durable else now + int(ttl * 1000)
         rows = [
@@ -175,7 +160,7 @@ class ObjectLeases:
                 conn.execute(insert(ObjectLease), rows)
 
     def renew(self, holder: str) -> None:
-        now = _now_ms()
+        now = timeparse.now_ms()
         with self.engine.begin() as conn:
             conn.execute(
                 update(ObjectLease)
@@ -191,20 +176,8 @@ class ObjectLeases:
     def hold(self, holder: str, ranges: Sequence[LeaseRange]) -> Iterator[None]:
         """Lease ``ranges`` while the block runs (renewed by a daemon thread), then release."""
         self.take(holder, ranges)
-        stop = threading.Event()
-
-        def beat() -> None:
-            while not stop.wait(HEARTBEAT_S):
-                try:
-                    self.renew(holder)
-                except Exception:  # a catalog hiccup: the next beat tries again (TTL >> period)
-                    continue
-
-        thread = threading.Thread(target=beat, name=f"lease-{holder}", daemon=True)
-        thread.start()
         try:
-            yield
+            with Heartbeat(lambda: self.renew(holder), HEARTBEAT_S, f"lease-{holder}"):
+                yield
         finally:
-            stop.set()
-            thread.join(timeout=5)
             self.release(holder)

@@ -13,16 +13,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
-__all__ = ["heartbeat", "now_ms", "pid_alive", "process_gone", "this_process"]
+from kafka_archive.timeparse import now_ms
 
-
-def now_ms() -> int:
-    """Wall-clock time in epoch milliseconds (what every catalog ``*_ms`` column holds)."""
-    return int(time.time() * 1000)
+__all__ = ["Heartbeat", "now_ms", "pid_alive", "process_gone", "this_process"]
 
 
 def this_process() -> tuple[str, int]:
@@ -50,25 +46,39 @@ def process_gone(host: str | None, pid: int | None) -> bool:
     return host == this_process()[0] and pid != os.getpid() and not pid_alive(pid)
 
 
-@contextmanager
-def heartbeat(renew: Callable[[], object], period_s: float, name: str) -> Iterator[None]:
-    """Call ``renew`` every ``period_s`` from a daemon thread while the block runs.
+class Heartbeat:
+    """Calls ``renew`` every ``period_s`` from a daemon thread between :meth:`start` and
+    :meth:`stop` (or inside a ``with`` block).
 
     A failed renewal is skipped (a catalog hiccup: the next beat tries again; holders' time-outs
-    are many periods long), and the thread is stopped and joined when the block ends."""
-    stop = threading.Event()
+    are many periods long); :meth:`stop` ends the thread and waits for it."""
 
-    def beat() -> None:
-        while not stop.wait(period_s):
+    def __init__(self, renew: Callable[[], object], period_s: float, name: str) -> None:
+        self._renew = renew
+        self._period_s = period_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=name, daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._period_s):
             try:
-                renew()
-            except Exception:  # a catalog hiccup: see the docstring
+                self._renew()
+            except Exception:  # a catalog hiccup: see the class docstring
                 continue
 
-    thread = threading.Thread(target=beat, name=name, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Heartbeat:
+        self.start()
+        return self
+
+    def __exit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -34,9 +34,6 @@ wrong ``stale`` never damages the catalog.
 
 from __future__ import annotations
 
-import os
-import socket
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -44,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from kafka_archive import timeparse
+from kafka_archive.catalog.liveness import process_gone
 from kafka_archive.catalog.models import BuildRun, IntegrityProblem
 
 if TYPE_CHECKING:
@@ -57,7 +56,6 @@ __all__ = [
     "Problem",
     "clear_problems",
     "mark_stale_runs",
-    "owner",
     "problem_counts",
     "problem_rows",
     "record_problems",
@@ -65,10 +63,6 @@ __all__ = [
 
 HEARTBEAT_MS: Final = 30_000
 STALE_AFTER_MS: Final = 10 * HEARTBEAT_MS
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +110,7 @@ def record_problems(
     session: Session, problems: Iterable[Problem], detected_by: str, now_ms: int | None = None
 ) -> int:
     """Insert or refresh ``problems`` (one row per manifest key and kind); returns how many."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = timeparse.now_ms() if now_ms is None else now_ms
     n = 0
     for p in problems:
         n += 1
@@ -198,36 +192,14 @@ def problem_counts(session: Session, cluster: str) -> dict[tuple[str, int], int]
 # build liveness
 
 
-def owner() -> tuple[str, int]:
-    """This process as a build owner: (host name, pid)."""
-    return socket.gethostname()[:255], os.getpid()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def mark_stale_runs(session: Session, now_ms: int | None = None) -> list[int]:
     """Mark ``running`` builds whose owner is gone ``stale`` (rule: module docstring); returns
     their ids."""
-    now = _now_ms() if now_ms is None else now_ms
-    host, me = owner()
+    now = timeparse.now_ms() if now_ms is None else now_ms
     stale = []
     for run in session.execute(select(BuildRun).where(BuildRun.status == "running")).scalars():
         last = run.heartbeat_ms if run.heartbeat_ms is not None else run.started_at_ms
-        dead_here = (
-            run.owner_host == host
-            and run.owner_pid is not None
-            and run.owner_pid != me
-            and not _pid_alive(run.owner_pid)
-        )
-        if dead_here or now - last > STALE_AFTER_MS:
+        if process_gone(run.owner_host, run.owner_pid) or now - last > STALE_AFTER_MS:
             stale.append(run.id)
     if stale:
         session.execute(
@@ -247,10 +219,10 @@ class Heartbeat:
 
     def __init__(self, catalog: Catalog, run_id: int | None) -> None:
         self.catalog, self.run_id = catalog, run_id
-        self._last = _now_ms()
+        self._last = timeparse.now_ms()
 
     def beat(self) -> None:
-        now = _now_ms()
+        now = timeparse.now_ms()
         if self.run_id is None or now - self._last < HEARTBEAT_MS:
             return
         self._last = now

@@ -30,7 +30,6 @@ that was not meant to go, nothing is recorded twice. ``dry_run`` does 1's listin
 from __future__ import annotations
 
 import json
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.orm import Session
 
+from kafka_archive import timeparse
 from kafka_archive.catalog.coverage import refresh_partitions
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.leases import live_leases
@@ -77,10 +77,6 @@ __all__ = [
 
 #: called with one event dict per step (``kind``: ``completed``, ``pruned``, ``held``)
 EventFn = Callable[[dict[str, Any]], None]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(slots=True)
@@ -297,7 +293,7 @@ def _plan(
     now_ms: int | None = None,
 ) -> _Plan:
     """:func:`plan_prune`, with each topic's share and the internal topics kept."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = timeparse.now_ms() if now_ms is None else now_ms
     out = _Plan()
     plans = out.ranges
     held_out = out.held
@@ -469,7 +465,7 @@ def _raise_watermark(store: ObjectStore, key: tuple[str, str, int], last: int, p
     """Tell the archiver not to archive offsets up to ``last`` again (before any deletion)."""
     from kafka_archive.archive.pruned import Watermark, advance_watermark
 
-    advance_watermark(store, *key, Watermark(last + 1, policy, _now_ms()))
+    advance_watermark(store, *key, Watermark(last + 1, policy, timeparse.now_ms()))
 
 
 def _delete_objects(store: ObjectStore, keys: Sequence[str]) -> None:
@@ -559,7 +555,7 @@ def prune(
             key = (row.cluster, row.topic, row.partition)
             _raise_watermark(store, key, row.last_offset, row.policy)
             _delete_objects(store, json.loads(row.objects))
-            _mark_done(catalog, row.id, _now_ms())
+            _mark_done(catalog, row.id, timeparse.now_ms())
         report.completed.append(summary)
         emit({"kind": "completed", **summary})
     plan = _plan(catalog, store, policies, cluster=cluster, topic=topic, now_ms=now_ms)
@@ -580,7 +576,7 @@ def prune(
             report.ranges.append(pp)
             emit({"kind": "would_prune", **pp.to_json()})
             continue
-        row_id = _record(catalog, pp, _now_ms())
+        row_id = _record(catalog, pp, timeparse.now_ms())
         if row_id is None:
             report.held.append(
                 {
@@ -596,7 +592,7 @@ def prune(
             continue
         _raise_watermark(store, (pp.cluster, pp.topic, pp.partition), pp.last_offset, pp.policy)
         _delete_objects(store, pp.objects)
-        done = _now_ms()
+        done = timeparse.now_ms()
         _mark_done(catalog, row_id, done)
         pp.status, pp.pruned_at_ms = "done", done
         report.ranges.append(pp)

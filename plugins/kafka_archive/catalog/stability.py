@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import ChainPiece, PartitionStability, Segment
 from kafka_archive.store import StoreError
 from kafka_archive.store.base import ObjectStore, read_view
+from kafka_archive.timeparse import now_ms
 from segment_lib.errors import SegmentError
 from segment_lib.txn_state import TxnEvent, TxnEventScanner, TxnFold
 
@@ -202,7 +202,7 @@ def refresh_stability(
                     stable_offset=st.stable_offset,
                     end_offset=st.end_offset,
                     open_txns=json.dumps([list(t) for t in st.open_txns]),
-                    computed_at_ms=int(time.time() * 1000),
+                    computed_at_ms=now_ms(),
                 )
             )
     for f in failures:

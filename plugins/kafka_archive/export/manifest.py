@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -48,6 +47,7 @@ from kafka_archive.store.errors import (
     StoreConfigError,
     StoreError,
 )
+from kafka_archive.timeparse import now_ms
 
 __all__ = [
     "MANIFEST_KEY",
@@ -326,5 +326,5 @@ def manifest_for(
         open_txn_records=open_txn_records,
         complete=not incomplete,
         incomplete=list(incomplete),
-        committed_at_ms=int(time.time() * 1000),
+        committed_at_ms=now_ms(),
     )

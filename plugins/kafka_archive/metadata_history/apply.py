@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +50,7 @@ from kafka_archive.metadata_history.state import (
     apply_record,
     diff,
 )
+from kafka_archive.timeparse import now_ms
 
 __all__ = [
     "ADMIN_SNAPSHOT",
@@ -299,7 +299,7 @@ def set_position(
         "last_seq": seq,
         "last_ms": at_ms,
         "snapshot_id": snapshot_id,
-        "updated_at_ms": int(time.time() * 1000),
+        "updated_at_ms": now_ms(),
     }
     done = conn.execute(update(BUILD).where(BUILD.c.cluster == cluster).values(**values))
     if not done.rowcount:

@@ -55,6 +55,7 @@ from kafka_archive.replay.target.checks import (
     wait_until_ready,
 )
 from kafka_archive.store.base import ObjectStore
+from kafka_archive.timeparse import now_ms
 
 __all__ = [
     "DEFAULT_PROGRESS_PARTITIONS",
@@ -161,9 +162,7 @@ def claim_run(plan: ReplayPlan) -> RunClaim:
         raise ReplayTargetError(f"the progress topic {spec.progress_topic} is not available")
     key = claim_key(plan.replay_id)
     partition = progress_partition(key, len(meta.partitions))
-    claim = RunClaim(
-        replay_id=plan.replay_id, run=uuid.uuid4().hex[:16], claimed_at_ms=int(time.time() * 1000)
-    )
+    claim = RunClaim(replay_id=plan.replay_id, run=uuid.uuid4().hex[:16], claimed_at_ms=now_ms())
     delivered: list[tuple[KafkaError | None, int]] = []
     producer.produce(
         spec.progress_topic,

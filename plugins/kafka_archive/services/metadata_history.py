@@ -15,7 +15,6 @@ Admin API snapshot.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
@@ -23,6 +22,7 @@ from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.metadata_history.queries import TopicState
 from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
+from kafka_archive.timeparse import now_ms
 
 if TYPE_CHECKING:
     from kafka_archive.metadata_history.apply import ApplyReport
@@ -248,7 +248,7 @@ class MetadataHistoryService(ResourceService):
 
         # the cluster is asked first: an unreachable one creates no catalog
         admin = AdminClient({**CLIENT_LOG_SETTINGS, **client_config})
-        taken = int(time.time() * 1000) if at_ms is None else at_ms
+        taken = now_ms() if at_ms is None else at_ms
         snap = read_admin_state(admin, timeout_s=timeout_s)
         with self.resources.catalog(create=True).engine.begin() as conn:
             n = record_admin_snapshot(conn, cluster, snap, taken)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
+from kafka_archive.timeparse import now_ms
 from kafka_archive.ui.access import GROUP_OFFSETS_DAG_ID, Principal
 from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.dag_runs import finished_run, trigger_run
@@ -68,11 +69,10 @@ def group_router(ctx: ApiContext) -> APIRouter:
         if req.at is None and req.commits_at is None:
             # "the latest commits" means those archived by now: pinned, so commits archived
             # between this preview and the run's task cannot change what is committed
-            import time
 
             from kafka_archive.timeparse import format_ms
 
-            req = req.model_copy(update={"commits_at": format_ms(int(time.time() * 1000))})
+            req = req.model_copy(update={"commits_at": format_ms(now_ms())})
         params, preview = group_preview_of(req)
         for name in ("at", "commits_at"):  # the run commits what was previewed
             if preview[name] is not None:

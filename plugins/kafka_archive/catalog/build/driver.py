@@ -71,20 +71,18 @@ from kafka_archive.catalog.constants import (
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.identity import content_mismatch, key_mismatch
 from kafka_archive.catalog.integrity import DEFAULT_VERIFY, VERIFY_CHOICES
+from kafka_archive.catalog.liveness import this_process
 from kafka_archive.catalog.models import BuildRun, Partition, Segment
 from kafka_archive.catalog.prune import below_watermark
 from kafka_archive.catalog.refs import SegmentRef
 from kafka_archive.catalog.stability import refresh_stability
 from kafka_archive.settings import env_var, load_settings
+from kafka_archive.timeparse import now_ms
 
 __all__ = ["VERIFY_ENV", "build_catalog"]
 
 #: environment variable naming the default whole-object check (``crc32c`` or ``sha256``)
 VERIFY_ENV = env_var("catalog_verify")
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def build_catalog(
@@ -182,18 +180,18 @@ def _start_run(
 ) -> set[tuple[str, str, int, str]]:
     """Mark dead builds stale, record this one as running (``report.run_id``); what the
     catalog holds already, as (cluster, topic, partition, manifest key)."""
-    host, pid = problems.owner()
+    host, pid = this_process()
     with catalog.session() as s, s.begin():
         report.stale_runs = problems.mark_stale_runs(s)
         run = BuildRun(
             cluster=cluster,
             store_uri=store_uri,
-            started_at_ms=_now_ms(),
+            started_at_ms=now_ms(),
             status="running",
             summary="{}",
             owner_host=host,
             owner_pid=pid,
-            heartbeat_ms=_now_ms(),
+            heartbeat_ms=now_ms(),
         )
         s.add(run)
         s.flush()
@@ -334,7 +332,7 @@ def _finish_run(
             update(BuildRun)
             .where(BuildRun.id == report.run_id)
             .values(
-                finished_at_ms=_now_ms(),
+                finished_at_ms=now_ms(),
                 status=status,
                 summary=json.dumps(report.to_json(), default=str),
             )

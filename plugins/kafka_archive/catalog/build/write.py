@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import time
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -40,6 +39,7 @@ from kafka_archive.catalog.models import (
     TimeIndexEntry,
     TxnMarker,
 )
+from kafka_archive.timeparse import now_ms
 
 __all__ = ["partition_id", "write_partition"]
 
@@ -60,10 +60,6 @@ def partition_id(session: Session, cluster: str, topic: str, partition: int) -> 
     except SqlIntegrityError:
         pass
     return session.execute(q).scalar_one()
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _table(model: type[Any]) -> Table:
@@ -176,7 +172,7 @@ def _segment_row(pid: int, k: int, r: TaskResult, pieces: Pieces, now: int) -> d
 
 def _insert_segments(s: Session, pid: int, plan: PartitionPlan) -> list[int]:
     """Insert the rows of the plan's new versions; their ids, in the plan's order."""
-    now = _now_ms()
+    now = now_ms()
     seg_rows = [
         _segment_row(pid, -(i + 1), r, plan.new_pieces.get(-(i + 1), ()), now)
         for i, r in enumerate(plan.new)

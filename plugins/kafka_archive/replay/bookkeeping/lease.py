@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -27,8 +26,10 @@ from types import TracebackType
 from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from kafka_archive.catalog.liveness import Heartbeat, pid_alive
 from kafka_archive.replay.bookkeeping.models import ReplayLeaseRow
 from kafka_archive.replay.errors import ReplayError
+from kafka_archive.timeparse import now_ms
 
 __all__ = ["HEARTBEAT_S", "LEASE_TTL_S", "ReplayBusyError", "ReplayLease", "run_alive"]
 
@@ -47,20 +48,6 @@ class ReplayBusyError(ReplayError):
     )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # somebody else's process: alive
-        return True
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class _Holder:
     owner: str
@@ -70,7 +57,7 @@ class _Holder:
     heartbeat_ms: int
 
     def stale(self, now_ms: int, host: str) -> bool:
-        if self.host == host and not _pid_alive(self.pid):
+        if self.host == host and not pid_alive(self.pid):
             return True
         return now_ms - self.heartbeat_ms > LEASE_TTL_S * 1000
 
@@ -80,7 +67,7 @@ def run_alive(engine: Engine, replay_id: str) -> bool:
     replay without one was killed (``replay status`` shows it ``interrupted``)."""
     lease = ReplayLease(engine, replay_id)
     holder = lease._holder()
-    return holder is not None and not holder.stale(_now_ms(), lease.host)
+    return holder is not None and not holder.stale(now_ms(), lease.host)
 
 
 class ReplayLease:
@@ -93,8 +80,7 @@ class ReplayLease:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def _holder(self) -> _Holder | None:
         with self.engine.connect() as conn:
@@ -116,7 +102,7 @@ class ReplayLease:
             ReplayBusyError: a live run holds it.
         """
         for _attempt in range(3):
-            now = _now_ms()
+            now = now_ms()
             try:
                 with self.engine.begin() as conn:
                     conn.execute(
@@ -167,32 +153,25 @@ class ReplayLease:
             # another run took it over (or it renewed) in between: look again
         else:
             raise ReplayBusyError(f"replay {self.replay_id} is being taken over by another run")
-        self._thread = threading.Thread(
-            target=self._beat, name=f"replay-lease-{self.replay_id}", daemon=True
-        )
-        self._thread.start()
+        self._heartbeat = Heartbeat(self._renew, HEARTBEAT_S, f"replay-lease-{self.replay_id}")
+        self._heartbeat.start()
 
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            try:
-                with self.engine.begin() as conn:
-                    conn.execute(
-                        update(ReplayLeaseRow)
-                        .where(
-                            ReplayLeaseRow.replay_id == self.replay_id,
-                            ReplayLeaseRow.owner == self.owner,
-                        )
-                        .values(heartbeat_ms=_now_ms())
-                    )
-            except Exception:  # a catalog hiccup: the next beat tries again (TTL >> period)
-                continue
+    def _renew(self) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(ReplayLeaseRow)
+                .where(
+                    ReplayLeaseRow.replay_id == self.replay_id,
+                    ReplayLeaseRow.owner == self.owner,
+                )
+                .values(heartbeat_ms=now_ms())
+            )
 
     def release(self) -> None:
         """Stop renewing and drop the lease (only if this run still holds it)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
         with self.engine.begin() as conn:
             conn.execute(
                 delete(ReplayLeaseRow).where(

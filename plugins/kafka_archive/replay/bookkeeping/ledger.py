@@ -10,7 +10,6 @@ it from Kafka) leaves one copy.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,12 +24,9 @@ from kafka_archive.replay.bookkeeping.models import (
 from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
 from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
 from kafka_archive.replay.planning.plan import ReplayPlan
+from kafka_archive.timeparse import now_ms
 
 __all__ = ["MirroredProgress", "ReplayLedger"]
-
-
-def _now() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +63,7 @@ class ReplayLedger:
         with self.session() as s, s.begin():
             run = s.get(ReplayRun, plan.replay_id)
             if run is None:
-                now = _now()
+                now = now_ms()
                 run = ReplayRun(
                     replay_id=plan.replay_id,
                     cluster=plan.spec.cluster,
@@ -95,7 +91,7 @@ class ReplayLedger:
             if run is None:
                 return
             run.status = status
-            run.updated_at_ms = _now()
+            run.updated_at_ms = now_ms()
             run.error = error
             if status in FINISHED_STATUSES:
                 run.finished_at_ms = run.updated_at_ms
@@ -157,7 +153,7 @@ class ReplayLedger:
             "done": record.done,
             "progress_partition": progress_partition,
             "progress_offset": progress_offset,
-            "updated_at_ms": record.updated_at_ms or _now(),
+            "updated_at_ms": record.updated_at_ms or now_ms(),
         }
         with self.engine.begin() as conn:
             seq = conn.execute(_PROGRESS_SEQ, {"b_rid": rid, "b_sp": spart}).scalar_one_or_none()

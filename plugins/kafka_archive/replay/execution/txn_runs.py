@@ -12,7 +12,6 @@ makes that record (counters cumulative over the previous one).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from confluent_kafka import KafkaError
 
 from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
 from kafka_archive.replay.execution.reader import ReaderStats
+from kafka_archive.timeparse import now_ms
 from segment_lib.records import Record
 
 __all__ = ["OpenTxn", "Run", "hashed_runs", "merge_runs", "next_progress", "same_runs"]
@@ -185,6 +185,6 @@ def next_progress(
         filtered_records=(prev.filtered_records if prev else 0) + stats.filtered_records,
         open_txn_records=(prev.open_txn_records if prev else 0) + stats.open_txn_records,
         done=done,
-        updated_at_ms=int(time.time() * 1000),
+        updated_at_ms=now_ms(),
         ranges=ranges,
     )

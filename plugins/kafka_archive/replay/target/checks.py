@@ -43,6 +43,7 @@ from kafka_archive.replay.target.topic import (
     create_configured,
     unchecked,
 )
+from kafka_archive.timeparse import now_ms
 
 __all__ = [
     "DEFAULT_PROGRESS_PARTITIONS",
@@ -251,7 +252,7 @@ def _configs(
         plan.target_topic,
         created=created,
         preserve_timestamps=plan.spec.preserve_timestamps,
-        now_ms=int(time.time() * 1000),
+        now_ms=now_ms(),
         read_only=read_only,
     )
     return check.model_copy(update={"target_partitions": partitions})
