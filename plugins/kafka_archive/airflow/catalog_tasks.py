@@ -38,10 +38,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.settings import (
     Settings,
     SettingsError,
@@ -76,10 +77,8 @@ class CatalogJobError(KafkaArchiveError, RuntimeError):
         self.report = dict(report or {})
 
 
-class CatalogJobConfig(BaseModel):
+class CatalogJobConfig(FrozenModel):
     """Where the archive and the catalog are, and where Spark runs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     store_uri: str
     db_url: str

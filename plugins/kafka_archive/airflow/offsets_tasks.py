@@ -21,8 +21,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.settings import VariableReader, env_var, load_settings
 
 __all__ = [
@@ -41,20 +42,16 @@ CLUSTER_ENV = env_var("offsets_cluster")
 BOOTSTRAP_ENV = env_var("offsets_bootstrap")
 
 
-class FollowedCluster(BaseModel):
+class FollowedCluster(FrozenModel):
     """One cluster whose ``__consumer_offsets`` is followed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     cluster: str
     bootstrap: str
     consumer_config: dict[str, str] = Field(default_factory=dict)
 
 
-class FollowJobConfig(BaseModel):
+class FollowJobConfig(FrozenModel):
     """Where the catalog is, which clusters to follow, and how long one run may take."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     db_url: str
     clusters: list[FollowedCluster]

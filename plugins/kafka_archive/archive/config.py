@@ -40,9 +40,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.settings import CONFIG_FILE_ENV, SETTINGS, env_var
 
 __all__ = [
@@ -85,11 +86,7 @@ class ConfigError(KafkaArchiveError, ValueError):
     """The archive configuration is missing or invalid; the message says where and why."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BrokerConfig(_Model):
+class BrokerConfig(FrozenModel):
     """One broker: its id (``node.id``/``broker.id``), its ``log.dirs`` and its worker queue."""
 
     id: int = Field(ge=0, le=2**31 - 1)
@@ -114,7 +111,7 @@ class BrokerConfig(_Model):
         return value
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(FrozenModel):
     """One Kafka cluster: a name (the first key segment in the store) and its brokers."""
 
     name: str
@@ -138,7 +135,7 @@ class ClusterConfig(_Model):
         return value
 
 
-class ArchiveTarget(_Model):
+class ArchiveTarget(FrozenModel):
     """One unit of archiving work: a log dir of a broker of a cluster (one mapped task)."""
 
     cluster: str
@@ -152,7 +149,7 @@ class ArchiveTarget(_Model):
         return f"{self.cluster}/broker-{self.broker_id}:{self.log_dir}"
 
 
-class ArchiveConfig(_Model):
+class ArchiveConfig(FrozenModel):
     """The whole archive configuration (see the module docstring)."""
 
     store_uri: str

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kafka_archive.archive.discovery import (
     LogDirDiscovery,
@@ -66,6 +66,7 @@ from kafka_archive.archive.layout import (
 from kafka_archive.archive.manifest import InvalidManifest, ManifestOverlap, utc_now
 from kafka_archive.archive.manifest_cache import ManifestCache
 from kafka_archive.archive.pruned import Watermark, parse_watermark
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.store import ObjectStore
 
 __all__ = [
@@ -78,11 +79,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SegmentTask(_Model):
+class SegmentTask(FrozenModel):
     """Upload one segment; ``overlaps``/``supersedes`` go into its manifest."""
 
     candidate: SegmentCandidate
@@ -93,7 +90,7 @@ class SegmentTask(_Model):
     known_corrupt: bool = False
 
 
-class LogDirPlan(_Model):
+class LogDirPlan(FrozenModel):
     """The uploads assigned to one broker log dir (one mapped archive task)."""
 
     cluster: str
@@ -102,7 +99,7 @@ class LogDirPlan(_Model):
     tasks: list[SegmentTask] = Field(default_factory=list)
 
 
-class ArchivePlan(_Model):
+class ArchivePlan(FrozenModel):
     """The plan for one cluster."""
 
     cluster: str

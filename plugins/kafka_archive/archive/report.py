@@ -38,7 +38,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kafka_archive.archive.discovery import (
     PENDING_REASONS,
@@ -46,6 +46,7 @@ from kafka_archive.archive.discovery import (
     SkippedItem,
 )
 from kafka_archive.archive.manifest import utc_now
+from kafka_archive.frozen import FrozenModel
 
 __all__ = [
     "REPORT_FORMAT_VERSION",
@@ -73,11 +74,7 @@ class SegmentStatus(StrEnum):
     QUARANTINED = "quarantined"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SegmentOutcome(_Model):
+class SegmentOutcome(FrozenModel):
     """What happened to one planned segment."""
 
     cluster: str
@@ -105,7 +102,7 @@ class SegmentOutcome(_Model):
         return self.status in (SegmentStatus.FAILED, SegmentStatus.QUARANTINED)
 
 
-class LogDirFailure(_Model):
+class LogDirFailure(FrozenModel):
     """A log dir that could not be discovered or archived as a whole."""
 
     cluster: str
@@ -114,7 +111,7 @@ class LogDirFailure(_Model):
     error: ProblemInfo
 
 
-class PendingSegment(_Model):
+class PendingSegment(FrozenModel):
     topic: str
     partition: int
     base_offset: int
@@ -123,7 +120,7 @@ class PendingSegment(_Model):
     mtime_ms: int
 
 
-class BrokerLag(_Model):
+class BrokerLag(FrozenModel):
     """Archive lag of one broker after the run."""
 
     cluster: str
@@ -136,7 +133,7 @@ class BrokerLag(_Model):
     basis: str = "log_mtime"
 
 
-class ArchiveReport(_Model):
+class ArchiveReport(FrozenModel):
     """The result of one archive run (one or more log dirs)."""
 
     format_version: int = REPORT_FORMAT_VERSION

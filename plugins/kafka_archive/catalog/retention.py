@@ -45,9 +45,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.frozen import FrozenModel
 
 __all__ = [
     "KEPT_INTERNAL",
@@ -150,7 +151,7 @@ def parse_bytes(value: object) -> int:
     return n
 
 
-class RetentionPolicy(BaseModel):
+class RetentionPolicy(FrozenModel):
     """One named policy and the topics it applies to (glob patterns, ``*`` by default).
 
     Strictly typed (``strict``): a name and patterns are strings, ``keep_all`` a boolean
@@ -158,7 +159,7 @@ class RetentionPolicy(BaseModel):
     :func:`parse_bytes` take them (not ``true``, which lax parsing read as 1 ms / 1 byte).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(strict=True)
 
     name: str = Field(min_length=1, max_length=200)
     cluster: str = Field(default="*", min_length=1)

@@ -36,9 +36,10 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kafka_archive.export.schema import FILE_SCHEMA, SCHEMA_VERSION
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.store.base import ObjectStore
 from kafka_archive.store.errors import (
     AccessDenied,
@@ -72,11 +73,7 @@ _DATA_FILE = re.compile(r"(^|/)part-e-[0-9a-f]{16}-p\d{5}-\d{5}\.parquet$")
 _PUBLISH_THREADS = 4
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PartitionRange(_Frozen):
+class PartitionRange(FrozenModel):
     """One source partition's exported offsets ``[start_offset, end_offset)``."""
 
     partition: int
@@ -84,7 +81,7 @@ class PartitionRange(_Frozen):
     end_offset: int
 
 
-class ExportFile(_Frozen):
+class ExportFile(FrozenModel):
     """One Parquet file of an export (``key`` relative to the output store)."""
 
     key: str
@@ -99,7 +96,7 @@ class ExportFile(_Frozen):
     last_offset: int
 
 
-class ExportManifest(_Frozen):
+class ExportManifest(FrozenModel):
     """What :data:`MANIFEST_KEY` holds: the request, every file, and the counts."""
 
     format: int = MANIFEST_FORMAT

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
     ]
 
 
-class ExportRequest(BaseModel):
+class ExportRequest(FrozenModel):
     """What to export: a topic's range, where to, and how.
 
     ``from``/``to`` are positions as replay takes them (a time in any form the CLI takes,
@@ -64,7 +65,7 @@ class ExportRequest(BaseModel):
     archive. ``output`` is a store URI (``file:///dir``, a path, ``s3://bucket/prefix``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     cluster: str = Field(min_length=1)
     topic: str = Field(min_length=1)

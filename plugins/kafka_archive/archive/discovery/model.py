@@ -15,9 +15,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kafka_archive.archive.manifest import EpochRange
+from kafka_archive.frozen import FrozenModel
 from segment_lib.errors import SegmentError
 
 __all__ = [
@@ -88,11 +89,7 @@ PENDING_REASONS: Final = frozenset(
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ProblemInfo(_Model):
+class ProblemInfo(FrozenModel):
     """An error, as JSON: type, message, and for format errors the file and byte position."""
 
     error: str
@@ -120,7 +117,7 @@ class ProblemInfo(_Model):
         return cls(error=type(exc).__name__, message=str(exc), path=path)
 
 
-class LocalFile(_Model):
+class LocalFile(FrozenModel):
     """A file in a partition directory as seen at discovery."""
 
     name: str
@@ -128,7 +125,7 @@ class LocalFile(_Model):
     mtime_ns: int
 
 
-class SkippedItem(_Model):
+class SkippedItem(FrozenModel):
     """Something discovery (or planning, or the upload) passed over, and why."""
 
     reason: SkipReason
@@ -147,7 +144,7 @@ class SkippedItem(_Model):
     manifest_key: str | None = None
 
 
-class SegmentCandidate(_Model):
+class SegmentCandidate(FrozenModel):
     """A rolled, flushed, committed segment of one replica, ready to be planned."""
 
     cluster: str
@@ -190,7 +187,7 @@ class SegmentCandidate(_Model):
         return (self.broker_id, self.log_dir)
 
 
-class LogDirDiscovery(_Model):
+class LogDirDiscovery(FrozenModel):
     """What one broker log dir holds that matters to the archive."""
 
     cluster: str

@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.replay.errors import ReplayConfigError
 
 __all__ = [
@@ -75,11 +76,9 @@ _REASONS = {
 }
 
 
-class PlanHole(BaseModel):
+class PlanHole(FrozenModel):
     """Offsets ``first_offset..last_offset`` (inclusive) of one partition that the replay
     cannot deliver, and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str
     first_offset: int

@@ -35,6 +35,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.replay.errors import (
     EmptyRangeError,
     ReplayConfigError,
@@ -50,7 +51,6 @@ from kafka_archive.replay.planning.completeness import (
     gaps_refusal,
     pruned_holes,
 )
-from kafka_archive.replay.planning.position import Frozen as _Frozen
 from kafka_archive.replay.planning.position import Position, parse_position
 from kafka_archive.replay.planning.stable_offsets import StabilitySource
 from kafka_archive.replay.planning.topic_config import TopicSettings
@@ -96,7 +96,7 @@ def is_secret_setting(name: str) -> bool:
     return any(m in lowered for m in _SECRET_MARKERS)
 
 
-class TargetSpec(_Frozen):
+class TargetSpec(FrozenModel):
     """The target cluster: bootstrap servers plus librdkafka settings passed through (TLS,
     SASL, ...). ``name`` is a label for reports (e.g. the Airflow connection id)."""
 
@@ -127,7 +127,7 @@ class TargetSpec(_Frozen):
         return self.model_copy(update={"config": {**self.config, **extra}})
 
 
-class ReplaySpec(_Frozen):
+class ReplaySpec(FrozenModel):
     """What an operator asks to replay (see the module docstring for range semantics)."""
 
     cluster: str
@@ -163,7 +163,7 @@ class ReplaySpec(_Frozen):
     #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
     replay_id: str | None = None
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     @field_validator("rate_limit_mb", "rate_limit_records")
     @classmethod
@@ -195,7 +195,7 @@ class ReplaySpec(_Frozen):
         return self.target_topic or self.topic
 
 
-class ObjectRange(_Frozen):
+class ObjectRange(FrozenModel):
     """Bytes ``[start, end)`` of one archived segment object, of which offsets
     ``base_offset..last_offset`` are to be read (``start`` is a batch boundary; the object may
     hold more offsets - another version serves them - and the reader stops past
@@ -209,7 +209,7 @@ class ObjectRange(_Frozen):
     txn_index_key: str | None = None
 
 
-class PartitionPlan(_Frozen):
+class PartitionPlan(FrozenModel):
     """One source partition's share of a replay."""
 
     partition: int
@@ -250,7 +250,7 @@ class PartitionPlan(_Frozen):
         return self.deliver_end < self.end_offset
 
 
-class ReplayPlan(_Frozen):
+class ReplayPlan(FrozenModel):
     """A resolved replay: the spec, its id and every partition's offsets and byte ranges."""
 
     replay_id: str
@@ -324,7 +324,7 @@ class ReplayPlan(_Frozen):
         return cls.model_validate_json(text)
 
 
-class PlannedSegment(_Frozen):
+class PlannedSegment(FrozenModel):
     """What the catalog knows about one archived segment object, as the replay plans with it
     (not the catalog builder's ``SegmentRef``, its reference to a manifest to extract).
 

@@ -7,23 +7,16 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from kafka_archive.frozen import FrozenModel
 from kafka_archive.replay.errors import ReplayConfigError
 from kafka_archive.timeparse import TimeParseError, parse_time_ms
 
-__all__ = ["Frozen", "Position", "parse_position"]
+__all__ = ["Position", "parse_position"]
 
 _OFFSET_RE = re.compile(r"^offset:(.+)$", re.IGNORECASE)
 
 
-class Frozen(BaseModel):
-    """The base of the replay's request and plan models: immutable, no unknown fields."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Position(Frozen):
+class Position(FrozenModel):
     """One end of a range: a time, an offset (for all or per partition), earliest or latest."""
 
     kind: Literal["time", "offset", "earliest", "latest"]

@@ -24,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kafka_archive.frozen import FrozenModel
 
 __all__ = [
     "KAFKA_DEFAULTS",
@@ -55,10 +57,6 @@ KAFKA_DEFAULTS: dict[str, str] = {
 ConfigSource = Literal["source at T", "override", "target default"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 class SourceTopicState(Protocol):
     """What the replay reads of the history's ``TopicState`` (the services' dataclass)."""
 
@@ -84,7 +82,7 @@ class TopicHistory(Protocol):
     def topic_at(self, cluster: str, topic: str, at_ms: int) -> SourceTopicState | None: ...
 
 
-class ConfigChoice(_Frozen):
+class ConfigChoice(FrozenModel):
     """One config of the target topic: its value and where it comes from."""
 
     name: str
@@ -92,7 +90,7 @@ class ConfigChoice(_Frozen):
     source: ConfigSource
 
 
-class DroppedConfig(_Frozen):
+class DroppedConfig(FrozenModel):
     """A source config not set on the target, and why (every one is reported)."""
 
     name: str
@@ -100,7 +98,7 @@ class DroppedConfig(_Frozen):
     reason: str
 
 
-class ConfigDiff(_Frozen):
+class ConfigDiff(FrozenModel):
     """A config whose value differs between the source at T and the target (``None``: not
     overridden on that side, i.e. the cluster's default)."""
 
@@ -109,7 +107,7 @@ class ConfigDiff(_Frozen):
     target: str | None
 
 
-class ConfigFinding(_Frozen):
+class ConfigFinding(FrozenModel):
     """What a target config would do to the replayed data: ``error`` - the broker would reject
     the records (the replay refuses to start); ``warning`` - they land, changed or at risk."""
 
@@ -119,7 +117,7 @@ class ConfigFinding(_Frozen):
     hint: str = ""
 
 
-class TopicSettings(_Frozen):
+class TopicSettings(FrozenModel):
     """The target topic's settings as the plan decided them (stored with the plan).
 
     ``configs`` is what creating the topic sets (the source's overrides at ``at_ms`` unless
