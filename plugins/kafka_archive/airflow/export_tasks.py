@@ -18,6 +18,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_archive.airflow.params import (
+    NULLABLE_STR,
+    ParamsSchema,
+    archived_range_params,
+    validate_params,
+    wait_for_open_transactions_param,
+)
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService
 from kafka_archive.settings import VariableReader, airflow_variable_reader, load_settings
 
@@ -32,27 +39,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
 
 #: name -> (default, JSON Schema, description): the trigger form
-PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
-    "cluster": ("", {"type": "string", "minLength": 1}, "Source cluster name in the archive."),
-    "topic": ("", {"type": "string", "minLength": 1}, "Source topic."),
-    "partitions": (
-        [],
-        {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-            "maxItems": 10_000,
-        },
-        "Source partitions (empty: all).",
+PARAMS_SCHEMA: ParamsSchema = {
+    **archived_range_params(
+        from_default="-24h",
+        from_help="Start (inclusive): ISO-8601, epoch ms, -2h, offset:N, offset:P=N,..., earliest.",
     ),
-    "from": (
-        "-24h",
-        {"type": "string", "minLength": 1},
-        "Start (inclusive): ISO-8601, epoch ms, -2h, offset:N, offset:P=N,..., earliest.",
-    ),
-    "to": (None, _NULLABLE_STR, "End (exclusive), same forms; empty: the end of the archive."),
     "output": (
         "",
         {"type": "string", "minLength": 1},
@@ -64,17 +57,11 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         {"type": "boolean"},
         "Export around the archive's holes instead of failing.",
     ),
-    "wait_for_open_transactions_s": (
-        0,
-        {"type": "integer", "minimum": 0},
-        "When a transaction was still open where the archive ends, inside the range: wait at "
-        "most this many seconds (the catalog is looked at every 10 s) for the archive to hold "
-        "its outcome; 0: do not wait (the run then ends incomplete, and runs again complete it).",
-    ),
+    **wait_for_open_transactions_param(),
     "dry_run": (False, {"type": "boolean"}, "Plan only: log the plan, write nothing."),
     "spark_master": (
         None,
-        _NULLABLE_STR,
+        NULLABLE_STR,
         "Spark master URL; empty: the spark_master setting, else local[*].",
     ),
 }
@@ -82,14 +69,7 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
 
 def request_from_params(params: Mapping[str, Any]) -> ExportRequest:
     """Validate ``params`` against :data:`PARAMS_SCHEMA` and build the export request."""
-    import jsonschema
-
-    schema = {
-        "type": "object",
-        "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
-        "required": ["cluster", "topic", "from", "output"],
-    }
-    jsonschema.validate(dict(params), schema)
+    validate_params(params, PARAMS_SCHEMA, ["cluster", "topic", "from", "output"])
     return ExportRequest.model_validate(
         {
             "cluster": params["cluster"],

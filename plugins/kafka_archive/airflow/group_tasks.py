@@ -24,35 +24,36 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_archive.airflow.params import NULLABLE_STR, ParamsSchema
+from kafka_archive.airflow.params import validate_params as check_params
 from kafka_archive.services.group_translation import GroupTranslationService
 
 __all__ = ["PARAMS_SCHEMA", "apply_task", "target_secrets", "translate", "validate_params"]
 
 log = logging.getLogger(__name__)
 
-_NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
 
 #: name -> (default, JSON Schema, description): the trigger form
-PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
+PARAMS_SCHEMA: ParamsSchema = {
     "cluster": ("", {"type": "string", "minLength": 1}, "Source cluster name in the archive."),
     "topic": ("", {"type": "string", "minLength": 1}, "Source topic (the replayed one)."),
     "group": ("", {"type": "string", "minLength": 1}, "The consumer group to position."),
     "at": (
         None,
-        _NULLABLE_STR,
+        NULLABLE_STR,
         "Start the group at this source time: ISO-8601, epoch ms, -2h / now-30m (a relative "
         "time is read when the task runs; the on-call page sends the instant it previewed).",
     ),
     "commits_at": (
         None,
-        _NULLABLE_STR,
+        NULLABLE_STR,
         "Without 'at': the group's archived commits as of this time (empty: the latest).",
     ),
-    "replay_id": (None, _NULLABLE_STR, "The replay whose offset map translates (empty: latest)."),
-    "target_topic": (None, _NULLABLE_STR, "Pick the replay by its target topic (empty: any)."),
+    "replay_id": (None, NULLABLE_STR, "The replay whose offset map translates (empty: latest)."),
+    "target_topic": (None, NULLABLE_STR, "Pick the replay by its target topic (empty: any)."),
     "target": (
         None,
-        _NULLABLE_STR,
+        NULLABLE_STR,
         "Airflow connection id holding the target's secrets (SASL password, TLS key); empty "
         "when the target needs none. The bootstrap servers are the replay's.",
     ),
@@ -63,15 +64,7 @@ def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` checked against :data:`PARAMS_SCHEMA` (raises
     ``jsonschema.ValidationError``), with every field present (absent ones at their default).
     """
-    import jsonschema
-
-    schema = {
-        "type": "object",
-        "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
-        "required": ["cluster", "topic", "group"],
-    }
-    jsonschema.validate(dict(params), schema)
-    return {k: params.get(k, v[0]) for k, v in PARAMS_SCHEMA.items()}
+    return check_params(params, PARAMS_SCHEMA, ["cluster", "topic", "group"])
 
 
 def translate(

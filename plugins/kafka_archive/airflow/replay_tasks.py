@@ -21,6 +21,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from kafka_archive.airflow.params import (
+    NULLABLE_STR,
+    ParamsSchema,
+    archived_range_params,
+    validate_params,
+    wait_for_open_transactions_param,
+)
 from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec, TargetSpec
 from kafka_archive.replay.target.request_secrets import SECRET_FREE_SETTINGS, refuse_secret_settings
 from kafka_archive.services.replay import (
@@ -46,27 +53,14 @@ log = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=ReplayService)
 
-_NULLABLE_STR: dict[str, Any] = {"type": ["null", "string"]}
 
 #: name -> (default, JSON Schema, description): the trigger form
-PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
-    "cluster": ("", {"type": "string", "minLength": 1}, "Source cluster name in the archive."),
-    "topic": ("", {"type": "string", "minLength": 1}, "Source topic."),
-    "partitions": (
-        [],
-        {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-            "maxItems": 10_000,
-        },
-        "Source partitions (empty: all).",
+PARAMS_SCHEMA: ParamsSchema = {
+    **archived_range_params(
+        from_default="-2h",
+        from_help="Start (inclusive): ISO-8601, epoch ms, -2h / now-30m, offset:N, "
+        "offset:P=N,..., earliest.",
     ),
-    "from": (
-        "-2h",
-        {"type": "string", "minLength": 1},
-        "Start (inclusive): ISO-8601, epoch ms, -2h / now-30m, offset:N, offset:P=N,..., earliest.",
-    ),
-    "to": (None, _NULLABLE_STR, "End (exclusive), same forms; empty: the end of the archive."),
     "target": (
         "",
         {"type": "string", "minLength": 1},
@@ -78,7 +72,7 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         "librdkafka settings for the target (security.protocol, sasl.mechanism, ssl.ca.location, "
         "...). Secrets are refused here: put them in the Airflow connection named by target.",
     ),
-    "target_topic": (None, _NULLABLE_STR, "Target topic (empty: the source topic's name)."),
+    "target_topic": (None, NULLABLE_STR, "Target topic (empty: the source topic's name)."),
     "partition_mapping": (
         "same",
         {"type": "string", "enum": ["same", "murmur2", "round-robin"]},
@@ -90,7 +84,7 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         {"type": "boolean"},
         "Add header kafka-archive.source = cluster/topic/partition/offset.",
     ),
-    "key_filter": (None, _NULLABLE_STR, "exact:V, prefix:V or regex:P on the UTF-8 key."),
+    "key_filter": (None, NULLABLE_STR, "exact:V, prefix:V or regex:P on the UTF-8 key."),
     "rate_limit_mb": (None, {"type": ["null", "number"], "exclusiveMinimum": 0}, "MB/s."),
     "rate_limit_records": (
         None,
@@ -132,13 +126,7 @@ PARAMS_SCHEMA: dict[str, tuple[Any, dict[str, Any], str]] = {
         "Replay around the archive's holes (missing or quarantined offsets) instead of "
         "failing; the run then ends complete-with-gaps.",
     ),
-    "wait_for_open_transactions_s": (
-        0,
-        {"type": "integer", "minimum": 0},
-        "When a transaction was still open where the archive ends, inside the range: wait at "
-        "most this many seconds (the catalog is looked at every 10 s) for the archive to hold "
-        "its outcome; 0: do not wait (the run then ends incomplete, and runs again complete it).",
-    ),
+    **wait_for_open_transactions_param(),
     "execution": (
         "auto",
         {"type": "string", "enum": ["auto", "in-process", "spark"]},
@@ -196,15 +184,8 @@ def spec_from_params(params: Mapping[str, Any], target: TargetSpec | None = None
             key with a hint rather than quoting the schema's pattern).
         jsonschema.ValidationError: anything else the schema refuses.
     """
-    import jsonschema
-
     refuse_secret_settings(params)
-    schema = {
-        "type": "object",
-        "properties": {k: v[1] for k, v in PARAMS_SCHEMA.items()},
-        "required": ["cluster", "topic", "from", "target"],
-    }
-    jsonschema.validate(dict(params), schema)
+    validate_params(params, PARAMS_SCHEMA, ["cluster", "topic", "from", "target"])
     request = {k: params.get(k) for k in _SPEC_FIELDS}
     request["partitions"] = list(params.get("partitions") or []) or None
     request["source_config"] = not params.get("no_source_config", False)
