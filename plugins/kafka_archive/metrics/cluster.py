@@ -49,8 +49,7 @@ def cluster_ends(
     ``with_consumer_offsets``) on ``target``. Partitions the cluster no longer has are left
     out; anything else that goes wrong is the answer's ``error``."""
     from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
     from kafka_archive.redact import redact_text
 

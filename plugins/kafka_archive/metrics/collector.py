@@ -116,7 +116,7 @@ def families(snap: Snapshot, answers: Iterable[ClusterEnds] = ()) -> list[Metric
             [],
             builds.last_failure_ms / 1e3,
         )
-    for status in sorted({"running", "done", "failed", "stale", *builds.by_status}):
+    for status in sorted({"running", "ok", "failed", "stale", *builds.by_status}):
         f.add("kafka_archive_catalog_builds", [status], builds.by_status.get(status, 0))
     for kind in sorted({"corrupt", "misfiled", "unreadable-manifest", "missing", *snap.integrity}):
         f.add("kafka_archive_integrity_problems", [kind], snap.integrity.get(kind, 0))

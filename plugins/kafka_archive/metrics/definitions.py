@@ -119,7 +119,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "kafka_archive_catalog_builds",
         "gauge",
-        "Catalog builds recorded, by status (running, done, failed, stale).",
+        "Catalog builds recorded, by status (running, ok, failed, stale).",
         ("status",),
     ),
     MetricDef(

@@ -208,7 +208,8 @@ def _builds(conn: Connection, snap: Snapshot) -> None:
         text("SELECT status, COUNT(*), MAX(finished_at_ms) FROM build_runs GROUP BY status")
     ).all()
     by_status = {str(r[0]): int(r[1]) for r in rows}
-    success = max((_i(r[2]) for r in rows if r[0] == "done"), default=0)
+    # a build that finished writes "ok" ("done" in older docs): both are a success
+    success = max((_i(r[2]) for r in rows if r[0] in ("ok", "done")), default=0)
     fail_row = conn.execute(
         text(
             "SELECT COALESCE(finished_at_ms, heartbeat_ms, started_at_ms), summary "

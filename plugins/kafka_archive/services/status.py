@@ -24,7 +24,7 @@ from kafka_archive.metrics.collector import archive_lag, replay_eta_s
 from kafka_archive.metrics.snapshot import Snapshot, read_snapshot
 from kafka_archive.services.resources import ResourceService
 
-__all__ = ["Check", "StatusReport", "StatusService", "Thresholds", "judge"]
+__all__ = ["Check", "StatusReport", "StatusService", "Thresholds", "format_duration", "judge"]
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -107,7 +107,7 @@ def _age_s(now_ms: int, then_ms: int) -> float | None:
     return None if then_ms <= 0 else max(0.0, (now_ms - then_ms) / 1000.0)
 
 
-def _dur(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
     s = int(seconds)
     if s < 120:
         return f"{s}s"
@@ -116,6 +116,9 @@ def _dur(seconds: float) -> str:
     if s < 172800:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+_dur = format_duration
 
 
 def judge(
@@ -171,9 +174,7 @@ def _judge_lag(
 ) -> None:
     for name, ans in sorted(by_cluster.items()):
         if ans.error and not ans.ends:
-            rep.checks.append(
-                Check("cluster", name, WARN, f"cluster did not answer: {ans.error}")
-            )
+            rep.checks.append(Check("cluster", name, WARN, f"cluster did not answer: {ans.error}"))
     # one row per topic: its worst partition (a topic of 1000 partitions is one line)
     worst: dict[tuple[str, str], dict[str, Any]] = {}
     for p in snap.partitions:
