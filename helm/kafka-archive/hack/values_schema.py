@@ -670,6 +670,25 @@ SPEC: Schema = obj(
                 "externalBroker": egress_rule(),
             }
         ),
+        "monitoring": obj(
+            {
+                "prometheusRule": obj({"enabled": boolean(), "labels": string_map()}),
+                "dashboard": obj({"enabled": boolean(), "labels": string_map()}),
+                "alerts": obj(
+                    {
+                        "archiveLagSeconds": integer(1),
+                        "archiveMaxAgeSeconds": integer(1),
+                        "catalogMaxAgeSeconds": integer(1),
+                        "followerMaxLagOffsets": integer(0),
+                        "followerStalledSeconds": integer(1),
+                        "pruneUnfinishedSeconds": integer(1),
+                        "replayStallSeconds": integer(1),
+                        "for": string(pattern=r"^([0-9]+(ms|s|m|h|d|w|y))+$"),
+                        "labels": string_map(),
+                    }
+                ),
+            }
+        ),
     }
 )
 

@@ -530,3 +530,12 @@ name: {{ printf "%s-%d" (include "kafka-archive.componentName" (list $root (inde
 labels:
   {{- include "kafka-archive.labels" (list $root "migrations") | nindent 2 }}
 {{- end -}}
+
+{{/* Labels of one alert rule: its severity and monitoring.alerts.labels. Call with (list $ "severity"). */}}
+{{- define "kafka-archive.alertLabels" -}}
+{{- $root := index . 0 -}}
+severity: {{ index . 1 }}
+{{- with $root.Values.monitoring.alerts.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
