@@ -23,7 +23,7 @@ from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.local_kafka import LocalKafkaCluster
 from kafka_archive.store import open_store
-from support.live_archiving import LiveArchiver
+from support.live_archiving import LiveArchiver, covered_to
 from support.prometheus import PrometheusServer, free_port, prometheus_server
 from support.real_kafka import unique_name
 
@@ -81,14 +81,21 @@ def test_prometheus_sees_lag_rise_while_archiving_is_stopped_and_fall_after(
         kafka_cluster, store, name=NAME, prefix=topic, workdir=tmp_path / "arch"
     )
 
-    def archive_and_build() -> None:
+    def archive_and_build(through: int) -> None:
+        """Archive rounds until offsets 0..through-1 are archived (the broker's recovery
+        point follows the roll within its checkpoint interval), then build the catalog."""
+        deadline = time.monotonic() + 120
         archiver.run_round()
+        while covered_to(archiver.manifests(topic)) < through:
+            assert time.monotonic() < deadline, covered_to(archiver.manifests(topic))
+            time.sleep(1.0)
+            archiver.run_round()
         with open_catalog(db, create=True) as cat:
             build_catalog(cat, store.uri, runner=InProcessRunner())
 
     _produce(bs, topic, 200)
     _roll(bs, topic)
-    archive_and_build()
+    archive_and_build(200)
 
     metrics_port, follower_port = free_port(), free_port()
     processes.append(
@@ -137,7 +144,7 @@ def _check(prom: PrometheusServer, bs: str, topic: str, archive_and_build: Any) 
 
     # an archive run and a catalog build: the lag falls, the broker's last archive moves
     _roll(bs, topic)
-    archive_and_build()
+    archive_and_build(701)  # 200 + the first roll's record + 500
     prom.wait_for(lag, lambda r: len(r) == 1 and float(r[0]["value"][1]) < peak)
     prom.wait_for(
         f'kafka_archive_archive_last_success_timestamp_seconds{{job="exporter",cluster="{NAME}"}}',

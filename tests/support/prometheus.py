@@ -96,6 +96,7 @@ def prometheus_server(tmp: Path, targets: dict[str, str]) -> Iterator[Prometheus
             for job, addr in targets.items()
         ],
     }
+    tmp.mkdir(parents=True, exist_ok=True)
     cfg = tmp / "prometheus.yml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
     log = (tmp / "prometheus.log").open("w")
