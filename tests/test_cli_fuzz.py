@@ -42,7 +42,11 @@ DOCUMENTED_EXIT_CODES = {0, 1, 2}
 CLUSTER = "fz"
 #: options always given (from their pool of invalid values) so the command cannot run for real:
 #: the demo would otherwise start Kafka clusters and Airflow under the sandbox (minutes per run)
-ALWAYS_GIVEN: dict[tuple[str, ...], tuple[str, ...]] = {("demo",): ("--root",)}
+#: (and `metrics serve`, a server, would run until interrupted: it always gets a port it refuses)
+ALWAYS_GIVEN: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("demo",): ("--root",),
+    ("metrics", "serve"): ("--port",),
+}
 #: commands that must never change anything, whatever they are given
 READ_ONLY = {
     ("segments", "dump"),
@@ -59,6 +63,8 @@ READ_ONLY = {
     ("catalog", "acls"),
     ("replay", "status"),
     ("settings",),
+    ("status",),
+    ("metrics", "serve"),
 }
 
 
@@ -221,6 +227,7 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str, *, generic: bool = Tr
         "--log-dir": [str(sb.logdir_junk), *paths],
         "--state-dir": [*paths, str(sb.root / "new-state")],
         "--root": [str(sb.garbage), str(sb.loop / "a"), str(sb.garbage / "sub")],
+        "--port": ["-1", "65536", "port", str(2**64)],
         "--png": [str(sb.garbage), str(sb.root / "nope" / "x.png"), str(sb.empty_dir)],
         "files": [str(sb.garbage), *paths],
         "partition_dir": [str(sb.logdir_junk / "t-0"), *paths],
