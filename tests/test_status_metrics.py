@@ -351,3 +351,16 @@ def test_metrics_serve_exposes_the_catalog_over_http(troubled: str) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_textfile_path_writes_the_same_exposition_atomically(
+    archive: tuple[str, str], tmp_path: Path
+) -> None:
+    from kafka_archive.metrics.exposition import write_textfile
+
+    registry = catalog_registry(lambda: open_catalog(archive[1]))
+    out = tmp_path / "kafka_archive.prom"
+    write_textfile(registry, out)
+    fams = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    assert fams["kafka_archive_catalog_up"].samples[0].value == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["kafka_archive.prom"]  # no temp file left
