@@ -43,11 +43,13 @@ def cluster_ends(
     partitions: Iterable[tuple[str, int]],
     *,
     with_consumer_offsets: bool = True,
-    timeout_s: float = 10.0,
+    timeout_s: float = 4.0,
 ) -> ClusterEnds:
     """High watermarks of ``partitions`` (and of every ``__consumer_offsets`` partition when
     ``with_consumer_offsets``) on ``target``. Partitions the cluster no longer has are left
-    out; anything else that goes wrong is the answer's ``error``."""
+    out; anything else that goes wrong is the answer's ``error``. ``timeout_s`` bounds each of
+    the two requests (metadata, ListOffsets): an unreachable cluster must cost a scrape less than
+    Prometheus's default 10 s scrape timeout, or the exporter itself would look down."""
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
