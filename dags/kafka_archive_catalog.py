@@ -42,6 +42,7 @@ from airflow.sdk import Asset, dag, task
 from kafka_archive.airflow import protect_task_logs
 from kafka_archive.airflow.archive_dag import ARCHIVE_SEGMENTS_ASSET_URI
 from kafka_archive.airflow.catalog_tasks import build_in_task, report_task, task_config
+from kafka_archive.airflow.notify import alerting_args, run_deadline
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 log = logging.getLogger("kafka_archive.catalog.spark_submit")
@@ -53,6 +54,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=15),
     "execution_timeout": timedelta(hours=12),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 
@@ -65,6 +67,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     tags=["kafka-archive", "catalog", "spark"],
     doc_md=__doc__,
     default_args=DEFAULT_ARGS,
+    deadline=run_deadline("catalog_deadline"),  # unset: no deadline
 )
 def kafka_archive_catalog() -> None:
     @task.branch

@@ -40,6 +40,7 @@ from kafka_archive.airflow.export_tasks import (
     plan_task,
     report_task,
 )
+from kafka_archive.airflow.notify import alerting_args
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -51,6 +52,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=12),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

@@ -41,6 +41,7 @@ from typing import Any
 from airflow.sdk import dag, task
 from kafka_archive.airflow import dag_params, protect_task_logs
 from kafka_archive.airflow.group_tasks import PARAMS_SCHEMA, apply_task
+from kafka_archive.airflow.notify import alerting_args
 from kafka_archive.airflow.replay_tasks import airflow_connection, airflow_variable_reader
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
@@ -51,6 +52,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retries": 1,
     "retry_delay": timedelta(seconds=15),
     "execution_timeout": timedelta(minutes=30),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

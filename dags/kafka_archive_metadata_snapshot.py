@@ -32,6 +32,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from kafka_archive.airflow import protect_task_logs
 from kafka_archive.airflow.metadata_tasks import metadata_snapshot_in_task
+from kafka_archive.airflow.notify import alerting_args
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -40,6 +41,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
     "execution_timeout": timedelta(minutes=30),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from airflow.sdk import dag, task
 from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow.notify import alerting_args
 from kafka_archive.airflow.offsets_tasks import follow_in_task
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
@@ -41,6 +42,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retries": 2,
     "retry_delay": timedelta(seconds=20),
     "execution_timeout": timedelta(minutes=30),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 from kafka_archive.airflow import protect_task_logs
+from kafka_archive.airflow.notify import alerting_args
 from kafka_archive.airflow.prune_tasks import PruneNeedsConfirmation, prune_in_task
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
@@ -46,6 +47,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
     "execution_timeout": timedelta(hours=6),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

@@ -46,6 +46,7 @@ from typing import Any
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from kafka_archive.airflow import dag_params, protect_task_logs
+from kafka_archive.airflow.notify import alerting_args
 from kafka_archive.airflow.replay_tasks import (
     PARAMS_SCHEMA,
     airflow_connection,
@@ -65,6 +66,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=12),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 

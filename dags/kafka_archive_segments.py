@@ -76,6 +76,7 @@ from kafka_archive.airflow.archive_dag import (
     raise_if_failed,
     task_config,
 )
+from kafka_archive.airflow.notify import alerting_args, run_deadline
 
 protect_task_logs()  # this DAG's task logs never show a password, secret key or token
 
@@ -92,6 +93,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
     "execution_timeout": timedelta(hours=6),
+    **alerting_args(),  # a message for each failed or retried task
 }
 
 
@@ -125,6 +127,7 @@ def _in_group(task_fn: Any, task_id: str, group: t.QueueGroup) -> Any:
     tags=["kafka-archive", "archive", "kafka"],
     doc_md=__doc__,
     default_args=DEFAULT_ARGS,
+    deadline=run_deadline("archive_deadline"),  # unset: no deadline
     params={
         "dry_run": Param(False, type="boolean", description="Plan only; upload nothing."),
         "clusters": Param(

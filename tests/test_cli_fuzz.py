@@ -40,6 +40,11 @@ from typer.testing import CliRunner
 #: hint), 2 usage error (Typer/click: unknown option, bad type, missing value)
 DOCUMENTED_EXIT_CODES = {0, 1, 2}
 CLUSTER = "fz"
+#: options always given (from their pool of invalid values) so the command cannot run for real:
+#: `metrics serve`, a server, would run until interrupted: it always gets a port it refuses
+ALWAYS_GIVEN: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("metrics", "serve"): ("--port",),
+}
 #: commands that must never change anything, whatever they are given
 READ_ONLY = {
     ("segments", "dump"),
@@ -56,6 +61,8 @@ READ_ONLY = {
     ("catalog", "acls"),
     ("replay", "status"),
     ("settings",),
+    ("status",),
+    ("metrics", "serve"),
 }
 
 
@@ -217,6 +224,7 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str) -> list[str]:
         "--spark-master": ["bogus", "local[0]", "local[-1]", "yarn://x", ""],
         "--log-dir": [str(sb.logdir_junk), *paths],
         "--state-dir": [*paths, str(sb.root / "new-state")],
+        "--port": ["-1", "65536", "port", str(2**64)],
         "--png": [str(sb.garbage), str(sb.root / "nope" / "x.png"), str(sb.empty_dir)],
         "files": [str(sb.garbage), *paths],
         "partition_dir": [str(sb.logdir_junk / "t-0"), *paths],

@@ -206,6 +206,24 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "$XDG_STATE_HOME/kafka-archive).",
         used_by="CLI",
     ),
+    Setting(
+        "notify_webhook",
+        "Webhook URL that DAG task failures, retries and missed deadlines are POSTed to "
+        "(JSON with a Slack-compatible text field); unset: the log only.",
+        kind="secret",
+        used_by="every DAG (failure and retry callbacks), archive and catalog deadlines",
+    ),
+    Setting(
+        "archive_deadline",
+        "Deadline of an archive DAG run from when it was queued (45m, 2h, 1d); a run still "
+        "going then is notified; unset: no deadline.",
+        used_by="archive DAG",
+    ),
+    Setting(
+        "catalog_deadline",
+        "Deadline of a catalog DAG run from when it was queued (2h, 12h); unset: no deadline.",
+        used_by="catalog DAG",
+    ),
 )
 _BY_NAME: Final = {s.name: s for s in SETTINGS}
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
@@ -232,6 +250,9 @@ class Settings:
     offsets_cluster: str | None = None
     offsets_bootstrap: str | None = None
     error_log_dir: str | None = None
+    notify_webhook: str | None = None
+    archive_deadline: str | None = None
+    catalog_deadline: str | None = None
     retention: Any = None
     prune_max_share: int = 50
     metadata_snapshots: Any = None
@@ -246,7 +267,7 @@ class Settings:
         for s in SETTINGS:
             value = getattr(self, s.name)
             if s.kind == "secret" and isinstance(value, str):
-                value = redact_url(value)
+                value = _mask_secret(value, redact_url)
             rows.append(
                 {
                     "name": s.name,
@@ -259,6 +280,21 @@ class Settings:
                 }
             )
         return rows
+
+
+def _mask_secret(value: str, redact_url: Callable[[object], str]) -> str:
+    """A secret setting as shown: a database URL without its password; an http(s) URL (a
+    webhook, whose path is its token) as its scheme and host only."""
+    if value.lower().startswith(("http://", "https://")):
+        from urllib.parse import urlsplit
+
+        from kafka_archive.redact import MASK
+
+        try:
+            return f"{value.split('://', 1)[0]}://{urlsplit(value).hostname or ''}/{MASK}"
+        except ValueError:
+            return MASK
+    return redact_url(value)
 
 
 def _coerce(setting: Setting, raw: object, source: str) -> object:

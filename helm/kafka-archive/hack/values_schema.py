@@ -102,6 +102,10 @@ def string(
     return s
 
 
+#: a deadline setting's duration (kafka_archive.services.notify.parse_deadline)
+DEADLINE = r"^[0-9]+(ms|s|m|h|d|w)$"
+
+
 def optional(pattern: str) -> str:
     """A pattern that also accepts "" (unset)."""
     return f"^$|{pattern}"
@@ -668,6 +672,33 @@ SPEC: Schema = obj(
                 "kafka": egress_rule(),
                 "externalDatabase": egress_rule(),
                 "externalBroker": egress_rule(),
+                "webhook": egress_rule(),
+            }
+        ),
+        "monitoring": obj(
+            {
+                "prometheusRule": obj({"enabled": boolean(), "labels": string_map()}),
+                "dashboard": obj({"enabled": boolean(), "labels": string_map()}),
+                "alerts": obj(
+                    {
+                        "archiveLagSeconds": integer(1),
+                        "archiveMaxAgeSeconds": integer(1),
+                        "catalogMaxAgeSeconds": integer(1),
+                        "followerMaxLagOffsets": integer(0),
+                        "followerStalledSeconds": integer(1),
+                        "pruneUnfinishedSeconds": integer(1),
+                        "replayStallSeconds": integer(1),
+                        "for": string(pattern=r"^([0-9]+(ms|s|m|h|d|w|y))+$"),
+                        "labels": string_map(),
+                    }
+                ),
+                "notifications": obj(
+                    {
+                        "webhook": external_url_secret(),
+                        "archiveDeadline": string(pattern=optional(DEADLINE)),
+                        "catalogDeadline": string(pattern=optional(DEADLINE)),
+                    }
+                ),
             }
         ),
     }

@@ -218,8 +218,34 @@ Kubernetes' $(VAR) expansion from a password variable defined just before them.
 - name: AIRFLOW__CELERY__BROKER_URL
   value: {{ printf "redis://:$(REDIS_PASSWORD)@%s:6379/0" (include "kafka-archive.redisHost" .) | quote }}
 {{- end }}
+{{- include "kafka-archive.notifyEnv" . }}
 {{- with .Values.airflow.extraEnv }}
 {{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The notification settings (docs/operations.md): the webhook URL by secretKeyRef only, the
+deadlines read when the DAG processor parses the archive and catalog DAGs. Part of every
+Airflow container's environment, since task callbacks run in workers and archivers and deadline
+callbacks in the triggerer.
+*/}}
+{{- define "kafka-archive.notifyEnv" -}}
+{{- $n := .Values.monitoring.notifications }}
+{{- with $n.webhook.existingSecret }}
+- name: KAFKA_ARCHIVE_NOTIFY_WEBHOOK
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $n.webhook.urlKey }}
+{{- end }}
+{{- with $n.archiveDeadline }}
+- name: KAFKA_ARCHIVE_ARCHIVE_DEADLINE
+  value: {{ . | quote }}
+{{- end }}
+{{- with $n.catalogDeadline }}
+- name: KAFKA_ARCHIVE_CATALOG_DEADLINE
+  value: {{ . | quote }}
 {{- end }}
 {{- end -}}
 
@@ -529,4 +555,13 @@ name: {{ printf "%s-%d" (include "kafka-archive.componentName" (list $root (inde
 {{- end }}
 labels:
   {{- include "kafka-archive.labels" (list $root "migrations") | nindent 2 }}
+{{- end -}}
+
+{{/* Labels of one alert rule: its severity and monitoring.alerts.labels. Call with (list $ "severity"). */}}
+{{- define "kafka-archive.alertLabels" -}}
+{{- $root := index . 0 -}}
+severity: {{ index . 1 }}
+{{- with $root.Values.monitoring.alerts.labels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}

@@ -78,6 +78,18 @@ def _add_export(root: typer.Typer) -> None:
     export.register(root)
 
 
+def _add_status(root: typer.Typer) -> None:
+    from kafka_archive.cli import status
+
+    status.register_status(root)
+
+
+def _add_metrics(root: typer.Typer) -> None:
+    from kafka_archive.cli import status
+
+    status.register_metrics(root)
+
+
 #: Every sub-command of the root, in the order ``--help`` lists them (typer lists single
 #: commands before groups): name -> (the first paragraph of its help, as the root ``--help``
 #: shows it; the function that registers it on a Typer app). The help line lives here so that
@@ -108,6 +120,16 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Export an archived range of a topic to Parquet files (local directory or S3), with "
         "Spark: the records a replay would deliver, one row each.",
         _add_export,
+    ),
+    "status": (
+        "Is the platform healthy? One screen: last archive per broker or fetcher, archive lag, "
+        "catalog freshness, the offsets follower's position vs __consumer_offsets' end, open "
+        "integrity problems, running replays, prunes.",
+        _add_status,
+    ),
+    "metrics": (
+        "Prometheus metrics of the archive: serve them for scraping (docs/operations.md).",
+        _add_metrics,
     ),
     "settings": (
         "Show every setting's effective value and where it came from (option, environment, "

@@ -54,6 +54,16 @@ def follow_offsets_command(
             + SETTINGS_FILE_HELP,
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            help="Serve Prometheus metrics (the follower's own counters and the catalog's "
+            "health, with this cluster's ends) at http://0.0.0.0:PORT/metrics while it runs.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     from kafka_archive.cli.catalog_options import parse_duration_ms
@@ -88,8 +98,11 @@ def follow_offsets_command(
         )
     # the follower may be the catalog's first writer; errors name it with the password hidden
     cat = open_catalog_or_fail(db, as_json, create=True)
-    try:
-        with OffsetsFollowerService(settings, catalog=cat) as service:
+    from kafka_archive.cli.follow_metrics import FollowerMetrics
+
+    served = FollowerMetrics.start(cat, cluster, bootstrap, extra, metrics_port, as_json)
+    with OffsetsFollowerService(settings, catalog=cat) as service:  # closes the catalog
+        try:
             report = service.follow(
                 cluster,
                 bootstrap,
@@ -97,13 +110,19 @@ def follow_offsets_command(
                 duration_s=duration_s,
                 config=extra,
                 handle_signals=True,
+                on_batch=served.on_batch if served else None,
             )
-    except Exception as exc:  # a Kafka or database failure: report it; positions are safe
-        fail(
-            f"following __consumer_offsets of {cluster} failed: {exc}",
-            hint="everything stored so far is kept; a re-run resumes from the stored positions",
-            as_json=as_json,
-        )
+        except Exception as exc:  # a Kafka or database failure: report it; positions are safe
+            if served:
+                served.failed(exc)
+            fail(
+                f"following __consumer_offsets of {cluster} failed: {exc}",
+                hint="everything stored so far is kept; a re-run resumes from the stored positions",
+                as_json=as_json,
+            )
+        finally:
+            if served:  # before the catalog it reads is closed
+                served.stop()
     if as_json:
         emit_json(report.to_json())
         return

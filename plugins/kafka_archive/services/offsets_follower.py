@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
-    from kafka_archive.offsets_follower.follower import FollowReport
+    from kafka_archive.offsets_follower.follower import BatchResult, FollowReport
 
 __all__ = ["FollowTarget", "OffsetsFollowerService"]
 
@@ -50,10 +50,11 @@ class OffsetsFollowerService(ResourceService):
         config: Mapping[str, str] | None = None,
         stop: threading.Event | None = None,
         handle_signals: bool = False,
+        on_batch: Callable[[BatchResult], None] | None = None,
     ) -> FollowReport:
         """Follow one cluster's ``__consumer_offsets`` into the catalog (created if missing)
         until caught up, ``duration_s`` passed, ``stop`` is set or (``handle_signals``)
-        SIGTERM/SIGINT arrives."""
+        SIGTERM/SIGINT arrives; ``on_batch`` sees each stored batch (e.g. metrics)."""
         from kafka_archive.offsets_follower.follower import follow_offsets
 
         return follow_offsets(
@@ -65,6 +66,7 @@ class OffsetsFollowerService(ResourceService):
             config=config,
             stop=stop,
             handle_signals=handle_signals,
+            on_batch=on_batch,
         )
 
     def follow_each(

@@ -58,6 +58,7 @@ def build_app(
     from kafka_archive.ui.catalog_routes import catalog_router
     from kafka_archive.ui.group_routes import group_router
     from kafka_archive.ui.replay_routes import replay_router
+    from kafka_archive.ui.status_routes import status_router
 
     app = FastAPI(
         title="kafka-archive on-call API",
@@ -130,6 +131,7 @@ def build_app(
     app.include_router(catalog_router(ctx), prefix=API_PREFIX)
     app.include_router(replay_router(ctx), prefix=API_PREFIX)
     app.include_router(group_router(ctx), prefix=API_PREFIX)
+    app.include_router(status_router(ctx), prefix=API_PREFIX)
 
     @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
     def openapi(_who: Principal = Depends(reader)) -> JSONResponse:

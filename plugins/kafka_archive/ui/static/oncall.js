@@ -53,6 +53,28 @@ function guard(fn) {
   return async (...a) => { try { say(""); await fn(...a); } catch (e) { say(e.message, true); } };
 }
 
+// -- platform health (GET /status, the same view as `kafka-archive status`) -----------------
+const LEVEL_CLASS = { ok: "ok", warn: "warn", fail: "bad" };
+async function loadHealth() {
+  const level = $("health-level");
+  let h;
+  try {
+    h = await api("/status");
+  } catch (e) {  // the rest of the page works without it: say so beside the heading
+    level.textContent = "unavailable: " + e.message; level.className = "bad"; return;
+  }
+  level.textContent = h.needs_human ? "needs a human" :
+    (h.level === "warn" ? "healthy, with warnings" : "healthy");
+  level.className = LEVEL_CLASS[h.level];
+  $("health").querySelector("tbody").innerHTML = h.checks.map((c) =>
+    `<tr><td class="l ${LEVEL_CLASS[c.level]}">${esc(c.level)}</td><td class="l">${esc(c.area)}` +
+    `</td><td class="l">${esc(c.subject)}</td><td class="l">${esc(c.message)}</td></tr>`).join("");
+  $("health-replays").innerHTML = rowsTable("health-replay-table",
+    ["replay", "source", "status", "sent", "remaining", "partitions done", "eta (s)"],
+    h.replays.map((r) => [r.replay_id, `${r.cluster}/${r.topic}`, r.status, r.records_sent,
+      r.offsets_remaining, `${r.partitions_done}/${r.partitions}`, r.eta_s ?? "-"]));
+}
+
 // -- pickers and time ---------------------------------------------------------------------
 async function loadClusters() {
   const who = await api("/whoami");
@@ -478,6 +500,7 @@ $("chart").addEventListener("click", (e) => {
   if (state.center == null || state.from == null) return;
   $("at").value = new Date(Math.round(chartTime(e))).toISOString(); guard(show)();
 });
+$("health-go").addEventListener("click", loadHealth);
 $("group-go").addEventListener("click", guard(groupAtT));
 $("loc-go").addEventListener("click", guard(locate));
 $("preview").addEventListener("click", guard(preview));
@@ -497,6 +520,7 @@ function pick(select, value) {
 guard(async () => {
   if (LINK.get("at")) $("at").value = LINK.get("at");
   if (LINK.get("group")) { $("group").value = LINK.get("group"); $("tg-group").value = LINK.get("group"); }
+  loadHealth();  // not awaited: the pickers need not wait for it
   await loadClusters();
   pick($("cluster"), LINK.get("cluster"));
   if (LINK.get("cluster")) await loadTopics();
