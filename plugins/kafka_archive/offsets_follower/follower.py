@@ -14,10 +14,15 @@ Contract of :func:`follow_offsets` / :func:`apply_batch`:
   :func:`segment_lib.consumer_offsets.decode_offsets_record` (offset commit keys 0/1, values
   v0-v4, group metadata, KIP-848 records, tombstones). Offset commits become ``commit`` rows and
   offset tombstones ``delete`` rows of ``followed_commits``; the other record types are counted.
-* **When a commit counts.** At its record's timestamp (the group coordinator sets it when it
-  appends the commit), kept as ``record_timestamp``; ``commit_timestamp`` is the value's field.
-  (A transactional one counts at its COMMIT marker once the archive holds that: see
-  :func:`kafka_archive.catalog.queries.group_offsets.group_offsets`.)
+* **When a commit counts.** A plain commit at its record's timestamp (the group coordinator
+  sets it when it appends the commit), kept as ``record_timestamp`` and ``visible_ts``;
+  ``commit_timestamp`` is the value's field. A transactional one (``TxnOffsetCommit``) at its
+  transaction's COMMIT marker: ``visible_ts`` and ``effective_offset`` are the marker's
+  timestamp and offset. librdkafka shows neither producer ids nor markers, so a second reader
+  (:mod:`~kafka_archive.offsets_follower.raw_batches`: Fetch read_uncommitted through
+  kafka-python, bytes parsed by ``segment_lib``) scans the same partitions' raw batches forward
+  (:class:`~kafka_archive.offsets_follower.txn_moments.TxnMomentResolver`); the consumer's
+  records and positions stay the librdkafka consumer's.
 * **Exactly once.** The follower's position per partition (``offsets_follower_positions``: every
   record before ``next_offset`` is reflected) is stored in the **same database transaction** as
   the rows read up to it. A crash (even ``kill -9``) at any moment leaves either both or neither,
@@ -40,7 +45,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Table, insert, select, update
@@ -49,6 +54,12 @@ from sqlalchemy.orm import Session
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
+from kafka_archive.offsets_follower.raw_batches import (
+    KafkaRawBatchReader,
+    RawBatchSource,
+    kafka_python_config,
+)
+from kafka_archive.offsets_follower.txn_moments import TxnMomentResolver
 from segment_lib.consumer_offsets import (
     CoordinatorRecord,
     GroupMetadata,
@@ -83,13 +94,16 @@ class PositionConflictError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ReadRecord:
-    """One record of ``__consumer_offsets`` as a consumer delivered it."""
+    """One record of ``__consumer_offsets`` as a consumer delivered it; ``marker`` is the
+    (offset, timestamp) of its transaction's COMMIT marker when it was written inside a
+    transaction (``None``: a plain record, or not known)."""
 
     partition: int
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
+    marker: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -125,11 +139,14 @@ def decode_records(
             counts.undecodable += 1
             log.warning("__consumer_offsets-%d@%d: undecodable: %s", r.partition, r.offset, exc)
             continue
+        eff_offset, eff_ts = r.marker if r.marker is not None else (r.offset, r.timestamp)
         base = {
             "cluster": cluster,
             "source_partition": r.partition,
             "log_offset": r.offset,
             "record_timestamp": r.timestamp,
+            "effective_offset": eff_offset,
+            "visible_ts": eff_ts,
             "followed_at_ms": now_ms,
         }
         if isinstance(rec, OffsetCommit):
@@ -298,6 +315,11 @@ class FollowReport:
     group_records: int = 0
     other_records: int = 0
     undecodable: int = 0
+    #: records written inside a transaction, stored at their COMMIT marker
+    transactional_records: int = 0
+    #: records whose raw batch or COMMIT marker the raw scan did not find (stored at their
+    #: record time, logged)
+    unresolved_markers: int = 0
     transactions: int = 0
     conflicts: int = 0
     caught_up: bool = False
@@ -342,11 +364,13 @@ def probe_cluster(bootstrap: str, extra: Mapping[str, str] | None = None) -> Non
     Raises:
         ClusterUnreachable: it did not answer (the message summarises what librdkafka said).
         KafkaException: librdkafka refused a setting of ``extra``.
+        UnsupportedRawSetting: the raw-batch reader (kafka-python) cannot apply a setting.
     """
     from confluent_kafka import Consumer
 
     from kafka_archive.client_log import reach_metadata
 
+    kafka_python_config(consumer_config(bootstrap, extra))
     consumer = Consumer(consumer_config(bootstrap, extra))
     try:
         reach_metadata(consumer, None, what=f"the cluster at {bootstrap}")
@@ -377,6 +401,7 @@ def follow_offsets(
     stop: threading.Event | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
     handle_signals: bool = False,
+    raw_source: RawBatchSource | None = None,
 ) -> FollowReport:
     """Follow ``__consumer_offsets`` of the cluster at ``bootstrap`` into ``catalog`` (see the
     module docstring for the guarantees) until caught up, ``duration_s`` passed, ``stop`` is
@@ -386,6 +411,14 @@ def follow_offsets(
     before the next call; ``on_batch`` sees each committed result. Set-up waits for the topic;
     :class:`_FollowLoop` assigns and polls; shut-down (always) closes the consumer and reads
     the report's positions back from the catalog.
+
+    ``raw_source`` is where the raw batches come from (default: a
+    :class:`~kafka_archive.offsets_follower.raw_batches.KafkaRawBatchReader` on the same
+    cluster with the same settings); the follower closes it.
+
+    Raises:
+        UnsupportedRawSetting: a setting of ``config`` the raw-batch reader cannot apply.
+        RawFetchError: a raw Fetch failed (what was stored so far is kept).
     """
     from confluent_kafka import Consumer
 
@@ -398,6 +431,11 @@ def follow_offsets(
     def expired() -> bool:
         return duration_s is not None and time.monotonic() - started >= duration_s
 
+    resolver = TxnMomentResolver(
+        raw_source
+        if raw_source is not None
+        else KafkaRawBatchReader(consumer_config(bootstrap, config))
+    )
     consumer = Consumer(consumer_config(bootstrap, config))
     try:
         parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
@@ -415,11 +453,14 @@ def follow_offsets(
             batch_records=batch_records,
             poll_timeout_s=poll_timeout_s,
             on_batch=on_batch,
+            resolver=resolver,
         )
         loop.start()
         loop.run(stop, expired, until_caught_up=until_caught_up)
     finally:
         consumer.close()
+        resolver.close()
+        report.unresolved_markers = resolver.unresolved
         report.positions = load_positions(catalog, cluster)
         report.seconds = round(time.monotonic() - started, 3)
     return report
@@ -464,6 +505,7 @@ class _FollowLoop:
     batch_records: int
     poll_timeout_s: float
     on_batch: Callable[[BatchResult], None] | None
+    resolver: TxnMomentResolver
     stored: dict[int, int | None] = field(default_factory=dict)
     end_at_start: dict[int, int] = field(default_factory=dict)
     at_end: set[int] = field(default_factory=set)
@@ -527,6 +569,7 @@ class _FollowLoop:
                 num_messages=self.batch_records, timeout=self.poll_timeout_s
             )
             records, ends = self._read(msgs)
+            records = self._at_markers(records)
             if not self._store(records, ends):
                 continue  # positions re-read after a conflict: poll again from there
             if until_caught_up and self.at_end >= set(self.parts):
@@ -569,6 +612,27 @@ class _FollowLoop:
             )
         return records, ends
 
+    def _at_markers(self, records: list[ReadRecord]) -> list[ReadRecord]:
+        """``records`` with the COMMIT marker of each one written inside a transaction (the
+        raw-batch scan, :class:`TxnMomentResolver`)."""
+        by_part: dict[int, list[int]] = {}
+        for r in records:
+            by_part.setdefault(r.partition, []).append(r.offset)
+        markers = {
+            (p, off): m
+            for p, offs in by_part.items()
+            for off, m in self.resolver.resolve(p, offs).items()
+        }
+        if not markers:
+            return records
+        self.report.transactional_records += len(markers)
+        return [
+            replace(r, marker=markers[(r.partition, r.offset)])
+            if (r.partition, r.offset) in markers
+            else r
+            for r in records
+        ]
+
     def _store(self, records: list[ReadRecord], ends: dict[int, int]) -> bool:
         """Store one consume call's records in one :func:`apply_batch` transaction (none when
         nothing was read). False when another follower moved a position meanwhile: nothing was
@@ -592,6 +656,8 @@ class _FollowLoop:
             self.at_end = {p for p in self.at_end if (self.stored[p] or 0) >= self.end_at_start[p]}
             return False
         self.stored.update(res.positions)
+        for p, pos in res.positions.items():
+            self.resolver.prune(p, pos)
         report.transactions += 1
         report.records_read += len(records)
         report.commits_recorded += res.counts.commits
