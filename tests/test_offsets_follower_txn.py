@@ -204,15 +204,15 @@ def test_the_follower_loop_stores_a_transactional_commit_at_its_marker(
         # the mock has no transactions: what read_committed would not deliver is left out
         # by storing only the records read_committed delivers (the loop's filter is the broker)
         skip = {at["aborted"], at["abort"], at["commit"]}
-        from kafka_archive.offsets_follower import follower as follower_mod
+        from kafka_archive.offsets_follower import loop
 
-        real_read = follower_mod._FollowLoop._read
+        real_read = loop.FollowLoop._read
 
         def read_committed(self: object, msgs: list[object]) -> object:
             records, ends = real_read(self, msgs)  # type: ignore[arg-type]
             return [r for r in records if r.offset not in skip], ends
 
-        monkeypatch.setattr(follower_mod._FollowLoop, "_read", read_committed)
+        monkeypatch.setattr(loop.FollowLoop, "_read", read_committed)
         report = follow_offsets(catalog, CLUSTER, kafka.bootstrap_servers, until_caught_up=True)
     assert report.caught_up
     assert (report.transactional_records, report.unresolved_markers) == (1, 0)
