@@ -13,6 +13,8 @@ mapping of the raw reader, and its refusal naming a setting it cannot apply, nev
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -254,3 +256,32 @@ def test_raw_reader_settings_map_and_an_unknown_one_is_named_not_shown() -> None
     assert "s3cret-value" not in str(err.value)
     with pytest.raises(UnsupportedRawSetting, match=r"security\.protocol"):
         kafka_python_config({"security.protocol": "carrier-pigeon"})
+
+
+def test_follow_offsets_refuses_an_unmappable_setting_by_name(tmp_path: Path) -> None:
+    """``catalog follow-offsets -X`` with a setting the raw-batch reader cannot apply: one
+    error naming the setting (not its value), exit 1, no traceback, no catalog created."""
+    db = tmp_path / "new" / "catalog.db"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "kafka-archive"),
+            "catalog",
+            "follow-offsets",
+            "--cluster",
+            "c",
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--db",
+            str(db),
+            "-X",
+            "sasl.oauthbearer.client.secret=s3cret-value",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "sasl.oauthbearer.client.secret" in proc.stderr
+    assert "s3cret-value" not in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert not db.parent.exists()
