@@ -215,7 +215,8 @@ def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
         else:
             raise UnsupportedRawSetting(
                 f"the setting {key!r} cannot be applied to the follower's raw-batch reader "
-                "(kafka-python)"
+                "(kafka-python); pass only connection settings (see docs/catalog.md, "
+                "'The raw reader's settings')"
             )
     return out
 
