@@ -254,6 +254,8 @@ def test_raw_reader_settings_map_and_an_unknown_one_is_named_not_shown() -> None
         kafka_python_config({**conf, "sasl.oauthbearer.client.secret": "s3cret-value"})
     assert "sasl.oauthbearer.client.secret" in str(err.value)
     assert "s3cret-value" not in str(err.value)
+    with pytest.raises(UnsupportedRawSetting, match=r"sasl\.mechanism"):
+        kafka_python_config({"sasl.mechanism": "GSSAPI"})
     with pytest.raises(UnsupportedRawSetting, match=r"security\.protocol"):
         kafka_python_config({"security.protocol": "carrier-pigeon"})
 
