@@ -10,6 +10,11 @@ broker's ``__consumer_offsets`` segments as well, then asks ``catalog group-offs
 every recorded moment (and just before the first): it must equal what the test committed.
 The archive alone must be wrong somewhere (what the issue found), and the merged history must
 hold every commit exactly once.
+
+A transactional commit takes effect when its COMMIT marker is written (issue 20, point 4), which
+happens after ``commit_transaction`` returns (the transaction coordinator writes the markers
+asynchronously): the test counts it as in effect, and takes the step's moment, only once the
+broker's group coordinator answers the group's offsets as stable (:func:`_wait_applied`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
 from kafka_archive.airflow.offsets_tasks import FollowedCluster, FollowJobConfig, run_follow
 from kafka_archive.archive import run_archive
 from kafka_archive.catalog.build import build_catalog
@@ -50,6 +63,23 @@ from segment_lib.consumer_offsets import (
 CLUSTER = "live"
 STEPS = 42
 Offsets = dict[tuple[str, int], int]
+
+
+def _wait_applied(admin: AdminClient, group: str, tps: list[TopicPartition]) -> None:
+    """Until the broker answers ``group``'s offsets of ``tps`` as stable (OffsetFetch with
+    require_stable: UNSTABLE_OFFSET_COMMIT while a transactional commit awaits its marker)."""
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(t.topic, t.partition) for t in tps])
+    end = time.monotonic() + 60
+    while True:
+        try:
+            res = admin.list_consumer_group_offsets([req], require_stable=True)[group].result(30)
+            if all(tp.error is None for tp in res.topic_partitions):
+                return
+        except KafkaException:
+            pass
+        if time.monotonic() > end:
+            pytest.fail(f"the COMMIT marker of {group}'s offsets was never applied")
+        time.sleep(0.05)
 
 
 def now_ms() -> int:
@@ -251,6 +281,7 @@ def test_group_offsets_equal_every_commit_after_compaction(  # noqa: C901, PLR09
     ]
     producer = Producer({"bootstrap.servers": bs, "transactional.id": unique_name("gh-txn")})
     producer.init_transactions(60)
+    admin = AdminClient({"bootstrap.servers": bs})
 
     db = str(tmp_path / "catalog.db")
     follower = Follower(bs, db, tmp_path / "follower.log")
@@ -312,6 +343,7 @@ def test_group_offsets_equal_every_commit_after_compaction(  # noqa: C901, PLR09
                     producer.abort_transaction(30)
                 else:
                     producer.commit_transaction(30)
+                    _wait_applied(admin, g.name, tps)  # the marker is written after EndTxn
                     g._took_effect(offsets)
             moments.append((now_ms(), [dict(g.state) for g in groups]))
             print(f"step {step} {time.monotonic() - started:.1f}s", file=sys.stderr)
