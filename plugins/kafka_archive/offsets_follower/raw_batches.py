@@ -24,6 +24,7 @@ arguments; a setting it cannot map is a :class:`UnsupportedRawSetting` naming th
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -235,8 +236,9 @@ class KafkaRawBatchReader:
     leader (looked up by a Metadata request, again after a leadership error).
 
     Raises (from :meth:`fetch`): :class:`RawFetchError` when the broker answers an error or
-    the request fails; construction raises :class:`UnsupportedRawSetting` for a setting it
-    cannot map.
+    the request fails (leadership errors and connection failures are retried a few times
+    after a new leader lookup first; an offset no longer in the log is an empty answer);
+    construction raises :class:`UnsupportedRawSetting` for a setting it cannot map.
     """
 
     #: bytes asked per Fetch (the broker returns at least one whole batch anyway)
@@ -301,21 +303,49 @@ class KafkaRawBatchReader:
             min_version=4,
             max_version=12,  # topics by name (13 on: by topic id)
         )
-        leader = self._leader(partition)
+        for attempt in range(_ATTEMPTS):
+            try:
+                return self._fetch_once(request, partition, offset)
+            except _Retriable as exc:
+                self._leaders.pop(partition, None)  # looked up again
+                if attempt == _ATTEMPTS - 1:
+                    raise RawFetchError(str(exc)) from None
+                time.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fetch_once(self, request: Any, partition: int, offset: int) -> list[RawBatch]:
         try:
+            leader = self._leader(partition)
             resp = self._client.send_and_receive(leader, request, timeout_ms=self._timeout_ms)
-        except Exception as exc:
-            self._leaders.pop(partition, None)
-            raise RawFetchError(f"{TOPIC}-{partition}: Fetch failed: {exc}") from None
+        except RawFetchError as exc:
+            raise _Retriable(str(exc)) from None
+        except Exception as exc:  # kafka-python's connection and timeout errors
+            raise _Retriable(f"{TOPIC}-{partition}: Fetch failed: {exc}") from None
         for t in resp.responses:
             for p in t.partitions:
                 if p.partition_index != partition:
                     continue
+                if p.error_code == _OFFSET_OUT_OF_RANGE:
+                    return []  # deleted (retention) since the consumer read it: nothing to date
+                if p.error_code in _LEADERSHIP_ERRORS:
+                    raise _Retriable(
+                        f"{TOPIC}-{partition}: Fetch answered error code {p.error_code}"
+                    )
                 if p.error_code:
-                    self._leaders.pop(partition, None)
                     raise RawFetchError(
                         f"{TOPIC}-{partition}: Fetch from offset {offset} answered error code "
                         f"{p.error_code}"
                     )
                 return parse_batches(bytes(p.records or b""))
         return []
+
+
+class _Retriable(Exception):
+    """A Fetch failure worth a retry after a new leader lookup."""
+
+
+_ATTEMPTS: Final = 5
+_OFFSET_OUT_OF_RANGE: Final = 1
+#: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
+#: REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
+_LEADERSHIP_ERRORS: Final = frozenset({3, 5, 6, 9, 74, 75})
