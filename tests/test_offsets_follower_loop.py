@@ -3,7 +3,11 @@ librdkafka's mock cluster (:class:`EmbeddedKafka`), whose ``__consumer_offsets``
 test fills with synthetic coordinator records. The exactly-once store itself is tested without
 Kafka in tests/test_offsets_follower.py; here: a run until caught up stores every record once
 and a second run resumes at the stored positions; the stop conditions (stop event, duration,
-SIGTERM, no topic yet); a position moved by another follower mid-run is re-read, not fatal."""
+SIGTERM, no topic yet); a position moved by another follower mid-run is re-read, not fatal.
+
+The follower's raw-batch reader (kafka-python) cannot talk to the mock cluster; it reads a
+mirror of what each test produced there (:func:`support.raw_batches.mirror_raw_source`): the
+same offsets, plain batches, as the synthetic records are."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from kafka_archive.offsets_follower.follower import (
 from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 from sqlalchemy import select
 from support.offsets_records import synthetic_records
+from support.raw_batches import LogRawSource, mirror_raw_source
 
 CLUSTER = "c1"
 PARTITIONS = 3
@@ -43,9 +48,14 @@ def catalog(tmp_path: Path) -> Iterator[Catalog]:
 
 
 @pytest.fixture
-def kafka() -> Iterator[EmbeddedKafka]:
+def kafka(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddedKafka]:
     with EmbeddedKafka(1) as k:
+        _MIRROR[k.bootstrap_servers] = mirror_raw_source(monkeypatch, k.bootstrap_servers)
         yield k
+
+
+#: the raw batches each mock cluster holds (what the test produced there)
+_MIRROR: dict[str, LogRawSource] = {}
 
 
 def _produce(kafka: EmbeddedKafka, records: Sequence[ReadRecord]) -> list[ReadRecord]:
@@ -63,6 +73,9 @@ def _produce(kafka: EmbeddedKafka, records: Sequence[ReadRecord]) -> list[ReadRe
             timestamp=r.timestamp,
         )
         out.append(ReadRecord(r.partition, ends[r.partition], r.timestamp, r.key, r.value))
+        mirror = _MIRROR[kafka.bootstrap_servers]
+        assert mirror.end(r.partition) == ends[r.partition]
+        mirror.plain(r.partition, [(r.timestamp, r.key, r.value)])
         ends[r.partition] += 1
     assert producer.flush(30) == 0
     return out
@@ -147,6 +160,9 @@ def test_until_caught_up_stores_every_record_once_and_resumes(
     assert sum(b.rows_written for b in batches) == len(_expected(first))
     assert report.positions == load_positions(catalog, CLUSTER) == _ends(first)
     assert report.behind_log_start == {} and report.conflicts == 0
+    # every delivered record was found in a raw batch: plain ones, stored at their own time
+    assert (report.transactional_records, report.unresolved_markers) == (0, 0)
+    assert _MIRROR[kafka.bootstrap_servers].fetches >= 1
     assert _stored(catalog) == _expected(first)
     # more commits: the next run starts at the stored positions, reads only the new records
     second = _produce(kafka, synthetic_records(150, PARTITIONS, seed=2))

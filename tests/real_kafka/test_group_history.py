@@ -10,6 +10,11 @@ broker's ``__consumer_offsets`` segments as well, then asks ``catalog group-offs
 every recorded moment (and just before the first): it must equal what the test committed.
 The archive alone must be wrong somewhere (what the issue found), and the merged history must
 hold every commit exactly once.
+
+A transactional commit takes effect when its COMMIT marker is written (issue 20, point 4), which
+happens after ``commit_transaction`` returns (the transaction coordinator writes the markers
+asynchronously): the test counts it as in effect, and takes the step's moment, only once the
+broker's group coordinator answers the group's offsets as stable (:func:`_wait_applied`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,15 @@ transaction's COMMIT marker is written, and never when it aborts. Against a real
 plain commit, then a transaction that sends offsets, waits, and commits, then one that aborts.
 At moments between append and marker, after the marker and after the abort, the broker's own
 answer (OffsetFetch through ``list_consumer_group_offsets``, not requiring stable offsets) is
-recorded; the follower and the segment archive then hold the same history, and
-``group-offsets --at T`` must give the broker's answer at every moment.
+recorded. ``group-offsets --at T`` must give the broker's answer at every moment twice:
+first from the follower alone (nothing archived yet: the follower finds each transactional
+commit's COMMIT marker in the raw batches it fetches beside its read_committed consumer), then
+once the segments are archived and cataloged too (the archive's resolution and the follower's
+rows agree, each commit counted once).
+
+The broker is asked with ``require_stable=False``: while a transactional commit is pending,
+``require_stable=True`` answers UNSTABLE_OFFSET_COMMIT instead of an offset, which is what
+:func:`_wait_stable` waits out before the moment after a marker is taken.
 """
 
 from __future__ import annotations
@@ -158,6 +165,8 @@ def test_group_offsets_take_transactional_commits_at_their_marker(
         assert answers[5:] == [10, 10, 10, 10], moments  # the aborted one never took effect
         report = follow_offsets(cat, CLUSTER, bs, until_caught_up=True)
         assert report.caught_up, report
+        # the follower alone (segments not archived: days, in production)
+        _check_followed(cat, group, topic, moments)
         # roll that segment (log.roll.ms is 3 s: the next append rolls it), so it is archived
         time.sleep(3.5)
         rolling = Consumer({"bootstrap.servers": bs, "group.id": roller})
@@ -180,6 +189,41 @@ def test_group_offsets_take_transactional_commits_at_their_marker(
         cat.close()
 
 
+def _answers_wrong(
+    cat: Catalog, group: str, topic: str, moments: list[tuple[int, int]]
+) -> list[tuple[int, dict[tuple[str, int], int], int]]:
+    wrong = []
+    for at, broker in moments:
+        got = {(o.topic, o.partition): o.offset for o in group_offsets(cat, CLUSTER, group, at)}
+        if got.get((topic, 0), -1) != broker:
+            wrong.append((at, got, broker))
+    return wrong
+
+
+def _check_followed(cat: Catalog, group: str, topic: str, moments: list[tuple[int, int]]) -> None:
+    """From the follower's rows alone: the broker's answer at every moment; the transactional
+    commit stored at its COMMIT marker (a later offset and time than its record's), the
+    aborted one never stored."""
+    oc, fc = OffsetCommitRow, FollowedCommitRow
+    with cat.session() as s:
+        assert s.execute(select(oc.id).where(oc.cluster == CLUSTER)).first() is None
+        seen = s.execute(
+            select(
+                fc.log_offset,
+                fc.committed_offset,
+                fc.record_timestamp,
+                fc.effective_offset,
+                fc.visible_ts,
+            ).where(fc.cluster == CLUSTER, fc.group_id == group)
+        ).all()
+    by_offset = {r.committed_offset: r for r in seen}
+    assert set(by_offset) == {5, 10}, seen
+    plain, txn = by_offset[5], by_offset[10]
+    assert (plain.effective_offset, plain.visible_ts) == (plain.log_offset, plain.record_timestamp)
+    assert txn.effective_offset > txn.log_offset and txn.visible_ts > txn.record_timestamp, seen
+    assert _answers_wrong(cat, group, topic, moments) == [], (moments, seen)
+
+
 def _check(cat: Catalog, group: str, topic: str, moments: list[tuple[int, int]]) -> None:
     """The catalog's answer at every moment is the broker's."""
     oc, fc = OffsetCommitRow, FollowedCommitRow
@@ -196,9 +240,4 @@ def _check(cat: Catalog, group: str, topic: str, moments: list[tuple[int, int]])
         ).all()
     # the archive resolved the committed transaction against its marker
     assert (10, "committed") in {(a[1], a[2]) for a in arch}, arch
-    wrong = []
-    for at, broker in moments:
-        got = {(o.topic, o.partition): o.offset for o in group_offsets(cat, CLUSTER, group, at)}
-        if got.get((topic, 0), -1) != broker:
-            wrong.append((at, got, broker))
-    assert wrong == [], (wrong, moments, seen, arch)
+    assert _answers_wrong(cat, group, topic, moments) == [], (moments, seen, arch)

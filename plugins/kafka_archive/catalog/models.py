@@ -348,10 +348,13 @@ class FollowedCommitRow(_CommitFields, Base):
     partition ``source_partition`` of ``__consumer_offsets`` at ``log_offset``.
 
     The follower reads ``read_committed``: a commit written inside a transaction appears only
-    once its producer committed, and aborted ones never. ``record_timestamp`` (the record's own
-    timestamp, set by the group coordinator when it appended the commit) is when the commit is
-    taken to be in effect, unless the archive resolved the same record as a transactional commit
-    against its marker (then the archive's row counts, see ``catalog.queries.groups``). Unique
+    once its producer committed, and aborted ones never. ``record_timestamp`` is the record's own
+    timestamp (set by the group coordinator when it appended the commit); ``visible_ts`` and
+    ``effective_offset`` say when and where in the log it took effect: for a transactional
+    commit its COMMIT marker's timestamp and offset (found by the follower's raw-batch scan,
+    :mod:`kafka_archive.offsets_follower.txn_moments`), else the record's own (NULL in rows
+    stored before revision ``0006_followed_commit_markers``: read as the record's own). Where
+    the archive resolved the same record, its row counts (``catalog.queries.group_offsets``). Unique
     per ``(cluster, source_partition, log_offset)``: re-reading a record adds nothing.
     """
 
@@ -361,6 +364,8 @@ class FollowedCommitRow(_CommitFields, Base):
     log_offset: Mapped[int]
     record_timestamp: Mapped[int]
     followed_at_ms: Mapped[int]
+    effective_offset: Mapped[int | None]
+    visible_ts: Mapped[int | None]
 
 
 class FollowerPosition(Base):

@@ -283,6 +283,10 @@ followed_commits = Table(
     Column("log_offset", BigInteger, nullable=False),
     Column("record_timestamp", BigInteger, nullable=False),
     Column("followed_at_ms", BigInteger, nullable=False),
+    # a transactional commit's COMMIT marker (offset, timestamp), else the record's own; NULL
+    # in rows stored before revision 0006_followed_commit_markers (read as the record's own)
+    Column("effective_offset", BigInteger),
+    Column("visible_ts", BigInteger),
     UniqueConstraint("cluster", "source_partition", "log_offset", name="uq_followed_commits_log"),
     Index("ix_followed_commits_group", "cluster", "group_id", "record_timestamp"),
 )

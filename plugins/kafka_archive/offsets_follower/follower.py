@@ -14,10 +14,15 @@ Contract of :func:`follow_offsets` / :func:`apply_batch`:
   :func:`segment_lib.consumer_offsets.decode_offsets_record` (offset commit keys 0/1, values
   v0-v4, group metadata, KIP-848 records, tombstones). Offset commits become ``commit`` rows and
   offset tombstones ``delete`` rows of ``followed_commits``; the other record types are counted.
-* **When a commit counts.** At its record's timestamp (the group coordinator sets it when it
-  appends the commit), kept as ``record_timestamp``; ``commit_timestamp`` is the value's field.
-  (A transactional one counts at its COMMIT marker once the archive holds that: see
-  :func:`kafka_archive.catalog.queries.group_offsets.group_offsets`.)
+* **When a commit counts.** A plain commit at its record's timestamp (the group coordinator
+  sets it when it appends the commit), kept as ``record_timestamp`` and ``visible_ts``;
+  ``commit_timestamp`` is the value's field. A transactional one (``TxnOffsetCommit``) at its
+  transaction's COMMIT marker: ``visible_ts`` and ``effective_offset`` are the marker's
+  timestamp and offset. librdkafka shows neither producer ids nor markers, so a second reader
+  (:mod:`~kafka_archive.offsets_follower.raw_batches`: Fetch read_uncommitted through
+  kafka-python, bytes parsed by ``segment_lib``) scans the same partitions' raw batches forward
+  (:class:`~kafka_archive.offsets_follower.txn_moments.TxnMomentResolver`); the consumer's
+  records and positions stay the librdkafka consumer's.
 * **Exactly once.** The follower's position per partition (``offsets_follower_positions``: every
   record before ``next_offset`` is reflected) is stored in the **same database transaction** as
   the rows read up to it. A crash (even ``kill -9``) at any moment leaves either both or neither,
@@ -50,6 +55,12 @@ from sqlalchemy.orm import Session
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.offsets_follower.raw_batches import (
+    KafkaRawBatchReader,
+    RawBatchSource,
+    kafka_python_config,
+)
+from kafka_archive.offsets_follower.txn_moments import TxnMomentResolver
 from segment_lib.consumer_offsets import (
     CoordinatorRecord,
     GroupMetadata,
@@ -84,13 +95,16 @@ class PositionConflictError(KafkaArchiveError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ReadRecord:
-    """One record of ``__consumer_offsets`` as a consumer delivered it."""
+    """One record of ``__consumer_offsets`` as a consumer delivered it; ``marker`` is the
+    (offset, timestamp) of its transaction's COMMIT marker when it was written inside a
+    transaction (``None``: a plain record, or not known)."""
 
     partition: int
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
+    marker: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -126,11 +140,14 @@ def decode_records(
             counts.undecodable += 1
             log.warning("__consumer_offsets-%d@%d: undecodable: %s", r.partition, r.offset, exc)
             continue
+        eff_offset, eff_ts = r.marker if r.marker is not None else (r.offset, r.timestamp)
         base = {
             "cluster": cluster,
             "source_partition": r.partition,
             "log_offset": r.offset,
             "record_timestamp": r.timestamp,
+            "effective_offset": eff_offset,
+            "visible_ts": eff_ts,
             "followed_at_ms": now_ms,
         }
         if isinstance(rec, OffsetCommit):
@@ -299,6 +316,11 @@ class FollowReport:
     group_records: int = 0
     other_records: int = 0
     undecodable: int = 0
+    #: records written inside a transaction, stored at their COMMIT marker
+    transactional_records: int = 0
+    #: records whose raw batch or COMMIT marker the raw scan did not find (stored at their
+    #: record time, logged)
+    unresolved_markers: int = 0
     transactions: int = 0
     conflicts: int = 0
     caught_up: bool = False
@@ -343,11 +365,13 @@ def probe_cluster(bootstrap: str, extra: Mapping[str, str] | None = None) -> Non
     Raises:
         ClusterUnreachable: it did not answer (the message summarises what librdkafka said).
         KafkaException: librdkafka refused a setting of ``extra``.
+        UnsupportedRawSetting: the raw-batch reader (kafka-python) cannot apply a setting.
     """
     from confluent_kafka import Consumer
 
     from kafka_archive.client_log import reach_metadata
 
+    kafka_python_config(consumer_config(bootstrap, extra))
     consumer = Consumer(consumer_config(bootstrap, extra))
     try:
         reach_metadata(consumer, None, what=f"the cluster at {bootstrap}")
@@ -378,6 +402,7 @@ def follow_offsets(
     stop: threading.Event | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
     handle_signals: bool = False,
+    raw_source: RawBatchSource | None = None,
 ) -> FollowReport:
     """Follow ``__consumer_offsets`` of the cluster at ``bootstrap`` into ``catalog`` (see the
     module docstring for the guarantees) until caught up, ``duration_s`` passed, ``stop`` is
@@ -385,8 +410,16 @@ def follow_offsets(
 
     Each consume call's records go to the catalog in one :func:`apply_batch` transaction
     before the next call; ``on_batch`` sees each committed result. Set-up waits for the topic;
-    :class:`_FollowLoop` assigns and polls; shut-down (always) closes the consumer and reads
-    the report's positions back from the catalog.
+    :class:`~kafka_archive.offsets_follower.loop.FollowLoop` assigns and polls; shut-down
+    (always) closes the consumer and reads the report's positions back from the catalog.
+
+    ``raw_source`` is where the raw batches come from (default: a
+    :class:`~kafka_archive.offsets_follower.raw_batches.KafkaRawBatchReader` on the same
+    cluster with the same settings); the follower closes it.
+
+    Raises:
+        UnsupportedRawSetting: a setting of ``config`` the raw-batch reader cannot apply.
+        RawFetchError: a raw Fetch failed (what was stored so far is kept).
     """
     from confluent_kafka import Consumer
 
@@ -399,6 +432,13 @@ def follow_offsets(
     def expired() -> bool:
         return duration_s is not None and time.monotonic() - started >= duration_s
 
+    resolver = TxnMomentResolver(
+        raw_source
+        if raw_source is not None
+        else KafkaRawBatchReader(consumer_config(bootstrap, config))
+    )
+    from kafka_archive.offsets_follower.loop import FollowLoop
+
     consumer = Consumer(consumer_config(bootstrap, config))
     try:
         parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
@@ -407,7 +447,7 @@ def follow_offsets(
             report.caught_up = until_caught_up
             report.stopped_by = "no __consumer_offsets topic yet"
             return report
-        loop = _FollowLoop(
+        loop = FollowLoop(
             catalog,
             cluster,
             consumer,
@@ -416,11 +456,14 @@ def follow_offsets(
             batch_records=batch_records,
             poll_timeout_s=poll_timeout_s,
             on_batch=on_batch,
+            resolver=resolver,
         )
         loop.start()
         loop.run(stop, expired, until_caught_up=until_caught_up)
     finally:
         consumer.close()
+        resolver.close()
+        report.unresolved_markers = resolver.unresolved
         report.positions = load_positions(catalog, cluster)
         report.seconds = round(time.monotonic() - started, 3)
     return report
@@ -444,162 +487,3 @@ def _wait_for_partitions(
             break
         parts = _partitions(consumer, 30.0)
     return parts
-
-
-@dataclass(slots=True)
-class _FollowLoop:
-    """The poll loop of one :func:`follow_offsets` run over ``parts``.
-
-    State: ``stored`` (the position per partition this follower read at its start or last
-    wrote, ``None`` when no row exists), ``end_at_start`` (each partition's end when the run
-    began) and ``at_end`` (the partitions seen caught up: an end-of-partition event, or a record
-    at or past the last offset that existed at the start, since a busy partition may never
-    report its end).
-    """
-
-    catalog: Catalog
-    cluster: str
-    consumer: Any
-    parts: list[int]
-    report: FollowReport
-    batch_records: int
-    poll_timeout_s: float
-    on_batch: Callable[[BatchResult], None] | None
-    stored: dict[int, int | None] = field(default_factory=dict)
-    end_at_start: dict[int, int] = field(default_factory=dict)
-    at_end: set[int] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.stored = {p: None for p in self.parts}
-
-    def assign(self) -> None:
-        """Read the stored positions and assign every partition there (the beginning when
-        none is stored)."""
-        from confluent_kafka import TopicPartition
-
-        stored = self.stored
-        stored.update(load_positions(self.catalog, self.cluster))
-        self.consumer.assign(
-            [
-                TopicPartition(CONSUMER_OFFSETS_TOPIC, p, stored[p] or 0)
-                if stored[p] is not None
-                else TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2)  # OFFSET_BEGINNING
-                for p in self.parts
-            ]
-        )
-
-    def start(self) -> None:
-        """Assign, note each partition's end now, and report (and log) stored positions below
-        the log start: records in between were deleted before they were read."""
-        from confluent_kafka import TopicPartition
-
-        self.assign()
-        for p in self.parts:
-            low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
-            )
-            self.end_at_start[p] = high
-            pos = self.stored[p]
-            if pos is not None and pos < low:
-                self.report.behind_log_start[p] = [pos, low]
-                log.warning(
-                    "__consumer_offsets-%d: stored position %d is below the log start %d: "
-                    "records in between were deleted before they were read",
-                    p,
-                    pos,
-                    low,
-                )
-        self.at_end = {p for p in self.parts if (self.stored[p] or 0) >= self.end_at_start[p]}
-
-    def run(
-        self, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
-    ) -> None:
-        """Consume and store batch after batch until ``stop`` is set, ``expired()``, or (with
-        ``until_caught_up``) every partition is at its end; sets the report's ``stopped_by``."""
-        report = self.report
-        while True:
-            if stop.is_set():
-                report.stopped_by = "stop requested"
-                return
-            if expired():
-                report.stopped_by = "duration"
-                return
-            msgs = self.consumer.consume(
-                num_messages=self.batch_records, timeout=self.poll_timeout_s
-            )
-            records, ends = self._read(msgs)
-            if not self._store(records, ends):
-                continue  # positions re-read after a conflict: poll again from there
-            if until_caught_up and self.at_end >= set(self.parts):
-                report.caught_up = True
-                report.stopped_by = "caught up"
-                return
-
-    def _read(self, msgs: list[Any]) -> tuple[list[ReadRecord], dict[int, int]]:
-        """The records of one consume call, and the end offsets of the partitions that
-        reported their end; marks partitions caught up. A fatal client error raises
-        :class:`KafkaException`; other errors are logged and skipped."""
-        from confluent_kafka import KafkaError, KafkaException
-
-        records: list[ReadRecord] = []
-        ends: dict[int, int] = {}
-        for m in msgs:
-            part, off = m.partition() or 0, m.offset() or 0
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    self.at_end.add(part)
-                    ends[part] = off
-                    continue
-                if err.fatal():
-                    raise KafkaException(err)
-                log.warning("__consumer_offsets follower: %s", err)
-                continue
-            if off >= self.end_at_start[part] - 1:
-                self.at_end.add(part)
-            ts_type, ts = m.timestamp()
-            key, value = m.key(), m.value()
-            records.append(
-                ReadRecord(
-                    part,
-                    off,
-                    ts if ts_type else -1,
-                    key.encode() if isinstance(key, str) else key,
-                    value.encode() if isinstance(value, str) else value,
-                )
-            )
-        return records, ends
-
-    def _store(self, records: list[ReadRecord], ends: dict[int, int]) -> bool:
-        """Store one consume call's records in one :func:`apply_batch` transaction (none when
-        nothing was read). False when another follower moved a position meanwhile: nothing was
-        stored, the positions are re-read and the consumer re-assigned there."""
-        touched = {r.partition for r in records} | set(ends)
-        if not touched:
-            return True
-        report = self.report
-        try:
-            res = apply_batch(
-                self.catalog,
-                self.cluster,
-                records,
-                {p: self.stored[p] for p in touched},
-                ends=ends,
-            )
-        except PositionConflictError as exc:
-            report.conflicts += 1
-            log.warning("%s: re-reading stored positions", exc)
-            self.assign()
-            self.at_end = {p for p in self.at_end if (self.stored[p] or 0) >= self.end_at_start[p]}
-            return False
-        self.stored.update(res.positions)
-        report.transactions += 1
-        report.records_read += len(records)
-        report.commits_recorded += res.counts.commits
-        report.tombstones_recorded += res.counts.tombstones
-        report.group_records += res.counts.group_records
-        report.other_records += res.counts.other_records
-        report.undecodable += res.counts.undecodable
-        if self.on_batch is not None:
-            self.on_batch(res)
-        return True

@@ -48,13 +48,15 @@ def group_offsets(
 
     Two sources, merged: commits decoded from archived ``__consumer_offsets`` segments (a
     transactional commit takes effect at its COMMIT marker, aborted ones never) and commits the
-    offsets follower read (``read_committed``; in effect from their record timestamp). Per
+    offsets follower read (``read_committed``; in effect from their record timestamp, a
+    transactional one from its COMMIT marker, which the follower finds in the raw batches). Per
     partition each source's latest entry by then is taken, and the one later in the
     ``__consumer_offsets`` log wins (a group's records all live in one partition of that topic,
     so log positions of both sources are comparable; the same record seen by both is the same
     answer). A transactional commit whose COMMIT/ABORT marker the archive holds counts only as
-    the archive resolved it: the follower's row of the same record (dated by the record, too
-    early) is set aside (:func:`_not_resolved_by_archive`).
+    the archive resolved it: the follower's row of the same record (dated by the marker the
+    follower's raw-batch scan found, or by the record in rows stored before it did) is set
+    aside (:func:`_not_resolved_by_archive`), so each commit counts once.
     """
     archived = _archived_latest(catalog, cluster, group, at_ms)
     followed = _followed_latest(catalog, cluster, group, at_ms)
@@ -143,11 +145,12 @@ def _not_resolved_by_archive(cluster: str) -> ColumnElement[bool]:
     as a transactional commit it resolved against its marker (``committed``: in effect at the
     marker's offset and time; ``aborted``: never).
 
-    Why: the follower reads ``read_committed`` through librdkafka, which shows neither the
-    producer id nor the transaction markers, so it can only date a transactional commit by its
-    own record, which precedes the COMMIT marker by the rest of the transaction. Where the
+    Why: the follower dates a transactional commit by its COMMIT marker (found by its raw-batch
+    scan) since revision ``0006_followed_commit_markers``; rows stored before, or whose marker
+    the scan did not find, carry the record's own time, which precedes the marker. Where the
     archive knows the marker, its answer is the exact one and the follower's row of the same
-    record must not count earlier (a pending row, marker not archived yet, decides nothing).
+    record must not count differently (a pending row, marker not archived yet, decides
+    nothing).
     """
     fc, oc, pt = FollowedCommitRow, OffsetCommitRow, Partition
     return ~exists(
@@ -164,16 +167,27 @@ def _not_resolved_by_archive(cluster: str) -> ColumnElement[bool]:
     )
 
 
+def _followed_visible_ts() -> ColumnElement[int]:
+    """When a follower row took effect: its COMMIT marker's time for a transactional commit
+    (``visible_ts``), its record's for the others and for rows stored before the follower
+    knew markers (NULL ``visible_ts``)."""
+    fc = FollowedCommitRow
+    return func.coalesce(fc.visible_ts, fc.record_timestamp)
+
+
 def _followed_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | None) -> _Latest:
     """As :func:`_archived_latest`, from the offsets follower's rows (those the archive
-    resolved as transactional commits left to it: :func:`_not_resolved_by_archive`)."""
+    resolved as transactional commits left to it: :func:`_not_resolved_by_archive`), each in
+    effect from its ``visible_ts`` at its ``effective_offset`` (a transactional commit's
+    COMMIT marker, found by the follower's raw-batch scan)."""
     fc = FollowedCommitRow
+    eff = func.coalesce(fc.effective_offset, fc.log_offset)
     conds = [fc.cluster == cluster, fc.group_id == group, _not_resolved_by_archive(cluster)]
     if at_ms is not None:
-        conds.append(fc.record_timestamp <= at_ms)
+        conds.append(_followed_visible_ts() <= at_ms)
     with catalog.session() as s:
         latest = (
-            select(fc.topic, fc.partition, func.max(fc.log_offset).label("lo"))
+            select(fc.topic, fc.partition, func.max(eff).label("eo"))
             .where(*conds)
             .group_by(fc.topic, fc.partition)
             .subquery()
@@ -186,34 +200,33 @@ def _followed_latest(catalog: Catalog, cluster: str, group: str, at_ms: int | No
                 fc.committed_offset,
                 fc.commit_timestamp,
                 fc.log_offset,
+                eff.label("eo"),
             )
             .join(
                 latest,
                 and_(
                     fc.topic == latest.c.topic,
                     fc.partition == latest.c.partition,
-                    fc.log_offset == latest.c.lo,
+                    eff == latest.c.eo,
                 ),
             )
             .where(*conds)
         ).all()
-    return {
-        (r.topic, r.partition): (
-            (int(r.log_offset), int(r.log_offset)),
-            r.kind,
-            r.committed_offset,
-            r.commit_timestamp,
-        )
-        for r in rows
-    }
+    best: _Latest = {}
+    for r in rows:
+        k = (r.topic, r.partition)
+        pos = (int(r.eo), int(r.log_offset))
+        if k not in best or pos > best[k][0]:
+            best[k] = (pos, r.kind, r.committed_offset, r.commit_timestamp)
+    return best
 
 
 @dataclass(frozen=True, slots=True)
 class GroupCommit:
     """One commit (or offset deletion, ``kind='delete'``) of a group's history.
 
-    ``visible_ts`` is when it took effect (archive: the record, or its COMMIT marker for a
-    transactional commit; follower: the record); ``sources`` says who saw it: ``archive``,
+    ``visible_ts`` is when it took effect (the record, or its COMMIT marker for a
+    transactional commit, for both sources); ``sources`` says who saw it: ``archive``,
     ``follower`` or both. The same commit seen by both sources is listed once.
     """
 
@@ -276,11 +289,12 @@ def group_commit_history(
         ):
             key = (r.topic, r.partition, r.kind, r.commit_timestamp, r.committed_offset)
             merged[key] = (int(r.visible_ts), {"archive"})
+        f_vis = _followed_visible_ts()
         f_conds = [fc.cluster == cluster, fc.group_id == group]
         if from_ms is not None:
-            f_conds.append(fc.record_timestamp >= from_ms)
+            f_conds.append(f_vis >= from_ms)
         if to_ms is not None:
-            f_conds.append(fc.record_timestamp <= to_ms)
+            f_conds.append(f_vis <= to_ms)
         for f in s.execute(
             select(
                 fc.topic,
@@ -288,7 +302,7 @@ def group_commit_history(
                 fc.kind,
                 fc.commit_timestamp,
                 fc.committed_offset,
-                fc.record_timestamp,
+                f_vis.label("vis"),
                 _not_resolved_by_archive(cluster).label("own"),
             ).where(*f_conds)
         ):
@@ -296,7 +310,7 @@ def group_commit_history(
             if key in merged:
                 merged[key][1].add("follower")
             elif f.own:  # else the archive's row (in effect outside the range) speaks for it
-                merged[key] = (int(f.record_timestamp), {"follower"})
+                merged[key] = (int(f.vis), {"follower"})
     out = [
         GroupCommit(t, p, kind, off, cts, vis, tuple(sorted(src)))
         for (t, p, kind, cts, off), (vis, src) in merged.items()

@@ -1,0 +1,214 @@
+"""The poll loop of one :func:`~kafka_archive.offsets_follower.follower.follow_offsets` run
+(see that module's docstring for the guarantees): assign the partitions at the stored
+positions, consume, date transactional records at their COMMIT marker
+(:class:`~kafka_archive.offsets_follower.txn_moments.TxnMomentResolver`), store each consume
+call's records in one :func:`~kafka_archive.offsets_follower.follower.apply_batch` transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kafka_archive.catalog.db import Catalog
+from kafka_archive.offsets_follower.follower import (
+    CONSUMER_OFFSETS_TOPIC,
+    BatchResult,
+    FollowReport,
+    PositionConflictError,
+    ReadRecord,
+    apply_batch,
+    load_positions,
+)
+from kafka_archive.offsets_follower.txn_moments import TxnMomentResolver
+
+__all__ = ["FollowLoop"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class FollowLoop:
+    """The poll loop of one :func:`follow_offsets` run over ``parts``.
+
+    State: ``stored`` (the position per partition this follower read at its start or last
+    wrote, ``None`` when no row exists), ``end_at_start`` (each partition's end when the run
+    began) and ``at_end`` (the partitions seen caught up: an end-of-partition event, or a record
+    at or past the last offset that existed at the start, since a busy partition may never
+    report its end).
+    """
+
+    catalog: Catalog
+    cluster: str
+    consumer: Any
+    parts: list[int]
+    report: FollowReport
+    batch_records: int
+    poll_timeout_s: float
+    on_batch: Callable[[BatchResult], None] | None
+    resolver: TxnMomentResolver
+    stored: dict[int, int | None] = field(default_factory=dict)
+    end_at_start: dict[int, int] = field(default_factory=dict)
+    at_end: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.stored = {p: None for p in self.parts}
+
+    def assign(self) -> None:
+        """Read the stored positions and assign every partition there (the beginning when
+        none is stored)."""
+        from confluent_kafka import TopicPartition
+
+        stored = self.stored
+        stored.update(load_positions(self.catalog, self.cluster))
+        self.consumer.assign(
+            [
+                TopicPartition(CONSUMER_OFFSETS_TOPIC, p, stored[p] or 0)
+                if stored[p] is not None
+                else TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2)  # OFFSET_BEGINNING
+                for p in self.parts
+            ]
+        )
+
+    def start(self) -> None:
+        """Assign, note each partition's end now, and report (and log) stored positions below
+        the log start: records in between were deleted before they were read."""
+        from confluent_kafka import TopicPartition
+
+        self.assign()
+        for p in self.parts:
+            low, high = self.consumer.get_watermark_offsets(
+                TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
+            )
+            self.end_at_start[p] = high
+            pos = self.stored[p]
+            if pos is not None and pos < low:
+                self.report.behind_log_start[p] = [pos, low]
+                log.warning(
+                    "__consumer_offsets-%d: stored position %d is below the log start %d: "
+                    "records in between were deleted before they were read",
+                    p,
+                    pos,
+                    low,
+                )
+        self.at_end = {p for p in self.parts if (self.stored[p] or 0) >= self.end_at_start[p]}
+
+    def run(
+        self, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
+    ) -> None:
+        """Consume and store batch after batch until ``stop`` is set, ``expired()``, or (with
+        ``until_caught_up``) every partition is at its end; sets the report's ``stopped_by``."""
+        report = self.report
+        while True:
+            if stop.is_set():
+                report.stopped_by = "stop requested"
+                return
+            if expired():
+                report.stopped_by = "duration"
+                return
+            msgs = self.consumer.consume(
+                num_messages=self.batch_records, timeout=self.poll_timeout_s
+            )
+            records, ends = self._read(msgs)
+            records = self._at_markers(records)
+            if not self._store(records, ends):
+                continue  # positions re-read after a conflict: poll again from there
+            if until_caught_up and self.at_end >= set(self.parts):
+                report.caught_up = True
+                report.stopped_by = "caught up"
+                return
+
+    def _read(self, msgs: list[Any]) -> tuple[list[ReadRecord], dict[int, int]]:
+        """The records of one consume call, and the end offsets of the partitions that
+        reported their end; marks partitions caught up. A fatal client error raises
+        :class:`KafkaException`; other errors are logged and skipped."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        records: list[ReadRecord] = []
+        ends: dict[int, int] = {}
+        for m in msgs:
+            part, off = m.partition() or 0, m.offset() or 0
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    self.at_end.add(part)
+                    ends[part] = off
+                    continue
+                if err.fatal():
+                    raise KafkaException(err)
+                log.warning("__consumer_offsets follower: %s", err)
+                continue
+            if off >= self.end_at_start[part] - 1:
+                self.at_end.add(part)
+            ts_type, ts = m.timestamp()
+            key, value = m.key(), m.value()
+            records.append(
+                ReadRecord(
+                    part,
+                    off,
+                    ts if ts_type else -1,
+                    key.encode() if isinstance(key, str) else key,
+                    value.encode() if isinstance(value, str) else value,
+                )
+            )
+        return records, ends
+
+    def _at_markers(self, records: list[ReadRecord]) -> list[ReadRecord]:
+        """``records`` with the COMMIT marker of each one written inside a transaction (the
+        raw-batch scan, :class:`TxnMomentResolver`)."""
+        by_part: dict[int, list[int]] = {}
+        for r in records:
+            by_part.setdefault(r.partition, []).append(r.offset)
+        markers = {
+            (p, off): m
+            for p, offs in by_part.items()
+            for off, m in self.resolver.resolve(p, offs).items()
+        }
+        if not markers:
+            return records
+        self.report.transactional_records += len(markers)
+        return [
+            replace(r, marker=markers[(r.partition, r.offset)])
+            if (r.partition, r.offset) in markers
+            else r
+            for r in records
+        ]
+
+    def _store(self, records: list[ReadRecord], ends: dict[int, int]) -> bool:
+        """Store one consume call's records in one :func:`apply_batch` transaction (none when
+        nothing was read). False when another follower moved a position meanwhile: nothing was
+        stored, the positions are re-read and the consumer re-assigned there."""
+        touched = {r.partition for r in records} | set(ends)
+        if not touched:
+            return True
+        report = self.report
+        try:
+            res = apply_batch(
+                self.catalog,
+                self.cluster,
+                records,
+                {p: self.stored[p] for p in touched},
+                ends=ends,
+            )
+        except PositionConflictError as exc:
+            report.conflicts += 1
+            log.warning("%s: re-reading stored positions", exc)
+            self.assign()
+            self.at_end = {p for p in self.at_end if (self.stored[p] or 0) >= self.end_at_start[p]}
+            return False
+        self.stored.update(res.positions)
+        for p, pos in res.positions.items():
+            self.resolver.prune(p, pos)
+        report.transactions += 1
+        report.records_read += len(records)
+        report.commits_recorded += res.counts.commits
+        report.tombstones_recorded += res.counts.tombstones
+        report.group_records += res.counts.group_records
+        report.other_records += res.counts.other_records
+        report.undecodable += res.counts.undecodable
+        if self.on_batch is not None:
+            self.on_batch(res)
+        return True
