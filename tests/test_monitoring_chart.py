@@ -233,3 +233,48 @@ def test_every_dashboard_query_names_only_metrics_the_code_exposes() -> None:
             used = set(METRIC.findall(t["expr"]))
             assert used, (p["title"], t["expr"])
             assert used <= known, (p["title"], used - known)
+
+
+def test_the_exporter_is_deployed_with_its_service_and_service_monitor_when_asked() -> None:
+    assert not [
+        o for o in render().of_kind("Deployment") if o["metadata"]["name"].endswith("-metrics")
+    ]
+    values = {
+        "monitoring": {
+            "exporter": {
+                "enabled": True,
+                "port": 9500,
+                "clusters": ["prod=kafka-1:9092,kafka-2:9092"],
+                "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+            }
+        }
+    }
+    r = render(values)
+    [dep] = [o for o in r.of_kind("Deployment") if o["metadata"]["name"].endswith("-metrics")]
+    validate_k8s(dep)
+    [container] = dep["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == [
+        "kafka-archive", "metrics", "serve", "--port", "9500",
+        "--cluster", "prod=kafka-1:9092,kafka-2:9092",
+    ]  # fmt: skip
+    assert any(e["name"] == "KAFKA_ARCHIVE_DB" for e in container["env"])  # the catalog
+    [svc] = [o for o in r.of_kind("Service") if o["metadata"]["name"].endswith("-metrics")]
+    validate_k8s(svc)
+    assert svc["spec"]["ports"][0]["port"] == 9500
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    [sm] = r.of_kind("ServiceMonitor")
+    assert sm["metadata"]["labels"]["release"] == "prom"
+    assert sm["spec"]["endpoints"][0]["port"] == "metrics"
+    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+
+
+def test_the_exporter_command_in_the_chart_is_one_the_cli_accepts() -> None:
+    """The chart's args parse as the real CLI's ``metrics serve`` options (--help exits 0)."""
+    from kafka_archive.cli import app
+    from typer.testing import CliRunner
+
+    r = render({"monitoring": {"exporter": {"enabled": True, "clusters": ["p=k:9092"]}}})
+    [dep] = [o for o in r.of_kind("Deployment") if o["metadata"]["name"].endswith("-metrics")]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"][1:]
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, result.output

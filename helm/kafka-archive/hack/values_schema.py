@@ -679,6 +679,21 @@ SPEC: Schema = obj(
             {
                 "prometheusRule": obj({"enabled": boolean(), "labels": string_map()}),
                 "dashboard": obj({"enabled": boolean(), "labels": string_map()}),
+                "exporter": obj(
+                    {
+                        "enabled": boolean(),
+                        "port": integer(1, 65535),
+                        "clusters": array(string(pattern=r"^[^=\s]+=[^=\s]+$")),
+                        "resources": k8s(RESOURCES),
+                        "serviceMonitor": obj(
+                            {
+                                "enabled": boolean(),
+                                "interval": string(pattern=r"^([0-9]+(ms|s|m|h))+$"),
+                                "labels": string_map(),
+                            }
+                        ),
+                    }
+                ),
                 "alerts": obj(
                     {
                         "archiveLagSeconds": integer(1),
