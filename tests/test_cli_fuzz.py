@@ -178,7 +178,7 @@ _TIMES = [
 ]
 
 
-def _pool(sb: Sandbox, command: tuple[str, ...], opt: str) -> list[str]:
+def _pool(sb: Sandbox, command: tuple[str, ...], opt: str, *, generic: bool = True) -> list[str]:
     """Values that mean something to ``opt`` (plus the generic hostile ones)."""
     paths = [
         str(sb.root / "nope" / "x.db"),
@@ -232,7 +232,7 @@ def _pool(sb: Sandbox, command: tuple[str, ...], opt: str) -> list[str]:
     }
     for name in ("--at", "--from", "--to", "--commits-at", "--timestamp"):
         pools[name] = _TIMES + _INTS
-    return pools.get(opt, []) + _HOSTILE_TEXT
+    return pools.get(opt, []) + (_HOSTILE_TEXT if generic else [])
 
 
 def _long_name(param: Any) -> str:
@@ -250,6 +250,10 @@ def _argv(draw: st.DrawFn, sb: Sandbox, command: tuple[str, ...], cmd: Any) -> l
             count = draw(st.integers(1, 2)) if param.nargs == -1 else 1
             for _ in range(count):
                 positional.append(draw(st.sampled_from(_pool(sb, command, name))))
+            continue
+        if name in ALWAYS_GIVEN.get(command, ()):
+            invalid = _pool(sb, command, name, generic=False)
+            argv += [param.opts[0], draw(st.sampled_from(invalid))]
             continue
         if param.is_flag:
             if draw(st.booleans()):
