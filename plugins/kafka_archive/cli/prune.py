@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 
 __all__ = ["prune", "prune_command"]
@@ -162,8 +163,9 @@ def prune(
         except (RetentionConfigError, PruneNeedsConfirmation) as exc:
             fail(str(exc), hint=exc.hint, as_json=as_json)
         except StoreError as exc:
-            hint = getattr(exc, "hint", "") or ""
-            fail(str(exc), hint=f"{hint} (the prune is resumable: re-run it)", as_json=as_json)
+            fail_error(
+                exc, hint=f"{exc.hint or ''} (the prune is resumable: re-run it)", as_json=as_json
+            )
     if as_json:
         for c in report.completed:
             emit_json({"kind": "completed", **c})

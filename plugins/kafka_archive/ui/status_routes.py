@@ -12,7 +12,7 @@ from kafka_archive.services.shared_catalogs import SharedCatalogs
 from kafka_archive.services.status import StatusService
 from kafka_archive.ui.access import Principal
 from kafka_archive.ui.context import ApiContext
-from kafka_archive.ui.errors import platform_error
+from kafka_archive.ui.errors import api_call
 
 __all__ = ["status_router"]
 
@@ -22,15 +22,9 @@ def status_router(ctx: ApiContext) -> APIRouter:
     Reader = Annotated[Principal, Depends(ctx.reader)]
     catalogs = SharedCatalogs()
 
-    def _call(fn: Any) -> Any:
-        try:
-            return fn()
-        except Exception as exc:  # typed platform errors become API errors; others propagate
-            raise platform_error(exc) from None
-
     def service() -> StatusService:
-        settings = _call(ctx.settings)
-        catalog = _call(lambda: catalogs.get(settings.db)) if settings.db else None
+        settings = api_call(ctx.settings)
+        catalog = api_call(catalogs.get, settings.db) if settings.db else None
         return StatusService(settings, catalog=catalog)
 
     @router.get("/status")
@@ -39,7 +33,7 @@ def status_router(ctx: ApiContext) -> APIRouter:
         broker, catalog freshness, follower positions, integrity problems, running replays,
         prunes (``kafka-archive status --json`` without ``--cluster``)."""
         with service() as svc:
-            report: dict[str, Any] = _call(lambda: svc.status().to_json())
+            report: dict[str, Any] = api_call(lambda: svc.status().to_json())
         return report
 
     @router.get("/metrics", response_class=Response)
@@ -50,7 +44,7 @@ def status_router(ctx: ApiContext) -> APIRouter:
         from kafka_archive.metrics.exposition import catalog_registry
 
         with service() as svc:
-            catalog = _call(svc.resources.catalog)  # MissingSetting: no catalog configured
+            catalog = api_call(svc.resources.catalog)  # MissingSetting: no catalog configured
             body = generate_latest(catalog_registry(lambda: catalog, keep_open=True))
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
