@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from kafka_archive.errors import InternalSignal, KafkaArchiveError
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import CorruptRecordError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -72,11 +73,11 @@ class RawBatchSource(Protocol):
     def close(self) -> None: ...
 
 
-class RawFetchError(RuntimeError):
+class RawFetchError(KafkaArchiveError, RuntimeError):
     """A Fetch for raw batches failed (the broker's error code or the connection's error)."""
 
 
-class UnsupportedRawSetting(ValueError):
+class UnsupportedRawSetting(KafkaArchiveError, ValueError):
     """A follower setting the raw-batch reader cannot apply (the message names the setting,
     never its value)."""
 
@@ -340,7 +341,7 @@ class KafkaRawBatchReader:
         return []
 
 
-class _Retriable(Exception):
+class _Retriable(InternalSignal):
     """A Fetch failure worth a retry after a new leader lookup."""
 
 
