@@ -26,9 +26,9 @@ from kafka_archive.offsets_follower.follower import (
     BatchResult,
     ReadRecord,
     decode_records,
-    follow_offsets,
     load_positions,
 )
+from kafka_archive.offsets_follower.loop import follow_offsets
 from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 from sqlalchemy import select
 from support.offsets_records import synthetic_records

@@ -27,8 +27,8 @@ from kafka_archive.offsets_follower.follower import (
     CONSUMER_OFFSETS_TOPIC,
     ReadRecord,
     apply_batch,
-    follow_offsets,
 )
+from kafka_archive.offsets_follower.loop import follow_offsets
 from kafka_archive.offsets_follower.raw_batches import (
     UnsupportedRawSetting,
     kafka_python_config,

@@ -36,7 +36,7 @@ from kafka_archive.catalog.build import InProcessRunner, build_catalog
 from kafka_archive.catalog.db import Catalog, open_catalog
 from kafka_archive.catalog.models import FollowedCommitRow, OffsetCommitRow
 from kafka_archive.catalog.queries import group_offsets
-from kafka_archive.offsets_follower.follower import follow_offsets
+from kafka_archive.offsets_follower.loop import follow_offsets
 from kafka_archive.store import open_store
 from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from sqlalchemy import select

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from kafka_archive.offsets_follower import follower
+from kafka_archive.offsets_follower import loop
 from kafka_archive.offsets_follower.raw_batches import RawBatch, parse_batches
 from kafka_archive_dev.writer.encode import (
     EncodedBatch,
@@ -102,5 +102,5 @@ def mirror_raw_source(monkeypatch: pytest.MonkeyPatch, bootstrap: str) -> LogRaw
     def reader(conf: Mapping[str, Any]) -> LogRawSource:
         return _MIRRORS[str(conf["bootstrap.servers"])]
 
-    monkeypatch.setattr(follower, "KafkaRawBatchReader", reader)
+    monkeypatch.setattr(loop, "KafkaRawBatchReader", reader)
     return source

@@ -11,7 +11,7 @@ Configuration (:class:`FollowJobConfig`), from the Airflow Variable ``kafka_arch
 
 Each run follows every cluster's ``__consumer_offsets`` until caught up (at most
 ``max_seconds`` per cluster), exactly once into the catalog
-(:func:`kafka_archive.offsets_follower.follower.follow_offsets`). A run killed at any point loses
+(:func:`kafka_archive.offsets_follower.loop.follow_offsets`). A run killed at any point loses
 nothing: the next resumes from the positions stored with the rows.
 """
 

@@ -41,10 +41,8 @@ Contract of :func:`follow_offsets` / :func:`apply_batch`:
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,11 +54,8 @@ from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.offsets_follower.raw_batches import (
-    KafkaRawBatchReader,
-    RawBatchSource,
     kafka_python_config,
 )
-from kafka_archive.offsets_follower.txn_moments import TxnMomentResolver
 from segment_lib.consumer_offsets import (
     CoordinatorRecord,
     GroupMetadata,
@@ -80,7 +75,6 @@ __all__ = [
     "apply_batch",
     "consumer_config",
     "decode_records",
-    "follow_offsets",
     "load_positions",
 ]
 
@@ -377,113 +371,3 @@ def probe_cluster(bootstrap: str, extra: Mapping[str, str] | None = None) -> Non
         reach_metadata(consumer, None, what=f"the cluster at {bootstrap}")
     finally:
         consumer.close()
-
-
-def _partitions(consumer: Any, timeout_s: float) -> list[int]:
-    from kafka_archive.client_log import reach_metadata
-
-    md = reach_metadata(consumer, CONSUMER_OFFSETS_TOPIC, timeout_s=timeout_s)
-    t = md.topics.get(CONSUMER_OFFSETS_TOPIC)
-    if t is None or t.error is not None:
-        return []  # created lazily by the first group: nothing to follow yet
-    return sorted(t.partitions)
-
-
-def follow_offsets(
-    catalog: Catalog,
-    cluster: str,
-    bootstrap: str,
-    *,
-    until_caught_up: bool = False,
-    duration_s: float | None = None,
-    config: Mapping[str, str] | None = None,
-    batch_records: int = 2000,
-    poll_timeout_s: float = 0.5,
-    stop: threading.Event | None = None,
-    on_batch: Callable[[BatchResult], None] | None = None,
-    handle_signals: bool = False,
-    raw_source: RawBatchSource | None = None,
-) -> FollowReport:
-    """Follow ``__consumer_offsets`` of the cluster at ``bootstrap`` into ``catalog`` (see the
-    module docstring for the guarantees) until caught up, ``duration_s`` passed, ``stop`` is
-    set, or (``handle_signals``) SIGTERM/SIGINT arrives. With none of them, runs for ever.
-
-    Each consume call's records go to the catalog in one :func:`apply_batch` transaction
-    before the next call; ``on_batch`` sees each committed result. Set-up waits for the topic;
-    :class:`~kafka_archive.offsets_follower.loop.FollowLoop` assigns and polls; shut-down
-    (always) closes the consumer and reads the report's positions back from the catalog.
-
-    ``raw_source`` is where the raw batches come from (default: a
-    :class:`~kafka_archive.offsets_follower.raw_batches.KafkaRawBatchReader` on the same
-    cluster with the same settings); the follower closes it.
-
-    Raises:
-        UnsupportedRawSetting: a setting of ``config`` the raw-batch reader cannot apply.
-        RawFetchError: a raw Fetch failed (what was stored so far is kept).
-    """
-    from confluent_kafka import Consumer
-
-    started = time.monotonic()
-    report = FollowReport(cluster)
-    stop = stop or threading.Event()
-    if handle_signals:
-        _stop_on_signals(stop)
-
-    def expired() -> bool:
-        return duration_s is not None and time.monotonic() - started >= duration_s
-
-    resolver = TxnMomentResolver(
-        raw_source
-        if raw_source is not None
-        else KafkaRawBatchReader(consumer_config(bootstrap, config))
-    )
-    from kafka_archive.offsets_follower.loop import FollowLoop
-
-    consumer = Consumer(consumer_config(bootstrap, config))
-    try:
-        parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
-        report.partitions = len(parts)
-        if not parts:
-            report.caught_up = until_caught_up
-            report.stopped_by = "no __consumer_offsets topic yet"
-            return report
-        loop = FollowLoop(
-            catalog,
-            cluster,
-            consumer,
-            parts,
-            report,
-            batch_records=batch_records,
-            poll_timeout_s=poll_timeout_s,
-            on_batch=on_batch,
-            resolver=resolver,
-        )
-        loop.start()
-        loop.run(stop, expired, until_caught_up=until_caught_up)
-    finally:
-        consumer.close()
-        resolver.close()
-        report.unresolved_markers = resolver.unresolved
-        report.positions = load_positions(catalog, cluster)
-        report.seconds = round(time.monotonic() - started, 3)
-    return report
-
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    """SIGTERM and SIGINT set ``stop`` (the run ends after its current batch)."""
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-
-
-def _wait_for_partitions(
-    consumer: Any, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
-) -> list[int]:
-    """The partitions of ``__consumer_offsets``; empty when the topic does not exist yet and
-    the run is ``until_caught_up``, or was stopped (``stop``, ``expired``) while waiting."""
-    parts = _partitions(consumer, 30.0)
-    while not parts and not until_caught_up:
-        # created by the first group that commits: a long-running follower waits for it
-        if stop.wait(1.0) or expired():
-            break
-        parts = _partitions(consumer, 30.0)
-    return parts

@@ -1,7 +1,7 @@
 """Following ``__consumer_offsets`` as a service: every group commit into the catalog, live.
 
 :class:`OffsetsFollowerService` owns what the offsets follower needs around
-:func:`kafka_archive.offsets_follower.follower.follow_offsets`: the catalog the settings name
+:func:`kafka_archive.offsets_follower.loop.follow_offsets`: the catalog the settings name
 (created on first use: the follower may be its first writer), a probe of the cluster *before*
 that catalog is created (a mistyped address creates nothing), and the loop over the clusters
 of one scheduled run. ``kafka-archive catalog follow-offsets`` and the ``kafka_archive_offsets``
@@ -55,7 +55,7 @@ class OffsetsFollowerService(ResourceService):
         """Follow one cluster's ``__consumer_offsets`` into the catalog (created if missing)
         until caught up, ``duration_s`` passed, ``stop`` is set or (``handle_signals``)
         SIGTERM/SIGINT arrives; ``on_batch`` sees each stored batch (e.g. metrics)."""
-        from kafka_archive.offsets_follower.follower import follow_offsets
+        from kafka_archive.offsets_follower.loop import follow_offsets
 
         return follow_offsets(
             self.resources.catalog(create=True),

@@ -503,7 +503,7 @@ def _offsets_follower(paths: DemoPaths, bootstrap: str) -> Iterator[None]:
     body of the block, then once more until caught up: the group's commit history is read as
     it happens, before the broker's cleaner compacts ``__consumer_offsets``."""
     from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.offsets_follower.follower import follow_offsets
+    from kafka_archive.offsets_follower.loop import follow_offsets
 
     catalog = open_catalog(paths.db_url, create=True)
     stop = threading.Event()
