@@ -58,6 +58,13 @@ class ReplayRequest(BaseModel):
     allow_same_topic: bool = False
     force: bool = False
     allow_gaps: bool = False
+    wait_for_open_transactions_s: int = Field(
+        0,
+        ge=0,
+        le=86_400,
+        description="Seconds to wait for the outcome of a transaction open where the archive "
+        "ends (0: the run ends incomplete and a later run delivers the rest).",
+    )
     execution: Literal["auto", "in-process", "spark"] = "auto"
 
     def params(self) -> dict[str, Any]:
