@@ -127,7 +127,9 @@ def _check(prom: PrometheusServer, bs: str, topic: str, archive_and_build: Any) 
     assert start < 200  # the archive holds the rolled segment; only the active one is left
     archived_at = _value(
         prom.wait_for(
-            f'kafka_archive_archive_last_success_timestamp_seconds{{job="exporter",cluster="{NAME}"}}',
+            # the newest of the brokers' last archives (every broker holding data of the shared
+            # cluster is archived, each its own series)
+            f'max(kafka_archive_archive_last_success_timestamp_seconds{{job="exporter",cluster="{NAME}"}})',
             lambda r: len(r) == 1,
         )
     )
@@ -147,7 +149,9 @@ def _check(prom: PrometheusServer, bs: str, topic: str, archive_and_build: Any) 
     archive_and_build(701)  # 200 + the first roll's record + 500
     prom.wait_for(lag, lambda r: len(r) == 1 and float(r[0]["value"][1]) < peak)
     prom.wait_for(
-        f'kafka_archive_archive_last_success_timestamp_seconds{{job="exporter",cluster="{NAME}"}}',
+        # the newest of the brokers' last archives (every broker holding data of the shared
+        # cluster is archived, each its own series)
+        f'max(kafka_archive_archive_last_success_timestamp_seconds{{job="exporter",cluster="{NAME}"}})',
         lambda r: len(r) == 1 and float(r[0]["value"][1]) > archived_at,
     )
 
