@@ -268,6 +268,28 @@ def test_the_exporter_is_deployed_with_its_service_and_service_monitor_when_aske
     assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
 
 
+def test_the_exporter_can_be_scraped_and_reach_the_catalog_behind_the_default_deny() -> None:
+    peer = {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}
+    r = render({"monitoring": {"exporter": {"enabled": True, "scrapeFrom": [peer]}}})
+    [np] = [o for o in r.of_kind("NetworkPolicy") if o["metadata"]["name"].endswith("-metrics")]
+    validate_k8s(np)
+    [ingress] = np["spec"]["ingress"]
+    assert ingress["ports"] == [{"port": 9464, "protocol": "TCP"}] and ingress["from"] == [peer]
+    ports = {p["port"] for rule in np["spec"]["egress"] for p in rule.get("ports", [])}
+    assert {5432, 9092} <= ports  # the catalog database, the brokers
+    [pg] = [o for o in r.of_kind("NetworkPolicy") if o["metadata"]["name"].endswith("-postgresql")]
+    selectors = [peer["podSelector"] for rule in pg["spec"]["ingress"] for peer in rule["from"]]
+    exporter_labels = np["spec"]["podSelector"]["matchLabels"]
+    assert any(
+        all(
+            exporter_labels.get(e["key"]) in e.get("values", [])
+            for e in s.get("matchExpressions", [])
+        )
+        and s.get("matchLabels", {}).items() <= exporter_labels.items()
+        for s in selectors
+    ), selectors
+
+
 def test_the_exporter_command_in_the_chart_is_one_the_cli_accepts() -> None:
     """The chart's args parse as the real CLI's ``metrics serve`` options (--help exits 0)."""
     from kafka_archive.cli import app

@@ -684,6 +684,7 @@ SPEC: Schema = obj(
                         "enabled": boolean(),
                         "port": integer(1, 65535),
                         "clusters": array(string(pattern=r"^[^=\s]+=[^=\s]+$")),
+                        "scrapeFrom": array(k8s(NP_PEER)),
                         "resources": k8s(RESOURCES),
                         "serviceMonitor": obj(
                             {
