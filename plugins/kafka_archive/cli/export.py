@@ -115,6 +115,7 @@ def export(
 ) -> None:
     from pydantic import ValidationError
 
+    from kafka_archive.cli.replay import waiting_for_open_transactions
     from kafka_archive.services.export import ExportRequest, ExportService
 
     if fmt != "parquet":
@@ -144,7 +145,7 @@ def export(
         plan = service.plan(
             request,
             wait_open_txns_s=0 if dry_run else wait_open_txns,
-            on_wait=_waiting(as_json, wait_open_txns),
+            on_wait=waiting_for_open_transactions(as_json, wait_open_txns),
         )
         if dry_run:
             _print_plan(plan.summary(), as_json)
@@ -161,20 +162,6 @@ def export(
             raise typer.Exit(1)
         lines = "; ".join(r["message"] for r in report.incomplete)
         fail(f"export {report.export_id} is incomplete: {lines}", hint=report.hint, code=1)
-
-
-def _waiting(as_json: bool, seconds: int) -> Any:
-    """The ``on_wait`` callback of ``--wait-for-open-transactions``: one line on stderr."""
-    from kafka_archive.replay.planning.stability import incomplete_rows
-
-    def say(plan: Any) -> None:
-        if not as_json:
-            err_console.print(
-                f"[yellow]waiting (at most {seconds} s) for open transaction(s) at the end "
-                f"of the archive: {'; '.join(r['message'] for r in incomplete_rows(plan))}[/]"
-            )
-
-    return say
 
 
 def _run(service: Any, plan: Any, spark_master: str | None, as_json: bool) -> Any:

@@ -144,8 +144,9 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
         return service.run(plan, on_records=advance, on_warning=warn)
 
 
-def _waiting(as_json: bool, seconds: int) -> Any:
-    """The ``on_wait`` callback of ``--wait-for-open-transactions``: one line on stderr."""
+def waiting_for_open_transactions(as_json: bool, seconds: int) -> Any:
+    """The ``on_wait`` callback of ``--wait-for-open-transactions`` (replay and export): one
+    line on stderr before each pause."""
 
     def say(plan: Any) -> None:
         if not as_json:
@@ -383,7 +384,9 @@ def run(
                 print_topic_config(report)
             return
         plan = service.plan(
-            spec, wait_open_txns_s=wait_open_txns, on_wait=_waiting(as_json, wait_open_txns)
+            spec,
+            wait_open_txns_s=wait_open_txns,
+            on_wait=waiting_for_open_transactions(as_json, wait_open_txns),
         )
         _print_notes(service.notes, as_json)
         report = _execute(service, plan, spark_master, as_json)
