@@ -36,21 +36,7 @@ from kafka_archive.cli.catalog_options import run_query as _run
 from kafka_archive.cli.context import cli_settings
 from kafka_archive.cli.errors import fail_error
 
-# the options stay importable from here, where the command modules used to import them
-__all__ = [
-    "INT32_MAX",
-    "INT64_MAX",
-    "ClusterOpt",
-    "DbOpt",
-    "JsonOpt",
-    "OptionalStoreOpt",
-    "PartitionNum",
-    "StoreOpt",
-    "TopicOpt",
-    "app",
-    "parse_duration_ms",
-    "register",
-]
+__all__ = ["app", "register"]
 
 from kafka_archive.cli.output import console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kafka_archive.cli.catalog import DbOpt, JsonOpt, parse_duration_ms
+from kafka_archive.cli.catalog_options import DbOpt, JsonOpt, parse_duration_ms
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import console, emit_json, fail, print_error
 
