@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kafka_archive.errors import InternalSignal, KafkaArchiveError
+from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import CorruptRecordError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -77,11 +78,6 @@ class RawFetchError(KafkaArchiveError, RuntimeError):
     """A Fetch for raw batches failed (the broker's error code or the connection's error)."""
 
 
-class UnsupportedRawSetting(KafkaArchiveError, ValueError):
-    """A follower setting the raw-batch reader cannot apply (the message names the setting,
-    never its value)."""
-
-
 def parse_batches(buf: bytes | memoryview) -> list[RawBatch]:
     """The whole batches of ``buf`` (a Fetch response's record bytes), in order; a trailing
     partial batch (a Fetch cut at its size limit) is left out.
@@ -119,116 +115,6 @@ def parse_batches(buf: bytes | memoryview) -> list[RawBatch]:
     except TornTailError:
         pass  # cut by the Fetch's size limit: fetched again from there next time
     return out
-
-
-#: librdkafka settings of the follower's consumer that concern only that consumer (group,
-#: commits, isolation, logging, timeouts of its own): nothing the raw reader needs
-_CONSUMER_ONLY: Final = frozenset(
-    {
-        "group.id",
-        "group.instance.id",
-        "enable.auto.commit",
-        "enable.auto.offset.store",
-        "auto.offset.reset",
-        "isolation.level",
-        "enable.partition.eof",
-        "logger",
-        "error_cb",
-        "stats_cb",
-        "throttle_cb",
-        "log_level",
-        "debug",
-        "log.connection.close",
-        "session.timeout.ms",
-        "heartbeat.interval.ms",
-        "max.poll.interval.ms",
-        "fetch.wait.max.ms",
-        "fetch.min.bytes",
-        "fetch.max.bytes",
-        "max.partition.fetch.bytes",
-        "queued.min.messages",
-        "queued.max.messages.kbytes",
-        "statistics.interval.ms",
-        "socket.keepalive.enable",
-        "ssl.endpoint.identification.algorithm",
-    }
-)
-
-#: librdkafka setting -> kafka-python argument, values passed as they are
-_DIRECT: Final = {
-    "bootstrap.servers": "bootstrap_servers",
-    "client.id": "client_id",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-}
-_INTS: Final = {
-    "request.timeout.ms": "request_timeout_ms",
-    "socket.timeout.ms": "request_timeout_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms",
-    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "metadata.max.age.ms": "metadata_max_age_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-}
-_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: (GSSAPI and OAUTHBEARER need settings librdkafka spells differently - keytab, token
-#: endpoint - that are not mapped: refused, not half applied)
-_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """kafka-python arguments equivalent to the follower's librdkafka settings ``conf``.
-
-    Consumer-only settings (group, commits, isolation, logging) are dropped; the connection's
-    (servers, client id, security protocol, SASL, SSL files) are mapped.
-
-    Raises:
-        UnsupportedRawSetting: a setting (or a value of ``security.protocol``,
-            ``sasl.mechanism(s)``, ``ssl.endpoint.identification.algorithm``) with no
-            kafka-python equivalent; the message names the setting, never a value of a secret.
-    """
-    out: dict[str, Any] = {}
-    for key, value in conf.items():
-        if key in _DIRECT:
-            out[_DIRECT[key]] = value
-        elif key in _INTS:
-            out[_INTS[key]] = _int_setting(key, value)
-        elif key == "security.protocol":
-            proto = str(value).upper()
-            if proto not in _PROTOCOLS:
-                raise UnsupportedRawSetting(
-                    f"security.protocol {value!r} is not one of {', '.join(_PROTOCOLS)}"
-                )
-            out["security_protocol"] = proto
-        elif key in ("sasl.mechanism", "sasl.mechanisms"):
-            mech = str(value).upper()
-            if mech not in _MECHANISMS:
-                raise UnsupportedRawSetting(
-                    f"{key} {value!r} is not one the raw-batch reader supports "
-                    f"({', '.join(_MECHANISMS)})"
-                )
-            out["sasl_mechanism"] = mech
-        elif key in _CONSUMER_ONLY:
-            if key == "ssl.endpoint.identification.algorithm":
-                out["ssl_check_hostname"] = str(value).lower() == "https"
-        else:
-            raise UnsupportedRawSetting(
-                f"the setting {key!r} cannot be applied to the follower's raw-batch reader "
-                "(kafka-python); pass only connection settings (see docs/catalog.md, "
-                "'The raw reader's settings')"
-            )
-    return out
-
-
-def _int_setting(key: str, value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise UnsupportedRawSetting(f"the setting {key!r} must be an integer") from None
 
 
 class KafkaRawBatchReader:

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.bookkeeping.lifecycle import replay_run
 from kafka_archive.replay.errors import ReplayError, ReplayTargetError
+from kafka_archive.replay.execution.batch_engine import partition_replay
 from kafka_archive.replay.execution.engine import Hook, PartitionReplay, PartitionResult
 from kafka_archive.replay.execution.progress import (
     CLIENT_DEFAULTS,
@@ -113,6 +114,10 @@ class ReplayReport(BaseModel):
     #: what the service decided about the request (e.g. it resumed the unfinished replay of the
     #: same request, or continued after a finished one: :mod:`.intent`)
     notes: list[str] = []
+    #: how records travelled: ``batches`` (the archived batches themselves), ``records``, or
+    #: ``mixed`` (some partitions fell back); ``path_notes`` say why, per partition
+    replay_path: str = "records"
+    path_notes: list[str] = []
 
 
 def _hole_rows(plan: ReplayPlan) -> list[dict[str, Any]]:
@@ -191,7 +196,7 @@ def run_partition(
     producer_config: dict[str, Any] | None = None,
 ) -> PartitionResult:
     """Replay one source partition (what each thread or Spark task runs)."""
-    return PartitionReplay(
+    return partition_replay(
         plan,
         partition,
         store=store,
@@ -257,7 +262,7 @@ def _execute(
     todo = [p.partition for p in plan.partitions]
     workers = max(1, min(parallelism or len(todo), len(todo)))
     replays: list[PartitionReplay | None] = [
-        PartitionReplay(
+        partition_replay(
             plan,
             p,
             store=store,
@@ -343,6 +348,7 @@ def build_report(
     bytes_this_run = sum(r.bytes_this_run for r in results)
     statuses = {r.status for r in results}
     stopped = [r for r in results if r.status == INCOMPLETE]
+    paths = {r.path for r in results}
     incomplete = incomplete_rows(
         plan,
         {r.partition: r.next_offset for r in stopped},
@@ -375,6 +381,12 @@ def build_report(
         records_per_s=round(records_this_run / duration_s, 1) if duration_s > 0 else 0.0,
         mb_per_s=round(bytes_this_run / duration_s / 1e6, 3) if duration_s > 0 else 0.0,
         partitions={r.partition: r.to_dict() for r in sorted(results, key=lambda r: r.partition)},
+        replay_path=paths.pop() if len(paths) == 1 else ("mixed" if paths else "records"),
+        path_notes=[
+            f"partition {r.partition}: {r.path_note}"
+            for r in sorted(results, key=lambda r: r.partition)
+            if r.path_note
+        ],
         allow_gaps=spec.allow_gaps,
         holes=_hole_rows(plan),
     )

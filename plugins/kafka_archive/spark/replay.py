@@ -76,6 +76,8 @@ def _result_of(d: dict[str, Any]) -> PartitionResult:
         duration_s=d["duration_s"],
         retries=d["retries"],
         next_offset=d.get("next_offset", -1),
+        path=d.get("path", "records"),
+        path_note=d.get("path_note", ""),
     )
 
 

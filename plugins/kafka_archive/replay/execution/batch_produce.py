@@ -23,7 +23,7 @@ record of each run. Client errors go through :func:`~.kafka_errors.raise_kafka`.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaException, Producer
 
@@ -36,7 +36,7 @@ from kafka_archive.replay.target.murmur2 import murmur2_partition
 from segment_lib.record_batch import first_record_timestamp
 from segment_lib.records import Record, TimestampType
 
-__all__ = ["PROVENANCE_HEADER", "BatchProducer", "streams"]
+__all__ = ["PROVENANCE_HEADER", "BatchProducer", "Batches", "streams"]
 
 #: header added with --provenance-headers: ``<cluster>/<topic>/<partition>/<offset>``
 PROVENANCE_HEADER = "kafka-archive.source"
@@ -50,6 +50,18 @@ _PRODUCE_SLOTS = (1, 2, 6, 7, 4)
 # segment_lib's Record ever changes its field order.
 if Record._fields != ("offset", "timestamp", "key", "value", "headers"):  # pragma: no cover
     raise ImportError(f"segment_lib.records.Record fields changed: {Record._fields}")
+
+
+class Batches(Protocol):
+    """What a partition's replay produces its source batches with (:class:`BatchProducer`
+    here, :class:`~.batch_send.BatchSender` for batch-level replay)."""
+
+    def produce_next(self, txn: OpenTxn) -> tuple[int, int] | None:
+        """Produce the next source batch into ``txn``: ``(records, bytes)``, ``None`` at the
+        end."""
+
+    def close(self) -> None:
+        """Stop reading (the range ended first)."""
 
 
 def streams(spec: ReplaySpec, limiter: RateLimiter | None) -> bool:

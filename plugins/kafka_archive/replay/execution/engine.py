@@ -58,7 +58,12 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
 from kafka_archive.replay.execution import txn_calls
-from kafka_archive.replay.execution.batch_produce import PROVENANCE_HEADER, BatchProducer, streams
+from kafka_archive.replay.execution.batch_produce import (
+    PROVENANCE_HEADER,
+    Batches,
+    BatchProducer,
+    streams,
+)
 from kafka_archive.replay.execution.gc_pause import GC_PAUSE
 from kafka_archive.replay.execution.kafka_errors import ProducerFailed, TxnAbort, raise_kafka
 from kafka_archive.replay.execution.partition_result import PartitionResult
@@ -188,9 +193,11 @@ class PartitionReplay:
         self._run_started: float | None = None
         #: (producer, committed progress, progress partition) once :meth:`prepare` has run
         self._lock = threading.Lock()  # connect/prepare/close may come from another thread
-        self._producer: Producer | None = None
-        self._prepared: tuple[Producer, ProgressRecord | None, int] | None = None
+        self._producer: Any = None
+        self._prepared: tuple[Any, ProgressRecord | None, int] | None = None
         self._started: float | None = None
+        #: why this partition takes the path it takes (in its result; see .batch_engine)
+        self.path_note = ""
         self.producer_config: dict[str, Any] = {
             **client,
             "transactional.id": transactional_id(plan.txn_base, partition),
@@ -204,7 +211,7 @@ class PartitionReplay:
         if self.hook is not None:
             self.hook(point, {"partition": self.partition, **info})
 
-    def _resume_point(self, producer: Producer) -> tuple[ProgressRecord | None, int]:
+    def _resume_point(self, producer: Any) -> tuple[ProgressRecord | None, int]:
         """The committed progress and the progress partition (:mod:`.resume`)."""
         if self._progress_partitions is None:
             self._progress_partitions = progress_partition_count(producer, self.spec.progress_topic)
@@ -230,7 +237,7 @@ class PartitionReplay:
         with self._lock:
             if self._producer is None:
                 self._started = time.monotonic()
-                self._producer = Producer(self.producer_config)
+                self._producer = self._new_producer()
                 if isinstance(self.reader_of_progress, KafkaCommittedReader):
                     self.reader_of_progress.connect()  # read only after init_transactions
 
@@ -254,21 +261,62 @@ class PartitionReplay:
             producer = self._producer
             assert producer is not None
             try:
-                # Two metadata round trips before init_transactions: librdkafka answers the first
-                # over its bootstrap connection, then replaces it by connections by broker id;
-                # the second waits for one of those. Without one, init_transactions finds no
-                # broker to ask for its coordinator and asks again only after 500 ms (seen on
-                # 1 partition in 12 of the replay benchmark, prepared while another produced).
-                for _ in range(2):
-                    producer.list_topics(self.spec.progress_topic, timeout=30)
-                txn_calls.init_transactions(producer, self.producer_config["transactional.id"])
+                self._initialise(producer)
                 self._check_claim()
                 progress, ppart = self._resume_point(producer)
             except BaseException:
                 self._producer = None
-                producer.flush(0)
+                self._release(producer, 0)
                 raise
             self._prepared = (producer, progress, ppart)
+
+    # -- what differs between the record path (here) and batch-level replay (.batch_engine) ------
+
+    def _new_producer(self) -> Any:
+        """The producer (made by :meth:`connect`: it must not block)."""
+        return Producer(self.producer_config)
+
+    def _initialise(self, producer: Any) -> None:
+        """Make ``producer`` this partition's only live producer (``init_transactions``)."""
+        # Two metadata round trips before init_transactions: librdkafka answers the first over
+        # its bootstrap connection, then replaces it by connections by broker id; the second
+        # waits for one of those. Without one, init_transactions finds no broker to ask for its
+        # coordinator and asks again only after 500 ms (seen on 1 partition in 12 of the replay
+        # benchmark, prepared while another produced).
+        for _ in range(2):
+            producer.list_topics(self.spec.progress_topic, timeout=30)
+        txn_calls.init_transactions(producer, self.producer_config["transactional.id"])
+
+    def _abort(self, producer: Any) -> None:
+        """Abort the open transaction (it is redone from the last committed position)."""
+        txn_calls.abort_transaction(producer, self.partition)
+
+    def _release(self, producer: Any, timeout_s: float = 5) -> None:
+        """Let ``producer`` go (what it still holds is delivered for up to ``timeout_s``)."""
+        with suppress(KafkaException, SystemError):  # fenced / failed: nothing to deliver
+            producer.flush(timeout_s)
+
+    def _source(
+        self, producer: Any, start: int, limiter: RateLimiter | None
+    ) -> tuple[PartitionReader, Batches]:
+        """The partition's reader from ``start`` and what produces its batches."""
+        reader = PartitionReader(
+            self.store,
+            self.part,
+            start_offset=start,
+            key_filter=self.key_filter,
+            raw_batches=streams(self.spec, limiter),
+        )
+        batches = BatchProducer(
+            producer,
+            self.spec,
+            target_topic=self.plan.target_topic,
+            partition=self.partition,
+            target_partitions=self.target_partitions,
+            reader=reader,
+            limiter=limiter,
+        )
+        return reader, batches
 
     def run(self) -> PartitionResult:
         """Replay the partition (preparing it first if nobody did); see the module docstring.
@@ -355,7 +403,7 @@ class PartitionReplay:
                 except TxnAbort as exc:
                     aborts += 1
                     self._retries += 1
-                    txn_calls.abort_transaction(producer, self.partition)
+                    self._abort(producer)
                     if aborts > _MAX_TXN_RETRIES:
                         raise ReplayTargetError(
                             f"partition {self.partition}: transaction failed {aborts} times: "
@@ -370,8 +418,7 @@ class PartitionReplay:
         finally:
             # a later run() prepares a fresh producer; this one is released with the object
             self._producer = self._prepared = self._started = None
-            with suppress(KafkaException, SystemError):  # fenced / failed: nothing to deliver
-                producer.flush(5)
+            self._release(producer)
 
     def _count_unseen_commits(self, progress: ProgressRecord | None) -> None:
         """Count in this run the transactions a replaced producer committed without seeing it
@@ -392,7 +439,7 @@ class PartitionReplay:
         retries: int,
         status: str,
     ) -> PartitionResult:
-        return PartitionResult.of(
+        result = PartitionResult.of(
             progress,
             self.part,
             resumed_from=resumed_from,
@@ -402,10 +449,12 @@ class PartitionReplay:
             status=status,
             open_txns=self._open_txns,
         )
+        result.path_note = self.path_note
+        return result
 
     def _replay_from(
         self,
-        producer: Producer,
+        producer: Any,
         progress: ProgressRecord | None,
         ppart: int,
         this_run: list[int],
@@ -419,23 +468,8 @@ class PartitionReplay:
         part = self.part
         start = progress.next_offset if progress is not None else part.start_offset
         limiter = self.limiter if self.limiter.active else None
-        reader = PartitionReader(
-            self.store,
-            part,
-            start_offset=start,
-            key_filter=self.key_filter,
-            raw_batches=streams(self.spec, limiter),
-        )
+        reader, batches = self._source(producer, start, limiter)
         self._open_txns = []
-        batches = BatchProducer(
-            producer,
-            self.spec,
-            target_topic=self.plan.target_topic,
-            partition=self.partition,
-            target_partitions=self.target_partitions,
-            reader=reader,
-            limiter=limiter,
-        )
         base = progress
         seq = base.txn_seq if base is not None else 0
         txn: OpenTxn | None = None
@@ -473,7 +507,7 @@ class PartitionReplay:
         _count(this_run, txn)
         return base
 
-    def _begin(self, producer: Producer, seq: int) -> OpenTxn:
+    def _begin(self, producer: Any, seq: int) -> OpenTxn:
         """Begin transaction number ``seq``."""
         self._hook("txn_begin", seq=seq)
         try:
@@ -484,7 +518,7 @@ class PartitionReplay:
 
     def _after_batch(
         self,
-        producer: Producer,
+        producer: Any,
         txn: OpenTxn,
         produced: tuple[int, int],
         limiter: RateLimiter | None,
@@ -514,7 +548,7 @@ class PartitionReplay:
 
     def _commit(
         self,
-        producer: Producer,
+        producer: Any,
         txn: OpenTxn,
         base: ProgressRecord | None,
         reader: PartitionReader,
@@ -531,28 +565,7 @@ class PartitionReplay:
             raise_kafka(exc, self.partition)
         if remaining:
             raise TxnAbort(f"{remaining} records not delivered within 60 s")
-        ranges = merge_runs(txn.runs)
-        if any(r.target_first < 0 or r.target_last < 0 for r in ranges):
-            raise TxnAbort("a delivery report carried an error")
-        stats = reader.stats
-        record = next_progress(
-            base,
-            txn,
-            stats,
-            ranges,
-            replay_id=self.plan.replay_id,
-            source_cluster=self.spec.cluster,
-            source_topic=self.spec.topic,
-            source_partition=self.partition,
-            target_topic=self.plan.target_topic,
-            next_offset=next_offset,
-            end_offset=self.part.end_offset,
-            txn_seq=seq,
-            done=done,
-        )
-        # counters are cumulative in the record: restart the reader's from here
-        stats.aborted_records = stats.control_batches = 0
-        stats.filtered_records = stats.open_txn_records = 0
+        record = self._next_record(txn, base, reader, next_offset, seq, done=done)
         self._hook("before_progress", seq=seq)
         offsets: list[int] = []
 
@@ -591,10 +604,50 @@ class PartitionReplay:
                     f"record's delivery report never came; the catalog mirror is behind; {RERUN}",
                     hint="Run the replay again: it resumes from Kafka and completes the mirror.",
                 )
-        if self.ledger is not None:
-            self.ledger.mirror(record, ppart, offsets[0])
-        self._hook("after_catalog", seq=seq)
+        self._mirror(record, ppart, offsets[0], seq)
         return record
+
+    def _next_record(
+        self,
+        txn: OpenTxn,
+        base: ProgressRecord | None,
+        reader: PartitionReader,
+        next_offset: int,
+        seq: int,
+        *,
+        done: bool,
+    ) -> ProgressRecord:
+        """The progress record of the transaction ``txn`` (every run's target offsets known);
+        the reader's counters restart (they are cumulative in the record)."""
+        ranges = merge_runs(txn.runs)
+        if any(r.target_first < 0 or r.target_last < 0 for r in ranges):
+            raise TxnAbort("a delivery report carried an error")
+        stats = reader.stats
+        record = next_progress(
+            base,
+            txn,
+            stats,
+            ranges,
+            replay_id=self.plan.replay_id,
+            source_cluster=self.spec.cluster,
+            source_topic=self.spec.topic,
+            source_partition=self.partition,
+            target_topic=self.plan.target_topic,
+            next_offset=next_offset,
+            end_offset=self.part.end_offset,
+            txn_seq=seq,
+            done=done,
+        )
+        stats.aborted_records = stats.control_batches = 0
+        stats.filtered_records = stats.open_txn_records = 0
+        return record
+
+    def _mirror(self, record: ProgressRecord, ppart: int, offset: int, seq: int) -> None:
+        """After the commit: mirror the progress record (at ``offset`` of progress partition
+        ``ppart``) into the catalog."""
+        if self.ledger is not None:
+            self.ledger.mirror(record, ppart, offset)
+        self._hook("after_catalog", seq=seq)
 
 
 def _count(this_run: list[int], txn: OpenTxn) -> None:

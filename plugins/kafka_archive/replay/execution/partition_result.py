@@ -42,6 +42,10 @@ class PartitionResult:
     retries: int = 0
     #: the next source offset to deliver (``end_offset`` once done)
     next_offset: int = -1
+    #: how records travelled: ``batches`` (the archived batches, re-stamped) or ``records``
+    path: str = "records"
+    #: why the path is what it is, when that is worth saying (a fallback, re-encoded batches)
+    path_note: str = ""
 
     @classmethod
     def of(
@@ -103,4 +107,6 @@ class PartitionResult:
             "duration_s": round(self.duration_s, 3),
             "retries": self.retries,
             "next_offset": self.next_offset,
+            "path": self.path,
+            "path_note": self.path_note,
         }

@@ -101,6 +101,7 @@ def _resumed(stored: ReplayPlan, spec: ReplaySpec) -> ReplayPlan:
         "allow_gaps": spec.allow_gaps,
         "allow_same_topic": spec.allow_same_topic,
         "dry_run": spec.dry_run,
+        "replay_path": spec.replay_path,
     }
     return stored.model_copy(update={"spec": stored.spec.model_copy(update=update)})
 

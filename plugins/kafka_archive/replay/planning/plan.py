@@ -160,6 +160,10 @@ class ReplaySpec(FrozenModel):
     txn_max_records: int = 20_000
     txn_max_bytes: int = 16 * 1024 * 1024
     txn_max_ms: int = 2_000
+    #: how records travel: ``auto`` sends the archived batches themselves when nothing per
+    #: record is asked (:mod:`~kafka_archive.replay.execution.batch_engine`), ``records`` always
+    #: re-produces record by record; either writes the same records (not part of the intent)
+    replay_path: Literal["auto", "records"] = "auto"
     #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
     replay_id: str | None = None
 

@@ -1,0 +1,166 @@
+"""A Kafka protocol client for the requests librdkafka does not let us make: kafka-python's
+connection layer (bootstrap, API version negotiation, SSL, SASL) with its generated request and
+response classes, wrapped in the few calls the platform needs.
+
+:class:`ProtocolClient` looks partition leaders up (Metadata), finds coordinators
+(FindCoordinator), and sends requests to a broker, waiting for the answer
+(:meth:`~ProtocolClient.request`) or not (:meth:`~ProtocolClient.send`, then
+:meth:`~ProtocolClient.wait`: requests to one broker are answered in the order they were sent,
+so a caller may keep several in flight).
+
+Thread safety: one client per thread (kafka-python's selector is driven by the thread that
+polls it); the platform makes one per replayed partition or per reader.
+
+Errors: a broker that cannot be reached, a request that times out or a connection that fails is
+a :class:`ProtocolConnectionError`; an error code the broker answers is the caller's to judge
+(:func:`error_name` names it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.kafka_protocol.config import kafka_python_config
+
+__all__ = ["COORDINATOR_TRANSACTION", "ProtocolClient", "ProtocolConnectionError", "error_name"]
+
+#: FindCoordinator key types
+COORDINATOR_TRANSACTION: Final = 1
+
+#: error codes worth asking for a new coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+#: COORDINATOR_LOAD_IN_PROGRESS)
+_COORDINATOR_MOVED: Final = frozenset({14, 15, 16})
+
+
+class ProtocolConnectionError(KafkaArchiveError, ConnectionError):
+    """A broker could not be reached or did not answer in time (the message says which)."""
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of a protocol error code (``NOT_LEADER_OR_FOLLOWER (6)``)."""
+    import kafka.errors as errors
+
+    cls = errors.for_code(code)
+    name = getattr(cls, "message", "") or cls.__name__
+    return f"{name} ({code})"
+
+
+class ProtocolClient:
+    """kafka-python's network client for the cluster that ``conf`` (librdkafka settings, mapped
+    by :func:`~kafka_archive.kafka_protocol.config.kafka_python_config`) reaches.
+
+    Creating it connects to nothing; the first call bootstraps.
+
+    Raises (construction): :class:`~kafka_archive.kafka_protocol.config.UnsupportedRawSetting`
+    for a setting kafka-python cannot apply.
+    """
+
+    def __init__(
+        self, conf: Mapping[str, Any], *, client_id: str, timeout_ms: int = 30_000
+    ) -> None:
+        from kafka.net.compat import KafkaNetClient
+
+        args = kafka_python_config(conf)
+        args.setdefault("client_id", client_id)
+        self.timeout_ms = timeout_ms
+        self._client: Any = KafkaNetClient(**args)
+        self._bootstrapped = False
+
+    def close(self) -> None:
+        self._client.close()
+
+    def bootstrap(self) -> None:
+        """Connect to a bootstrap server and learn the brokers and API versions (once)."""
+        if self._bootstrapped:
+            return
+        try:
+            self._client.check_version(timeout_ms=self.timeout_ms)
+        except Exception as exc:  # kafka-python's connection errors
+            raise ProtocolConnectionError(f"no bootstrap server answered: {exc}") from None
+        self._bootstrapped = True
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def send(self, node: int, request: Any) -> Any:
+        """Send ``request`` to broker ``node``; a kafka-python future of the response."""
+        self.bootstrap()
+        try:
+            self._client.await_ready(node, timeout_ms=self.timeout_ms)
+        except Exception as exc:
+            raise ProtocolConnectionError(f"broker {node} is not reachable: {exc}") from None
+        return self._client.send(node, request)
+
+    def wait(self, future: Any, what: str) -> Any:
+        """The response of a :meth:`send` future (``what`` names the request in errors)."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while not future.is_done:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolConnectionError(f"{what}: no answer within {self.timeout_ms} ms")
+            self._client.poll(timeout_ms=left * 1000, future=future)
+        if future.failed():
+            raise ProtocolConnectionError(f"{what} failed: {future.exception}")
+        return future.value
+
+    def request(self, node: int, request: Any, what: str) -> Any:
+        """Send ``request`` to ``node`` and wait for its response."""
+        return self.wait(self.send(node, request), what)
+
+    def any_node(self) -> int:
+        """A broker to ask cluster-wide questions (the least loaded one)."""
+        self.bootstrap()
+        node = self._client.least_loaded_node(bootstrap_fallback=True)
+        if node is None:
+            raise ProtocolConnectionError("no broker is reachable")
+        return int(node)
+
+    # -- lookups ----------------------------------------------------------------------------------
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        """Partition -> leader broker id of ``topic`` (a partition with no leader: -1).
+
+        Raises:
+            ProtocolConnectionError: no broker answered.
+            KeyError: the topic does not exist (or may not be described), with its error name.
+        """
+        from kafka.protocol.metadata import MetadataRequest
+
+        md = self.request(
+            self.any_node(),
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                allow_auto_topic_creation=False,
+                max_version=12,
+            ),
+            f"Metadata of {topic}",
+        )
+        for t in md.topics:
+            if t.name == topic:
+                if t.error_code:
+                    raise KeyError(f"{topic}: {error_name(t.error_code)}")
+                return {p.partition_index: p.leader_id for p in t.partitions}
+        raise KeyError(f"{topic}: not in the Metadata answer")
+
+    def coordinator(self, key: str, key_type: int = COORDINATOR_TRANSACTION) -> int:
+        """The broker id coordinating ``key`` (a transactional id by default), asked again
+        while the coordinator is loading or moving (up to the client's timeout)."""
+        from kafka.protocol.metadata import FindCoordinatorRequest
+
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:
+            resp = self.request(
+                self.any_node(),
+                FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key]),
+                "FindCoordinator",
+            )
+            result = resp.coordinators[0] if getattr(resp, "coordinators", None) else resp
+            if not result.error_code:
+                return int(result.node_id)
+            if result.error_code not in _COORDINATOR_MOVED or time.monotonic() > deadline:
+                raise ProtocolConnectionError(
+                    f"FindCoordinator answered {error_name(result.error_code)}"
+                )
+            time.sleep(0.1)
