@@ -311,6 +311,9 @@ class TxnBatchProducer:
         :meth:`init` (a new epoch fences whatever the failed requests left; the coordinator
         aborts the transaction if the first step could not)."""
         self._drop_in_flight()
+        # whatever failed may have been a broker going away: leaders and the coordinator are
+        # looked up again
+        self._leaders.clear()
         try:
             self._end(committed=False)
         except (TxnError, ProtocolConnectionError):

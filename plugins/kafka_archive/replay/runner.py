@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.bookkeeping.lifecycle import replay_run
 from kafka_archive.replay.errors import ReplayError, ReplayTargetError
-from kafka_archive.replay.execution.batch_engine import partition_replay
+from kafka_archive.replay.execution.batch_engine import partition_replay, replay_path_refusal
 from kafka_archive.replay.execution.engine import Hook, PartitionReplay, PartitionResult
 from kafka_archive.replay.execution.progress import (
     CLIENT_DEFAULTS,
@@ -261,10 +261,12 @@ def _execute(
     started = time.monotonic()
     todo = [p.partition for p in plan.partitions]
     workers = max(1, min(parallelism or len(todo), len(todo)))
+    why_not = replay_path_refusal(plan)
     replays: list[PartitionReplay | None] = [
         partition_replay(
             plan,
             p,
+            why_not=why_not,
             store=store,
             target_partitions=target.partitions if target is not None else 0,  # set below
             ledger=ledger,

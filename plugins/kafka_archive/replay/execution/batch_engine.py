@@ -30,13 +30,14 @@ the target); fenced is :class:`~kafka_archive.replay.errors.ReplayFencedError`; 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from kafka_archive.errors import InternalSignal
-from kafka_archive.kafka_protocol.client import ProtocolConnectionError
+from kafka_archive.kafka_protocol.client import ProtocolClient, ProtocolConnectionError
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from kafka_archive.kafka_protocol.transactions import (
     TxnBatchProducer,
@@ -59,7 +60,13 @@ from kafka_archive.replay.execution.txn_runs import OpenTxn
 from kafka_archive.replay.planning.plan import ReplayPlan, ReplaySpec
 from segment_lib.batch_encode import WriteRecord, encode_batch_v2
 
-__all__ = ["BatchPartitionReplay", "batch_level", "partition_replay"]
+__all__ = [
+    "BatchPartitionReplay",
+    "batch_level",
+    "partition_replay",
+    "reachable",
+    "replay_path_refusal",
+]
 
 
 class _RecordPathNeeded(InternalSignal):
@@ -89,11 +96,51 @@ def batch_level(spec: ReplaySpec, client_config: dict[str, Any]) -> str | None:
     return None
 
 
-def partition_replay(plan: ReplayPlan, partition: int, **kwargs: Any) -> PartitionReplay:
-    """The replay of one partition of ``plan`` on the path :func:`batch_level` allows (same
-    arguments as :class:`~.engine.PartitionReplay`); a record-path replay chosen under
-    ``auto`` says why in its result."""
-    why_not = batch_level(plan.spec, plan.spec.target.client_config())
+#: seconds the protocol client may take to reach the target before the record path is taken
+PROBE_TIMEOUT_S = 3.0
+_probed: dict[str, str | None] = {}
+_probe_lock = threading.Lock()
+
+
+def reachable(client_config: dict[str, Any]) -> str | None:
+    """``None`` when kafka-python's protocol client bootstraps from the target within
+    :data:`PROBE_TIMEOUT_S`, else why not; asked once per process and target servers (a
+    target it cannot talk to - librdkafka's mock cluster is one - is replayed record by record,
+    which then reports a real outage in its own words)."""
+    servers = str(client_config.get("bootstrap.servers", ""))
+    with _probe_lock:
+        if servers in _probed:
+            return _probed[servers]
+        client = ProtocolClient(
+            client_config, client_id="kafka-archive-replay", timeout_ms=int(PROBE_TIMEOUT_S * 1000)
+        )
+        try:
+            client.bootstrap()
+            why: str | None = None
+        except ProtocolConnectionError as exc:
+            why = f"the Kafka protocol client could not reach the target ({exc})"
+        finally:
+            client.close()
+        _probed[servers] = why
+        return why
+
+
+def replay_path_refusal(plan: ReplayPlan) -> str | None:
+    """``None`` when ``plan`` is replayed by whole batches, else why it is not (said in each
+    partition's result under ``auto``)."""
+    config = plan.spec.target.client_config()
+    return batch_level(plan.spec, config) or reachable(config)
+
+
+def partition_replay(
+    plan: ReplayPlan, partition: int, *, why_not: str | None = "", **kwargs: Any
+) -> PartitionReplay:
+    """The replay of one partition of ``plan`` on the path :func:`replay_path_refusal` allows
+    (``why_not``: its answer, when the caller asked it once for every partition; same other
+    arguments as :class:`~.engine.PartitionReplay`); a record-path replay chosen under ``auto``
+    says why in its result."""
+    if why_not == "":
+        why_not = replay_path_refusal(plan)
     if why_not is None:
         return BatchPartitionReplay(plan, partition, **kwargs)
     replay = PartitionReplay(plan, partition, **kwargs)
@@ -122,14 +169,20 @@ class BatchPartitionReplay(PartitionReplay):
         )
 
     def _initialise(self, producer: TxnBatchProducer) -> None:
-        with self._mapped(commit=False):
-            producer.init()
-            if self._progress_partitions is None:
-                self._progress_partitions = producer.partitions(self.spec.progress_topic)
+        try:
+            with self._mapped(commit=False):
+                producer.init()
+                if self._progress_partitions is None:
+                    self._progress_partitions = producer.partitions(self.spec.progress_topic)
+        except TxnAbort as exc:  # (transient, but nothing to redo yet: the run stops)
+            raise ReplayTargetError(f"partition {self.partition}: {exc}; {RERUN}") from None
 
     def _abort(self, producer: TxnBatchProducer) -> None:
-        with self._mapped(commit=False):
-            producer.abort()
+        try:
+            with self._mapped(commit=False):
+                producer.abort()
+        except TxnAbort as exc:  # the abort itself failed: a new producer resumes
+            raise ProducerFailed(f"partition {self.partition}: abort failed: {exc}") from None
 
     def _release(self, producer: TxnBatchProducer, timeout_s: float = 5) -> None:
         producer.close()
