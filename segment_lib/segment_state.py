@@ -218,6 +218,15 @@ class SegmentIndexes:
         if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             raise ValueError(f"offset {largest_offset} overflows segment {self.base_offset}")
 
+    def restart(self) -> None:
+        """What a clean broker restart does to the segment: ``LogSegment.close`` (the final time
+        index entry) and then a new ``LogSegment`` for the same files, whose
+        ``bytesSinceLastIndexEntry`` starts at 0 and whose largest timestamp so far is read
+        back from the time index's last entry."""
+        self.on_become_inactive()
+        self.bytes_since_last_index_entry = 0
+        self._max_ts_and_offset = None
+
     def on_become_inactive(self) -> None:
         """``onBecomeInactiveSegment`` / ``close``: the final time index entry."""
         if self._max_ts_and_offset is None and self.size == 0:
