@@ -38,6 +38,7 @@ files show:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,7 +156,7 @@ CASES = [
 ]
 # Not cases: the partitions whose every .log is empty (apache__kafka's test harness dirs: the
 # builder never makes an empty segment, there is nothing to feed) and xpxwo100's magic-1 logs
-# (Kafka 0.10.1), which test_magic_1_batches_are_refused covers.
+# (Kafka 0.10.1), which test_magic_1_logs_are_refused covers.
 
 
 def _batches(log: Path) -> list[BatchHeader]:
@@ -165,7 +166,7 @@ def _batches(log: Path) -> list[BatchHeader]:
 
 def _is_cleaned(base_offset: int, headers: list[BatchHeader]) -> bool:
     return headers[0].base_offset != base_offset or any(
-        b.base_offset != a.last_offset + 1 for a, b in zip(headers, headers[1:], strict=False)
+        b.base_offset != a.last_offset + 1 for a, b in itertools.pairwise(headers)
     )
 
 
@@ -267,3 +268,15 @@ def _check_leader_epochs(pdir: Path, builder: SegmentBuilder, built: list[BuiltS
         assert [e.epoch for e in mine] == [e.epoch for e in theirs] and mine[1:] == theirs[1:]
     else:
         assert mine == theirs
+
+
+def test_magic_1_logs_are_refused(real_broker_data: Path) -> None:
+    """A Kafka 0.10.1 log (magic 1 messages): the builder takes magic-2 batches only (a
+    FetchResponse of such a log would need down/up-conversion first) and names the magic byte
+    of the first message."""
+    log = real_broker_data / "xpxwo100__bullShit/tmp/kafka-logs/foo-0/00000000000000000000.log"
+    builder = SegmentBuilder()
+    with pytest.raises(UnsupportedFormatError) as exc:
+        builder.append(log.read_bytes())
+    assert exc.value.position == 16
+    assert builder.close() == []
