@@ -78,6 +78,7 @@ from segment_lib.records import MAGIC_OFFSET, BatchHeader, TimestampType
 from segment_lib.segment_state import SegmentIndexes
 from segment_lib.time_index import format_time_index
 from segment_lib.txn_index import AbortedTxn, format_txn_index
+from segment_lib.txn_state import OngoingTxns
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -225,7 +226,7 @@ class SegmentBuilder:
         # ProducerStateManager: each producer's open transaction (producer -> first offset) and
         # ongoingTxns (first offset -> producer), updated after each append
         self._current: dict[int, int] = dict(open_transactions or {})
-        self._ongoing: dict[int, int] = {first: pid for pid, first in self._current.items()}
+        self._ongoing = OngoingTxns({first: pid for pid, first in self._current.items()})
         self._epochs: list[EpochEntry] = [EpochEntry(e, o) for e, o in leader_epochs]
 
     # -- state -----------------------------------------------------------------------------
@@ -429,13 +430,12 @@ class SegmentBuilder:
                 self._current[pid] = h.base_offset
                 started.append((h.base_offset, pid))
         for first, pid in started:
-            self._ongoing[first] = pid
+            self._ongoing.start(first, pid)
         for pid, first, last, aborted in completed:
-            # lastStableOffset(completedTxn): the earliest ongoing txn of another producer
-            lso = next((f for f in sorted(self._ongoing) if self._ongoing[f] != pid), last + 1)
             if aborted:
+                lso = self._ongoing.last_stable_offset(pid, last)
                 seg.txn_index.append(AbortedTxn(pid, first, last, lso))
-            self._ongoing.pop(first, None)
+            self._ongoing.complete(first)
 
     # -- segments --------------------------------------------------------------------------
 

@@ -310,9 +310,10 @@ def test_open_transactions_carry_over_to_the_next_run() -> None:
 
 
 def test_agrees_with_the_dev_writers_partition(tmp_path: Path) -> None:
-    """The dev writer's own producer-state model (kafka_archive_dev.writer.producer_state, a
-    separate implementation) wrote these files as a leader; the builder, fed its batches,
-    writes the same ``.txnindex``, ``.index`` and ``.timeindex`` bytes."""
+    """The dev writer (its own producer entries decide which transactions complete; both share
+    segment_lib's OngoingTxns and SegmentIndexes) wrote these files as a leader; the builder,
+    fed its batches, writes the same ``.txnindex``, ``.index`` and ``.timeindex`` bytes. Real
+    brokers' transaction indexes: tests/real_kafka/test_segment_builder_real_kafka.py."""
     clock = ManualClock(1_000)
     pw = PartitionWriter(tmp_path, "t", 0, clock=clock, index_interval_bytes=150)
     p1, p2 = pw.begin_transaction(1, 0), pw.begin_transaction(2, 5)
