@@ -31,7 +31,9 @@ append (one roll check, one index test, producer state updated after it), as fol
 before ``LogSegment.append`` looped over batches; an append larger than ``segment.bytes``
 (which such a broker refuses) is then split into runs that fit. ``time_index_record_offsets``
 gives the time index, for uncompressed CreateTime batches, the offset of the first record
-holding the batch's max timestamp (leaders before Kafka 3.8) instead of the batch's last offset.
+holding the batch's max timestamp (what leaders before Kafka 3.7.1 wrote, KAFKA-16310: real
+2.1, 2.4, 2.8, 3.3 and 3.6 files show it, 3.7.1 files do not) instead of the batch's last
+offset. :attr:`SegmentBuilder.config` may be replaced between appends.
 
 Offsets: a batch must start exactly at the next offset (one past the last accepted batch, or
 ``start_offset`` for the first). Starting before it raises :class:`~segment_lib.errors.
