@@ -25,6 +25,9 @@ __all__ = [
     "InvalidFileNameError",
     "InvalidMetadataFileError",
     "NotALogError",
+    "OffsetGapError",
+    "OffsetOrderError",
+    "OffsetOverlapError",
     "SegmentError",
     "TornTailError",
     "TruncatedSegmentError",
@@ -163,3 +166,38 @@ class InvalidMetadataFileError(SegmentError):
 
 class InvalidFileNameError(SegmentError):
     """A file or directory name does not follow Kafka's naming rules."""
+
+
+class OffsetOrderError(SegmentError):
+    """A batch does not continue the offsets already written (see the two subclasses).
+
+    Attributes:
+        expected_offset: the offset the next batch had to start at (one past the last offset
+            accepted, or the start offset given).
+        base_offset: the offending batch's base offset.
+        last_offset: the offending batch's last offset.
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        expected_offset: int,
+        base_offset: int,
+        last_offset: int,
+        path: str | os.PathLike[str] | None = None,
+        position: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.expected_offset = expected_offset
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        super().__init__(detail, path=path, position=position, expected=expected)
+
+
+class OffsetOverlapError(OffsetOrderError):
+    """A batch starts before the next expected offset: it repeats offsets already written."""
+
+
+class OffsetGapError(OffsetOrderError):
+    """A batch starts after the next expected offset where no gap is allowed."""

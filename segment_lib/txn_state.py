@@ -40,7 +40,15 @@ from segment_lib.errors import TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
 from segment_lib.records import BatchHeader
 
-__all__ = ["BEGIN", "END", "TxnEvent", "TxnEventScanner", "TxnFold", "scan_txn_events"]
+__all__ = [
+    "BEGIN",
+    "END",
+    "OngoingTxns",
+    "TxnEvent",
+    "TxnEventScanner",
+    "TxnFold",
+    "scan_txn_events",
+]
 
 #: a producer's first transactional batch since its previous marker (or the segment's start)
 BEGIN: Final = 0
@@ -135,3 +143,34 @@ class TxnFold:
         """The last stable offset: the first offset of the earliest open transaction, or
         ``log_end`` (one past the last folded offset) when none is open."""
         return min(self.open.values(), default=log_end)
+
+
+class OngoingTxns:
+    """``ProducerStateManager.ongoingTxns`` as the broker uses it to write ``.txnindex`` entries.
+
+    Kafka adds the transactions an append started only after the whole append
+    (``update(appendInfo)``), then, for each transaction the append completed, takes the
+    :meth:`last_stable_offset` and removes it (:meth:`complete`): so a transaction started in
+    the same append as another's marker counts as open for that marker's entry.
+    """
+
+    def __init__(self, open_txns: dict[int, int] | None = None) -> None:
+        #: first offset -> producer id (a TreeMap in Kafka: iterated in offset order)
+        self.by_first_offset: dict[int, int] = dict(open_txns or {})
+
+    def start(self, first_offset: int, producer_id: int) -> None:
+        self.by_first_offset[first_offset] = producer_id
+
+    def last_stable_offset(self, producer_id: int, marker_offset: int) -> int:
+        """``lastStableOffset(completedTxn)``: the first offset of the earliest open transaction
+        of another producer, else the marker's offset + 1."""
+        for first in sorted(self.by_first_offset):
+            if self.by_first_offset[first] != producer_id:
+                return first
+        return marker_offset + 1
+
+    def complete(self, first_offset: int) -> None:
+        self.by_first_offset.pop(first_offset, None)
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.by_first_offset, default=None)

@@ -26,6 +26,7 @@ from kafka_archive_dev.writer.encode import NO_SEQUENCE, EncodedBatch
 from segment_lib.control import ControlType
 from segment_lib.producer_snapshot import ProducerSnapshotEntry, format_producer_snapshot
 from segment_lib.records import NO_TIMESTAMP
+from segment_lib.txn_state import OngoingTxns
 
 __all__ = ["BatchMetadata", "CompletedTxn", "ProducerEntry", "ProducerState"]
 
@@ -92,8 +93,7 @@ class ProducerState:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
-        #: ongoingTxns: first offset -> producer id (a TreeMap in Kafka: iterate sorted)
-        self.ongoing: dict[int, int] = {}
+        self.ongoing = OngoingTxns()
         self.last_map_offset = 0
         self.last_snap_offset = 0
 
@@ -144,20 +144,17 @@ class ProducerState:
                     )
         # ProducerStateManager.update adds the transactions started in this append
         for first, pid in started:
-            self.ongoing[first] = pid
+            self.ongoing.start(first, pid)
         return completed
 
     def last_stable_offset(self, txn: CompletedTxn) -> int:
-        for first in sorted(self.ongoing):
-            if self.ongoing[first] != txn.producer_id:
-                return first
-        return txn.last_offset + 1
+        return self.ongoing.last_stable_offset(txn.producer_id, txn.last_offset)
 
     def complete(self, txn: CompletedTxn) -> None:
-        self.ongoing.pop(txn.first_offset, None)
+        self.ongoing.complete(txn.first_offset)
 
     def first_unstable_offset(self) -> int | None:
-        return min(self.ongoing) if self.ongoing else None
+        return self.ongoing.first_unstable_offset()
 
     def take_snapshot(self) -> tuple[int, bytes] | None:
         if self.last_map_offset <= self.last_snap_offset:
