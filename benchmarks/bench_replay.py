@@ -27,13 +27,12 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   produce, a progress record per transaction (the last one also marking the partition done),
   catalog mirror (SQLite) after each commit;
 * ``replay-par``: the same with one thread per partition;
-* ``replay-rec`` (``--target real`` only): ``replay`` forced onto the record path
-  (``replay_path: records``). On the real cluster ``replay`` itself takes batch-level replay
-  (the archived batches re-stamped and sent whole, :mod:`kafka_archive.replay.execution.
-  batch_engine`), so ``ratio_batch_vs_record_replay`` (replay-rec seconds / replay seconds,
-  target >= 3) and ``ratio_replay_vs_bare_idem`` (bare-idem seconds / replay seconds: the bare
-  *non-transactional* loop, target >= 1.0) are issue 27's figures. On the mock cluster (which
-  kafka-python's protocol client cannot talk to) every replay is the record path.
+* ``replay-batch`` (``--target real`` only): ``replay-par`` with ``replay_path: batches`` (the
+  archived batches re-stamped and sent whole, :mod:`kafka_archive.replay.execution.
+  batch_engine`); ``ratio_batch_vs_record_replay`` (replay-par seconds / replay-batch seconds,
+  target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem seconds / replay-batch
+  seconds: the bare *non-transactional* loop, target >= 1.0) are issue 27's figures (kafka-python's
+  protocol client cannot talk to the mock cluster).
 
 Every run records wall seconds and the process CPU seconds it used (all threads: Python,
 librdkafka, the mock brokers). Two ratios, each the median over repetitions of the same
@@ -248,7 +247,7 @@ def replay(
     ledger: ReplayLedger,
     args: argparse.Namespace,
     parallelism: int,
-    path: str = "auto",
+    path: str = "records",
 ) -> tuple[float, float, int]:
     """One replay through ``execute``; returns ``(seconds, process CPU seconds, records)``."""
     spec = ReplaySpec.model_validate(
@@ -261,8 +260,7 @@ def replay(
             "txn_max_records": args.txn_records,
             "txn_max_bytes": 1 << 30,
             "txn_max_ms": 60_000,
-            # (the mock cluster: record path, without a 3 s probe of kafka-python per run)
-            "replay_path": path if _real_cluster else "records",
+            "replay_path": path,
         }
     )
     plan = build_plan(spec, source)
@@ -494,7 +492,7 @@ def main() -> int:  # noqa: C901, PLR0915
     ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     if _real_cluster:
-        kinds.append("replay-rec")
+        kinds.append("replay-batch")
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
     startup: list[float] = []
@@ -512,8 +510,8 @@ def main() -> int:  # noqa: C901, PLR0915
             else:
                 dt, dc, sent = replay(
                     mock, topic, store, source, ledger, args,
-                    args.partitions if kind == "replay-par" else 1,
-                    "records" if kind == "replay-rec" else "auto",
+                    args.partitions if kind in ("replay-par", "replay-batch") else 1,
+                    "batches" if kind == "replay-batch" else "records",
                 )  # fmt: skip
                 assert sent == total, (sent, total)
             mock.close()
@@ -569,11 +567,17 @@ def main() -> int:  # noqa: C901, PLR0915
             "ratio_replay_vs_bare_idem": med(vs_idem),
             "ratio_bare_txn_vs_bare_idem": med(per_rep("bare-idem", "bare-txn", times)),
         }
-        if "replay-rec" in times:
-            result["ratio_batch_vs_record_replay"] = med(per_rep("replay-rec", "replay", times))
+        if "replay-batch" in times:
+            result["ratio_batch_vs_record_replay"] = med(
+                per_rep("replay-par", "replay-batch", times)
+            )
+            result["ratio_batch_replay_vs_bare_idem"] = med(
+                per_rep("bare-idem", "replay-batch", times)
+            )
+            vs_loop = result["ratio_batch_replay_vs_bare_idem"]
             print(f"batch-level replay / record-level replay (real cluster): "
                   f"{result['ratio_batch_vs_record_replay']:.2f}x; / bare non-transactional "
-                  f"loop: {result['ratio_replay_vs_bare_idem']:.2f}x", flush=True)  # fmt: skip
+                  f"loop: {vs_loop:.2f}x", flush=True)  # fmt: skip
         print(f"replay / bare-txn (the reference, 1 thread each), both with their start-up: "
               f"{result['ratio_replay_vs_bare_txn_with_startup']:.2f}x (per rep "
               f"{', '.join(f'{r:.2f}' for r in with_startup)}); the reference's start-up left "

@@ -59,12 +59,18 @@ class ProtocolClient:
     """
 
     def __init__(
-        self, conf: Mapping[str, Any], *, client_id: str, timeout_ms: int = 30_000
+        self,
+        conf: Mapping[str, Any],
+        *,
+        client_id: str,
+        timeout_ms: int = 30_000,
+        max_in_flight: int = 5,
     ) -> None:
         from kafka.net.compat import KafkaNetClient
 
         args = kafka_python_config(conf)
         args.setdefault("client_id", client_id)
+        args["max_in_flight_requests_per_connection"] = max_in_flight
         self.timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**args)
         self._bootstrapped = False

@@ -140,7 +140,12 @@ class TxnBatchProducer:
         max_in_flight: int = 5,
     ) -> None:
         self.transactional_id = transactional_id
-        self.client = ProtocolClient(conf, client_id="kafka-archive-replay", timeout_ms=timeout_ms)
+        self.client = ProtocolClient(
+            conf,
+            client_id="kafka-archive-replay",
+            timeout_ms=timeout_ms,
+            max_in_flight=max_in_flight,
+        )
         self.transaction_timeout_ms = transaction_timeout_ms
         self.max_in_flight = max_in_flight
         self.producer_id = -1

@@ -77,7 +77,7 @@ def batch_level(spec: ReplaySpec, client_config: dict[str, Any]) -> str | None:
     """``None`` when the replay of ``spec`` can send whole batches, else why not (one line,
     said in the report)."""
     if spec.replay_path == "records":
-        return "the record path was asked for (--replay-path records)"
+        return "the record path (the default; --replay-path batches sends whole batches)"
     if spec.partition_mapping != "same":
         return f"partition mapping {spec.partition_mapping} re-partitions records"
     if spec.provenance_headers:
@@ -137,14 +137,14 @@ def partition_replay(
 ) -> PartitionReplay:
     """The replay of one partition of ``plan`` on the path :func:`replay_path_refusal` allows
     (``why_not``: its answer, when the caller asked it once for every partition; same other
-    arguments as :class:`~.engine.PartitionReplay`); a record-path replay chosen under ``auto``
-    says why in its result."""
+    arguments as :class:`~.engine.PartitionReplay`); a record-path replay when ``batches`` was
+    asked says why in its result."""
     if why_not == "":
         why_not = replay_path_refusal(plan)
     if why_not is None:
         return BatchPartitionReplay(plan, partition, **kwargs)
     replay = PartitionReplay(plan, partition, **kwargs)
-    if plan.spec.replay_path == "auto":
+    if plan.spec.replay_path == "batches":
         replay.path_note = f"record path: {why_not}"
     return replay
 

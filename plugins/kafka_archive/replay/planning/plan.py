@@ -160,10 +160,13 @@ class ReplaySpec(FrozenModel):
     txn_max_records: int = 20_000
     txn_max_bytes: int = 16 * 1024 * 1024
     txn_max_ms: int = 2_000
-    #: how records travel: ``auto`` sends the archived batches themselves when nothing per
-    #: record is asked (:mod:`~kafka_archive.replay.execution.batch_engine`), ``records`` always
-    #: re-produces record by record; either writes the same records (not part of the intent)
-    replay_path: Literal["auto", "records"] = "auto"
+    #: how records travel: ``records`` re-produces them one by one through librdkafka (which
+    #: re-batches them); ``batches`` sends the archived batches themselves when nothing per
+    #: record is asked (:mod:`~kafka_archive.replay.execution.batch_engine`). Either writes the
+    #: same records (not part of the intent). Not the default: see docs/performance.md,
+    #: "Batch-level replay" - a broker takes one Produce request per connection at a time and
+    #: one batch per partition per request, so small source batches are slower this way
+    replay_path: Literal["records", "batches"] = "records"
     #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
     replay_id: str | None = None
 
