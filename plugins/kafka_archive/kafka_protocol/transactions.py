@@ -65,6 +65,9 @@ OnOffset = Callable[[int], None]
 
 # error codes (Kafka's Errors.java)
 _CONCURRENT_TRANSACTIONS: Final = 51
+#: how soon a request the coordinator answered CONCURRENT_TRANSACTIONS is sent again (the
+#: previous transaction's markers take a few ms; the Java client waits 20 ms)
+_CONCURRENT_PAUSE_S: Final = 0.005
 _COORDINATOR_MOVED: Final = frozenset({14, 15, 16})
 _FENCED: Final = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 _TOO_LARGE: Final = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
@@ -184,11 +187,17 @@ class TxnBatchProducer:
             raise TxnRetry(f"{topic}-{partition}: no leader")
         return leader
 
-    def _coordinator_call(self, build: Callable[[], Any], what: str) -> Any:
+    def _coordinator_call(
+        self,
+        build: Callable[[], Any],
+        what: str,
+        codes: Callable[[Any], list[int]] = lambda resp: [int(resp.error_code)],
+    ) -> Any:
         """Send a coordinator request, again while the coordinator moves, loads or completes
-        the previous transaction (up to the client's timeout); the response."""
+        the previous transaction (up to the client's timeout); the response. ``codes`` gives
+        a response's error codes (AddPartitionsToTxn answers per partition)."""
         deadline = time.monotonic() + self.client.timeout_ms / 1000
-        pause = 0.02
+        pause = 0.05
         while True:
             if self._coordinator is None:
                 self._coordinator = self.client.coordinator(self.transactional_id)
@@ -200,13 +209,15 @@ class TxnBatchProducer:
                     raise
                 time.sleep(pause)
                 continue
-            code = int(getattr(resp, "error_code", 0) or 0)
-            if code in _COORDINATOR_MOVED:
+            errors = {c for c in codes(resp) if c}
+            if errors & _COORDINATOR_MOVED:
                 self._coordinator = None
-            if (code in _COORDINATOR_MOVED or code == _CONCURRENT_TRANSACTIONS) and (
-                time.monotonic() < deadline
-            ):
-                time.sleep(pause)
+            transient = errors and errors <= _COORDINATOR_MOVED | {_CONCURRENT_TRANSACTIONS}
+            if transient and time.monotonic() < deadline:
+                # the previous transaction's markers are still being written (a few ms, asked
+                # again soon, as Kafka's clients do), or the coordinator moved
+                only_markers = errors == {_CONCURRENT_TRANSACTIONS}
+                time.sleep(_CONCURRENT_PAUSE_S if only_markers else pause)
                 pause = min(pause * 2, 0.5)
                 continue
             return resp
@@ -259,6 +270,11 @@ class TxnBatchProducer:
                 max_version=3,
             ),
             "AddPartitionsToTxn",
+            lambda resp: [
+                int(p.partition_error_code)
+                for t in resp.results_by_topic_v3_and_below
+                for p in t.results_by_partition
+            ],
         )
         for t in resp.results_by_topic_v3_and_below:
             for p in t.results_by_partition:
