@@ -20,14 +20,15 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   otherwise) and one final ``flush``: a second reference, *not the same work* (no transaction
   round trips; on the mock cluster it is 2-3x slower than the transactional loop, which is why
   it is not the reference);
-* ``replay``: ``kafka_archive.replay.runner.execute`` with one partition at a time
-  (``parallelism=1``: one Python thread producing, like the reference): target checks, then per
-  partition a transactional producer (``init_transactions``, committed progress read), ranged
-  reads of the archived objects, CRC check of every batch, decoding, transaction filtering,
-  produce, a progress record per transaction (the last one also marking the partition done),
-  catalog mirror (SQLite) after each commit;
+* ``replay``: ``kafka_archive.replay.runner.execute`` on the record path (``replay_path:
+  records``) with one partition at a time (``parallelism=1``: one Python thread producing, like
+  the reference): target checks, then per partition a transactional producer
+  (``init_transactions``, committed progress read), ranged reads of the archived objects, CRC
+  check of every batch, decoding, transaction filtering, produce, a progress record per
+  transaction (the last one also marking the partition done), catalog mirror (SQLite) after
+  each commit;
 * ``replay-par``: the same with one thread per partition;
-* ``replay-batch`` (``--target real`` only): ``replay-par`` with ``replay_path: batches`` (the
+* ``replay-batch`` (``--target real`` only): ``replay-par`` with ``replay_path: auto`` (the
   archived batches re-stamped and sent whole, :mod:`kafka_archive.replay.execution.
   batch_engine`); ``ratio_batch_vs_record_replay`` (replay-par seconds / replay-batch seconds,
   target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem seconds / replay-batch
@@ -511,7 +512,7 @@ def main() -> int:  # noqa: C901, PLR0915
                 dt, dc, sent = replay(
                     mock, topic, store, source, ledger, args,
                     args.partitions if kind in ("replay-par", "replay-batch") else 1,
-                    "batches" if kind == "replay-batch" else "records",
+                    "auto" if kind == "replay-batch" else "records",
                 )  # fmt: skip
                 assert sent == total, (sent, total)
             mock.close()

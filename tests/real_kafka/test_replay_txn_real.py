@@ -26,6 +26,7 @@ from tests.support.real_kafka import unique_name
 pytestmark = pytest.mark.timeout(300)
 
 # test_replay_real's archived source (built again for this module)
+# (these inject librdkafka errors: the record path; batch-level replay has its own tests)
 src = test_replay_real.src
 
 
@@ -54,7 +55,7 @@ def test_transaction_timed_out_by_the_coordinator_mid_commit(
     complete, every record exactly once."""
     commits = _observe_commits(monkeypatch)
     target = kafka_cluster.create_topic(unique_name("replayed-txn-timeout"), 3)
-    plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=40)
+    plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=40, replay_path="records")
     stalled = threading.Event()
 
     def hook(point: str, info: dict[str, Any]) -> None:
@@ -86,7 +87,7 @@ def test_abort_right_after_the_first_record_of_a_transaction(
     flight. The abort flushes first, so its EndTxn never meets an ``Empty`` transaction: no
     fatal INVALID_TXN_STATE, no new producer, and exactly the source records in the end."""
     target = kafka_cluster.create_topic(unique_name("replayed-abort-early"), 3)
-    plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=40)
+    plan = make_plan(src, kafka_cluster, TOPIC, target, txn_max_records=40, replay_path="records")
     aborts = [0]
     made: list[int] = []
     real_producer = engine.Producer

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafka_archive.errors import InternalSignal
+from kafka_archive.errors import InternalSignal, KafkaArchiveError
 from kafka_archive.kafka_protocol.client import ProtocolClient, ProtocolConnectionError
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from kafka_archive.kafka_protocol.transactions import (
@@ -77,7 +77,7 @@ def batch_level(spec: ReplaySpec, client_config: dict[str, Any]) -> str | None:
     """``None`` when the replay of ``spec`` can send whole batches, else why not (one line,
     said in the report)."""
     if spec.replay_path == "records":
-        return "the record path (the default; --replay-path batches sends whole batches)"
+        return "the record path was asked for (--replay-path records)"
     if spec.partition_mapping != "same":
         return f"partition mapping {spec.partition_mapping} re-partitions records"
     if spec.provenance_headers:
@@ -104,25 +104,38 @@ _probe_lock = threading.Lock()
 
 def reachable(client_config: dict[str, Any]) -> str | None:
     """``None`` when kafka-python's protocol client bootstraps from the target within
-    :data:`PROBE_TIMEOUT_S`, else why not; asked once per process and target servers (a
-    target it cannot talk to - librdkafka's mock cluster is one - is replayed record by record,
-    which then reports a real outage in its own words)."""
+    :data:`PROBE_TIMEOUT_S`, else why not; asked once per process and target servers.
+
+    librdkafka's mock cluster (the tests' fallback where Java is missing) is known by its
+    cluster id and answered at once: its ApiVersions reply is one kafka-python cannot decode.
+    A target the protocol client cannot reach is replayed record by record, which then reports
+    a real outage in its own words."""
     servers = str(client_config.get("bootstrap.servers", ""))
     with _probe_lock:
-        if servers in _probed:
-            return _probed[servers]
-        client = ProtocolClient(
-            client_config, client_id="kafka-archive-replay", timeout_ms=int(PROBE_TIMEOUT_S * 1000)
-        )
-        try:
-            client.bootstrap()
-            why: str | None = None
-        except ProtocolConnectionError as exc:
-            why = f"the Kafka protocol client could not reach the target ({exc})"
-        finally:
-            client.close()
-        _probed[servers] = why
-        return why
+        if servers not in _probed:
+            _probed[servers] = _probe(client_config)
+        return _probed[servers]
+
+
+def _probe(client_config: dict[str, Any]) -> str | None:
+    from kafka_archive.replay.target.checks import target_metadata
+
+    try:
+        cluster_id, _ = target_metadata(client_config, "__kafka_archive_probe")
+    except KafkaArchiveError:
+        cluster_id = None  # the record path reports it
+    if cluster_id is not None and cluster_id.startswith("mockCluster"):
+        return "librdkafka's mock cluster (kafka-python's protocol client cannot talk to it)"
+    client = ProtocolClient(
+        client_config, client_id="kafka-archive-replay", timeout_ms=int(PROBE_TIMEOUT_S * 1000)
+    )
+    try:
+        client.bootstrap()
+    except ProtocolConnectionError as exc:
+        return f"the Kafka protocol client could not reach the target ({exc})"
+    finally:
+        client.close()
+    return None
 
 
 def replay_path_refusal(plan: ReplayPlan) -> str | None:
@@ -137,14 +150,14 @@ def partition_replay(
 ) -> PartitionReplay:
     """The replay of one partition of ``plan`` on the path :func:`replay_path_refusal` allows
     (``why_not``: its answer, when the caller asked it once for every partition; same other
-    arguments as :class:`~.engine.PartitionReplay`); a record-path replay when ``batches`` was
-    asked says why in its result."""
+    arguments as :class:`~.engine.PartitionReplay`); a record-path replay chosen under ``auto`` says
+    why in its result."""
     if why_not == "":
         why_not = replay_path_refusal(plan)
     if why_not is None:
         return BatchPartitionReplay(plan, partition, **kwargs)
     replay = PartitionReplay(plan, partition, **kwargs)
-    if plan.spec.replay_path == "batches":
+    if plan.spec.replay_path == "auto":
         replay.path_note = f"record path: {why_not}"
     return replay
 

@@ -160,13 +160,11 @@ class ReplaySpec(FrozenModel):
     txn_max_records: int = 20_000
     txn_max_bytes: int = 16 * 1024 * 1024
     txn_max_ms: int = 2_000
-    #: how records travel: ``records`` re-produces them one by one through librdkafka (which
-    #: re-batches them); ``batches`` sends the archived batches themselves when nothing per
-    #: record is asked (:mod:`~kafka_archive.replay.execution.batch_engine`). Either writes the
-    #: same records (not part of the intent). Not the default: see docs/performance.md,
-    #: "Batch-level replay" - a broker takes one Produce request per connection at a time and
-    #: one batch per partition per request, so small source batches are slower this way
-    replay_path: Literal["records", "batches"] = "records"
+    #: how records travel: ``auto`` sends the archived batches themselves when nothing per
+    #: record is asked and the target can be reached by the protocol client
+    #: (:mod:`~kafka_archive.replay.execution.batch_engine`); ``records`` re-produces them one
+    #: by one through librdkafka. Either writes the same records (not part of the intent)
+    replay_path: Literal["auto", "records"] = "auto"
     #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
     replay_id: str | None = None
 
