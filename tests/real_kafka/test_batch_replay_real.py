@@ -66,10 +66,16 @@ def _replay(
     return target, report
 
 
-def _check(cluster: LocalKafkaCluster, tmp: Path, live_store: tuple[ObjectStore, Path]) -> None:
+def _check(
+    cluster: LocalKafkaCluster,
+    tmp: Path,
+    live_store: tuple[ObjectStore, Path],
+    replication: int = 3,
+) -> None:
     wl, archiver, seals = archive_live_workload(
-        cluster, live_store, tmp, prefix=unique_name("bre"), seed=27, produce_s=PRODUCE_S
-    )
+        cluster, live_store, tmp, prefix=unique_name("bre"), seed=27, produce_s=PRODUCE_S,
+        replication=replication,
+    )  # fmt: skip
     db = str(tmp / "catalog.db")
     catalog = open_catalog(db, create=True)
     try:
@@ -123,4 +129,4 @@ def test_batch_level_replay_on_kafka_39(
     kafka_cluster_39: LocalKafkaCluster, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     root = tmp_path_factory.mktemp("bre-39-store")
-    _check(kafka_cluster_39, tmp_path, (open_store(str(root / "store")), root / "state"))
+    _check(kafka_cluster_39, tmp_path, (open_store(str(root / "store")), root / "state"), 1)

@@ -194,6 +194,7 @@ def archive_live_workload(
     produce_s: float,
     skip_roles: Collection[str] = (),
     timeout_s: float = 60.0,
+    replication: int = 3,
 ) -> tuple[LiveWorkload, LiveArchiver, dict[tuple[str, int], int]]:
     """Create a :class:`LiveWorkload` of topics ``prefix-*`` on ``cluster``, run it for
     ``produce_s`` seconds with archive rounds (into the session's shared store, under
@@ -203,7 +204,13 @@ def archive_live_workload(
 
     Returns the workload, the archiver and ``(topic, partition) -> offset of its seal record``
     (the active segment's only record, so everything below it has rolled)."""
-    wl = LiveWorkload(cluster.bootstrap_servers, prefix=prefix, segment_ms=2000, seed=seed)
+    wl = LiveWorkload(
+        cluster.bootstrap_servers,
+        prefix=prefix,
+        segment_ms=2000,
+        seed=seed,
+        replication=replication,
+    )
     wl.create_topics()
     store, state = store_and_state
     archiver = LiveArchiver(

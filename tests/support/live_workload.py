@@ -169,8 +169,10 @@ class LiveWorkload:
         seed: int = 0,
         topic_config: dict[str, str] | None = None,
         roles: Sequence[str] | None = None,
+        replication: int = 3,
     ) -> None:
         self.bootstrap = bootstrap_servers
+        self.replication = replication
         self.prefix = prefix
         self.partitions = partitions
         self.segment_ms = segment_ms
@@ -223,10 +225,11 @@ class LiveWorkload:
         return cfg
 
     def create_topics(self, timeout_s: float = 60.0) -> None:
-        """Create every topic (RF 3) and wait until each partition has a leader."""
+        """Create every topic (RF ``replication``, 3 by default) and wait until each partition
+        has a leader."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         new = [
-            NewTopic(name, self.partitions, 3, config=self.topic_configs(role))
+            NewTopic(name, self.partitions, self.replication, config=self.topic_configs(role))
             for role, name in self.topics.items()
         ]
         for fut in admin.create_topics(new, operation_timeout=timeout_s).values():

@@ -78,6 +78,11 @@ PARAMS_SCHEMA: ParamsSchema = {
         {"type": "string", "enum": ["same", "murmur2", "round-robin"]},
         "same partition | Kafka's default murmur2 key partitioner | round-robin.",
     ),
+    "replay_path": (
+        "auto",
+        {"type": "string", "enum": ["auto", "records"]},
+        "auto: the archived batches sent whole when nothing per record is asked | records.",
+    ),
     "preserve_timestamps": (True, {"type": "boolean"}, "Keep the source timestamps."),
     "provenance_headers": (
         False,
@@ -202,6 +207,7 @@ _SPEC_FIELDS = (
     "to",
     "target_topic",
     "partition_mapping",
+    "replay_path",
     "preserve_timestamps",
     "provenance_headers",
     "key_filter",

@@ -227,6 +227,16 @@ def run(
     rate_limit_records: Annotated[
         float | None, typer.Option("--rate-limit-records", help="Records/s.")
     ] = None,
+    replay_path: Annotated[
+        str,
+        typer.Option(
+            "--replay-path",
+            help="auto: send the archived batches themselves (re-stamped, compressed bytes "
+            "untouched) when nothing per record is asked and the target can be reached by the "
+            "protocol client, else record by record; records: always record by record. Both "
+            "write the same records; the report says which path each partition took.",
+        ),
+    ] = "auto",
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -335,6 +345,9 @@ def run(
 
     if offline and not dry_run:
         fail("--offline applies to --dry-run only", hint="add --dry-run", code=2, as_json=as_json)
+    if replay_path not in ("auto", "records"):
+        fail(f"unknown replay path {replay_path!r}", hint="use auto or records", code=2,
+             as_json=as_json)  # fmt: skip
     if partition_mapping not in ("same", "murmur2", "round-robin"):
         fail(
             f"unknown partition mapping {partition_mapping!r}",
@@ -350,6 +363,7 @@ def run(
         "to": to,
         "target_topic": target_topic,
         "partition_mapping": partition_mapping,
+        "replay_path": replay_path,
         "preserve_timestamps": not no_timestamps,
         "provenance_headers": provenance_headers,
         "key_filter": key_filter,

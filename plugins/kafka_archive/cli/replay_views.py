@@ -43,6 +43,14 @@ def print_plan(report: Any) -> None:
             )
 
 
+#: how the report's ``replay_path`` reads in a sentence
+_PATHS = {
+    "batches": "the archived batches sent whole",
+    "records": "record by record",
+    "mixed": "some partitions by whole batches, some record by record",
+}
+
+
 def print_report(report: Any) -> None:
     _partition_table(
         f"replay {report.replay_id}: {report.status}",
@@ -62,8 +70,11 @@ def print_report(report: Any) -> None:
     console.print(
         f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
         f"to {report.target_topic} in {report.duration_s:.2f} s: "
-        f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s"
+        f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s "
+        f"({_PATHS.get(report.replay_path, report.replay_path)})"
     )
+    for note in report.path_notes:
+        console.print(f"  {note}")
     for p, row in report.partitions.items():
         for pid, first in row["open_txns"]:
             console.print(

@@ -247,6 +247,17 @@ class BatchPartitionReplay(PartitionReplay):
             )
         return result
 
+    def _replay_from(
+        self,
+        producer: TxnBatchProducer,
+        progress: ProgressRecord | None,
+        ppart: int,
+        this_run: list[int],
+    ) -> ProgressRecord:
+        # the batches sent by the BatchSender (inside the engine's loop) fail the same way
+        with self._mapped(commit=False):
+            return super()._replay_from(producer, progress, ppart, this_run)
+
     def _source(
         self, producer: TxnBatchProducer, start: int, limiter: RateLimiter | None
     ) -> tuple[PartitionReader, BatchSender]:
