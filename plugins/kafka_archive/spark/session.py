@@ -129,6 +129,9 @@ def make_spark_session(
 class SparkRunner:
     """Runs extraction tasks on a SparkSession's executors."""
 
+    #: the engine this runner is, for the build report
+    engine = "spark"
+
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.sc: Any = spark.sparkContext
