@@ -7,10 +7,10 @@ store from the settings, picks the task runner, and runs
 and runs it in this process (threads) unless it reaches the Spark threshold
 (:mod:`kafka_archive.catalog.build.engine`), ``in-process`` always does, ``spark`` always starts
 a Spark session (``local[*]`` or the ``spark_master`` setting). Spark is imported and started
-only when chosen; a session the service started is stopped when it closes. The CLI's
-``catalog build``, the Airflow catalog task and ``spark_jobs/build_catalog.py`` all go through
-it; a build on a remote cluster is ``spark-submit`` of that job
-(:mod:`kafka_archive.airflow.catalog_tasks`).
+only when chosen; a session the service started (not one already active in the process) is
+stopped when it closes. The CLI's ``catalog build``, the Airflow catalog task and
+``spark_jobs/build_catalog.py`` all go through it; a build on a remote cluster is
+``spark-submit`` of that job (:mod:`kafka_archive.airflow.catalog_tasks`).
 
 Builds are idempotent (a re-run adds nothing, a killed run is completed by the next), so
 callers retry freely. Errors: :class:`~kafka_archive.settings.SettingsError`, the catalog's and
@@ -83,7 +83,8 @@ class CatalogBuildService(ResourceService):
 
     def __init__(self, settings: Settings | None = None, *, catalog: Catalog | None = None):
         super().__init__(settings, catalog=catalog)
-        #: Spark sessions this service started for builds (stopped by :meth:`close`)
+        #: Spark sessions this service started for builds (stopped by :meth:`close`; not one
+        #: that was already active in the process)
         self._started: list[SparkRunner] = []
 
     def close(self) -> None:
@@ -172,13 +173,18 @@ class CatalogBuildService(ResourceService):
             on_engine(choice)
         if choice.engine == "in-process":
             return InProcessRunner(threads=IN_PROCESS_THREADS), choice
+        from kafka_archive.spark.session import active_session
+
+        # a session this process already had (getOrCreate returns it) stays its owner's
+        owned = active_session() is None
         try:
             started = self.spark_runner(master, conf)
         except Exception as exc:  # Py4J/JVM start-up errors are untyped; one line of them
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             where = master or settings.spark_master or "local[*]"
             raise SparkStartFailed(f"cannot start Spark with master {where!r}: {first}") from None
-        self._started.append(started)
+        if owned:
+            self._started.append(started)
         return started, choice
 
     def _build_metadata_history(

@@ -40,6 +40,7 @@ __all__ = [
     "APP_NAME",
     "SPARK_UI_ENV",
     "SparkRunner",
+    "active_session",
     "balanced_groups",
     "local_session_conf",
     "make_spark_session",
@@ -83,6 +84,16 @@ def local_session_conf(master: str | None, env: Mapping[str, str] | None = None)
     if ui:
         conf["spark.ui.bindAddress"] = _LOOPBACK  # SPARK_LOCAL_IP's role for the UI (3.x+)
     return conf
+
+
+def active_session() -> SparkSession | None:
+    """The SparkSession already active in this process, if any (``None`` too without
+    pyspark): one a caller did not start itself is not its to stop."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
 
 
 def make_spark_session(
