@@ -193,7 +193,7 @@ def test_cli_reports_the_engine_and_keeps_in_process_as_an_alias(
     db = str(tmp_path / "c.db")
     (report,) = _cli("--json", "--store", store, "--db", db)
     assert report["engine"] == "in-process" and report["new_segments"] == segments
-    assert "below the Spark threshold (4.0 GiB or 4096 segments)" in report["engine_reason"]
+    assert "below the Spark threshold (4.0 GiB or 1000 segments)" in report["engine_reason"]
     (again,) = _cli("--in-process", "--json", "--store", store, "--db", db)
     assert again["engine_reason"] == "0 segment(s), 0 B new, engine in-process asked for"
     (err,) = _cli(

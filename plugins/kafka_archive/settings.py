@@ -65,7 +65,7 @@ Source = Literal["explicit", "environment", "airflow", "file", "default"]
 #: the defaults of ``catalog_spark_threshold_bytes`` / ``_segments``: where ``catalog build``
 #: under ``auto`` starts Spark (why these: :mod:`kafka_archive.catalog.build.engine`)
 CATALOG_SPARK_THRESHOLD_BYTES: Final = 4 * 2**30
-CATALOG_SPARK_THRESHOLD_SEGMENTS: Final = 4096
+CATALOG_SPARK_THRESHOLD_SEGMENTS: Final = 1000
 #: reads one Airflow Variable by name (``None`` when it is not set)
 VariableReader = Callable[[str], str | None]
 
@@ -387,7 +387,7 @@ def _coerce_positive(setting: Setting, raw: object, source: str) -> int:
             return int(text)
         raise ValueError(f"{raw!r} is not a positive whole number")
     except ValueError as exc:
-        example = "4GiB, 500MB or 1048576" if setting.kind == "bytes" else "e.g. 4096"
+        example = "4GiB, 500MB or 1048576" if setting.kind == "bytes" else "e.g. 1000"
         raise SettingsError(
             f"{setting.name} from {source}: {exc}", hint=f"set {setting.env} to {example}"
         ) from None

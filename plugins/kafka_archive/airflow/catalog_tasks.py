@@ -10,7 +10,7 @@ Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_arc
      "verify": "crc32c",                           # or crc32c-only, sha256
      "catalog_engine": "auto",                     # or in-process, spark
      "catalog_spark_threshold_bytes": "4GiB",      # auto: Spark from this many new bytes
-     "catalog_spark_threshold_segments": 4096,     # ... or this many new segments
+     "catalog_spark_threshold_segments": 1000,     # ... or this many new segments
      "spark_conf": {"spark.executor.memory": "4g"},
      "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
      "application": "/opt/kafka-archive/spark_jobs/build_catalog.py",  # see default_application

@@ -41,9 +41,16 @@ Engine = Literal["in-process", "spark"]
 #: what a build may be asked to use (``auto``: by the size of the increment)
 ENGINES: Final = ("auto", "in-process", "spark")
 #: an increment of this many bytes or more goes to Spark under ``auto`` (the default of the
-#: setting ``catalog_spark_threshold_bytes``). THRESHOLD-WHY
+#: setting ``catalog_spark_threshold_bytes``, 4 GiB). Measured on the 2-core reference machine
+#: (docs/performance.md, "Catalog build: which engine"): ``catalog build --engine spark`` pays
+#: ~10-13 s before any work (JVM, Python workers, first job) where ``--engine in-process`` pays
+#: ~2 s in all; in-process extraction (batch headers, compiled CRCs) runs at ~0.45-0.7 GB/s from
+#: S3 and several GB/s from a local store, so 4 GiB is at most ~6-9 s of in-process work: less
+#: than Spark's start-up. Below it Spark cannot win, even with many executors.
 DEFAULT_SPARK_THRESHOLD_BYTES: Final = CATALOG_SPARK_THRESHOLD_BYTES
-#: ... or this many segments (``catalog_spark_threshold_segments``). SEGMENTS-WHY
+#: ... or this many segments (``catalog_spark_threshold_segments``, 1000): each costs ~8 ms
+#: in-process from S3 (requests, not bytes: moto, 1 MiB segments), so 1000 small segments are
+#: ~8 s of work, again Spark's start-up, and executors can share them.
 DEFAULT_SPARK_THRESHOLD_SEGMENTS: Final = CATALOG_SPARK_THRESHOLD_SEGMENTS
 
 
