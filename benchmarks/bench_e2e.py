@@ -28,11 +28,12 @@ Ratio: ``e2e / replay`` (medians). Then ``--first-reps`` times, the time from st
 to its first record at the target: a read_uncommitted consumer assigned to the target topic
 (before the clock starts) notes when the first record arrives, for ``kafka-archive replay run``
 as a fresh process (``first_record_cli_s``: interpreter start, imports, planning, target checks,
-``init_transactions``, the first transaction's records) and for ``plan()`` + ``run()`` in this
-warm process (``first_record_inproc_s``). ``--profile`` adds where the in-process start-up goes
-(wall clock of each step up to the first record: planning, target check, producer start and
-``init_transactions``) and ``python -X importtime`` of the CLI's replay command (the largest
-imports).
+``init_transactions``, the first transaction's records; with a bytecode cache, as an installed
+wheel has: ``_data.cli_environment``) and for ``plan()`` + ``run()`` in this warm process
+(``first_record_inproc_s``). ``--profile`` adds where the start-up goes: the wall clock, in
+this process, at which each step begins and ends (planning, target check, ``execute``,
+``init_transactions``, the first record), and for the CLI the largest top-level imports
+(``-X importtime``) and the functions with the most cumulative time (cProfile).
 
     .venv/bin/python benchmarks/bench_e2e.py
     .venv/bin/python benchmarks/bench_e2e.py --reps 5 --first-reps 5 --profile
@@ -98,11 +99,33 @@ def produce_source(bootstrap: str, args: argparse.Namespace) -> None:
     time.sleep(2.0)  # followers append (and roll) too; checkpoints are written every second
 
 
-def archive(cluster: LocalKafkaCluster, store_uri: str, state: Path) -> int:
-    """Archive every broker's log dir; returns the segments archived."""
+def source_view(cluster: LocalKafkaCluster, root: Path) -> dict[int, Path]:
+    """Each broker's log dir as the archiver should see it here: its own files and the source
+    topic's partition directories only, hard-linked under ``root`` (the cluster also holds the
+    replays' target topics, which a production archiver would archive too, but which are not
+    part of this job). Kafka never rewrites a rolled segment in place, so the links hold the
+    bytes the broker held."""
+    views = {}
+    for node, log_dir in sorted(cluster.log_dirs.items()):
+        view = root / str(node)
+        view.mkdir(parents=True)
+        for entry in log_dir.iterdir():
+            if entry.is_file():
+                os.link(entry, view / entry.name)
+            elif entry.is_dir() and entry.name.rsplit("-", 1)[0] == TOPIC:
+                (view / entry.name).mkdir()
+                for f in entry.iterdir():
+                    if f.is_file():
+                        os.link(f, view / entry.name / f.name)
+        views[node] = view
+    return views
+
+
+def archive(views: dict[int, Path], store_uri: str, state: Path) -> int:
+    """Archive every broker's (viewed) log dir; returns the segments archived."""
     store = open_store(store_uri)
     n = 0
-    for node, log_dir in sorted(cluster.log_dirs.items()):
+    for node, log_dir in sorted(views.items()):
         report = run_archive(
             cluster=CLUSTER,
             broker_id=node,
@@ -183,13 +206,11 @@ def first_record(
 
 
 def cli_replay(settings: Settings, bootstrap: str, target: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
+    env: dict[str, str] = _data.cli_environment(Path(str(settings.db)).parent)
     cmd = [
         str(Path(sys.executable).with_name("kafka-archive")),
-        "replay", "run", "--cluster", CLUSTER, "--topic", TOPIC, "--from", "earliest",
-        "--target", bootstrap, "--target-topic", target, "--store", str(settings.store),
-        "--db", str(settings.db), "--json",
-    ]  # fmt: skip
+        *replay_args(settings, bootstrap, target),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"replay run failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -228,22 +249,50 @@ def step_clock(t0: list[float], steps: dict[str, float]) -> Iterator[None]:
             setattr(owner, name, original)
 
 
-def import_profile() -> list[tuple[str, float]]:
-    """The largest cumulative imports of ``kafka-archive replay run --help`` (ms)."""
+def replay_args(settings: Settings, bootstrap: str, target: str) -> list[str]:
+    return [
+        "replay", "run", "--cluster", CLUSTER, "--topic", TOPIC, "--from", "earliest",
+        "--target", bootstrap, "--target-topic", target, "--store", str(settings.store),
+        "--db", str(settings.db), "--json",
+    ]  # fmt: skip
+
+
+def cli_profile(settings: Settings, bootstrap: str, targets: Iterator[str]) -> dict[str, Any]:
+    """Where ``kafka-archive replay run`` spends its time: the largest top-level imports
+    (``-X importtime``, ms) and the functions with the most cumulative time (cProfile, s),
+    each from a run into a fresh target."""
+    import pstats
+    import tempfile
+
+    env: dict[str, str] = _data.cli_environment(Path(str(settings.db)).parent)
+    cli = str(Path(sys.executable).with_name("kafka-archive"))
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c",
-         "import sys; sys.argv=['kafka-archive','replay','run','--help'];"
-         "from kafka_archive.cli import main\ntry:\n main()\nexcept SystemExit: pass"],
-        capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-X", "importtime", cli, *replay_args(settings, bootstrap, next(targets))],
+        capture_output=True, text=True, timeout=300, check=False, env=env,
     )  # fmt: skip
-    rows = []
+    imports = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        _self, cum, name = (x.strip() for x in line[len("import time:") :].split("|"))
-        rows.append((name.strip(), int(cum) / 1000))
-    top = {n: ms for n, ms in rows if n.count(".") <= 1}
-    return sorted(top.items(), key=lambda r: -r[1])[:15]
+        _self, cum, raw = line[len("import time:") :].split("|")
+        if len(raw) - len(raw.lstrip()) <= 1:  # top level: imported by the command itself
+            imports.append((raw.strip(), int(cum) / 1000))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "replay.prof"
+        subprocess.run(
+            [sys.executable, "-m", "cProfile", "-o", str(out), cli,
+             *replay_args(settings, bootstrap, next(targets))],
+            capture_output=True, timeout=300, check=True, env=env,
+        )  # fmt: skip
+        stats = pstats.Stats(str(out))
+        rows = [
+            (f"{Path(file).name}:{line}({fn})", ct)
+            for (file, line, fn), (_cc, _nc, _tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
+        ]
+    return {
+        "imports_ms": sorted(imports, key=lambda r: -r[1])[:12],
+        "cumulative_s": sorted(rows, key=lambda r: -r[1])[:40],
+    }
 
 
 def main() -> None:  # noqa: PLR0915
@@ -282,8 +331,9 @@ def main() -> None:  # noqa: PLR0915
         def e2e(tag: str) -> dict[str, Any]:
             settings = fresh_settings(tag)
             target = fresh_target()
+            views = source_view(cluster, work / tag / "logs")
             t0 = time.perf_counter()
-            segments = archive(cluster, str(settings.store), work / tag / "state")
+            segments = archive(views, str(settings.store), work / tag / "state")
             t1 = time.perf_counter()
             with CatalogBuildService(settings) as service:
                 built = service.build()
@@ -304,7 +354,9 @@ def main() -> None:  # noqa: PLR0915
 
         warm = e2e("warm")  # imports, SQLAlchemy compiles, the brokers' page cache
         base = fresh_settings("base")
-        archive(cluster, str(base.store), work / "base" / "state")
+        archive(
+            source_view(cluster, work / "base" / "logs"), str(base.store), work / "base" / "state"
+        )
         with CatalogBuildService(base) as service:
             service.build()
         print(f"warm-up e2e: {json.dumps(warm)}", flush=True)
@@ -350,7 +402,7 @@ def main() -> None:  # noqa: PLR0915
             if watch.at is not None:
                 steps["first_record"] = watch.at - clock[0]
             result["startup_steps_s"] = dict(sorted(steps.items(), key=lambda kv: kv[1]))
-            result["cli_imports_ms"] = import_profile()
+            result["cli_profile"] = cli_profile(base, bootstrap, iter(fresh_target, None))
             print(json.dumps(result, indent=1), flush=True)
     finally:
         cluster.stop()
@@ -385,6 +437,7 @@ def main() -> None:  # noqa: PLR0915
                 "first_record": firsts,
                 **result,
                 "kafka": cluster.version,
+                "load_average": list(os.getloadavg()),
                 "machine": _data.machine(),
             },
             indent=1,
