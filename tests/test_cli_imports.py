@@ -269,3 +269,20 @@ def test_metadata_history_queries_import_only_what_they_use(
     assert proc.stdout.strip().startswith("{"), proc.stdout
     _assert_light(packages)
     assert "pydantic" not in packages
+
+
+def test_replay_run_without_a_terminal_imports_no_progress_bar(
+    catalog: tuple[str, str], tmp_path: Path
+) -> None:
+    """``replay run --json`` (or with no terminal) draws no progress bar, so it does not import
+    rich.progress: the import was on every replay's way to its first record (issue 27)."""
+    store, db = catalog
+    _packages, proc = _imported(
+        tmp_path,
+        "replay", "run", "--cluster", CLUSTER, "--topic", "orders", "--from", "earliest",
+        "--target", "127.0.0.1:9", "--target-topic", "orders-copy", "--dry-run", "--offline",
+        "--store", store, "--db", db, "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    modules = json.loads((tmp_path / "modules.json").read_text())
+    assert "kafka_archive.cli.replay" in modules and "rich.progress" not in modules
