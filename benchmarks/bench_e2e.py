@@ -24,6 +24,10 @@ beforehand (so neither side pays for topic creation):
 * ``replay``: the same replay alone, from a store and catalog built once before the
   repetitions.
 
+``--catalog-engine spark`` makes the e2e build start Spark (``local[*]``) whatever the size, as
+every ``catalog build`` did before the engine followed the increment: the fixed cost that
+change removes.
+
 Ratio: ``e2e / replay`` (medians). Then ``--first-reps`` times, the time from starting a replay
 to its first record at the target: a read_uncommitted consumer assigned to the target topic
 (before the clock starts) notes when the first record arrives, for ``kafka-archive replay run``
@@ -37,6 +41,7 @@ this process, at which each step begins and ends (planning, target check, ``exec
 
     .venv/bin/python benchmarks/bench_e2e.py
     .venv/bin/python benchmarks/bench_e2e.py --reps 5 --first-reps 5 --profile
+    .venv/bin/python benchmarks/bench_e2e.py --reps 3 --first-reps 0 --catalog-engine spark
 """
 
 from __future__ import annotations
@@ -301,6 +306,10 @@ def main() -> None:  # noqa: PLR0915
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--value-bytes", type=int, default=200)
     ap.add_argument("--txn-records", type=int, default=1000)
+    ap.add_argument(
+        "--catalog-engine", default="auto", choices=["auto", "in-process", "spark"],
+        help="the e2e catalog build's engine (spark: as every build ran before issue 27)",
+    )  # fmt: skip
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--first-reps", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="where the start-up time goes")
@@ -336,7 +345,7 @@ def main() -> None:  # noqa: PLR0915
             segments = archive(views, str(settings.store), work / tag / "state")
             t1 = time.perf_counter()
             with CatalogBuildService(settings) as service:
-                built = service.build()
+                built = service.build(engine=args.catalog_engine)
             t2 = time.perf_counter()
             sent = replay(settings, bootstrap, target)
             t3 = time.perf_counter()
