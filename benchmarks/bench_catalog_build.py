@@ -186,7 +186,7 @@ def raw_view_read(store: Any, objects: list[tuple[str, int]]) -> float:
 def cli_build(store_uri: str, tmp: Path, engine: str) -> float:
     """Wall seconds of ``kafka-archive catalog build --engine ENGINE`` into a fresh catalog."""
     db = tmp / f"cli-{time.monotonic_ns()}.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
+    env: dict[str, str] = _data.cli_environment(tmp)  # bytecode cached, as a wheel has it
     cli = str(Path(sys.executable).with_name("kafka-archive"))
     t0 = time.perf_counter()
     proc = subprocess.run(
