@@ -217,6 +217,23 @@ def result_file(kind: str, directory: Path = RESULTS_DIR) -> Path:
     return directory / f"{kind}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
 
 
+def cli_environment(scratch: Path, bytecode: bool = True) -> dict[str, str]:
+    """The environment of a timed ``kafka-archive`` child: no ``KAFKA_ARCHIVE_*`` setting of
+    ours, and (``bytecode``) a private bytecode cache under ``scratch`` as an installed wheel
+    has ``.pyc`` files (this sandbox sets ``PYTHONDONTWRITEBYTECODE=1`` and its venv has none:
+    every process would compile every module, two to three times the start-up); without it,
+    ``PYTHONDONTWRITEBYTECODE=1``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
+    env["COLUMNS"] = "120"
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
 def scratch_dir(prefix: str) -> Path:
     """A new temporary directory, removed when the benchmark's process exits, however it exits
     short of being killed: a replay benchmark leaves ~1 GB of segments, archive and catalog

@@ -27,6 +27,13 @@ Measured side by side, interleaved (order rotated each repetition), ``--reps`` t
   previous behaviour).
 * ``spark1`` / ``spark2``: the default build with ``SparkRunner`` on ``local[1]`` /
   ``local[2]`` (session started and Python workers warmed up before timing).
+* ``inproc4``: ``inproc`` with the threads of the ``in-process`` engine
+  (``IN_PROCESS_THREADS`` of :mod:`kafka_archive.services.catalog_build`).
+* ``cli_inproc`` / ``cli_spark``: what a person waits for: ``kafka-archive catalog build
+  --engine in-process`` / ``--engine spark`` (``local[*]``) in a fresh process into a fresh
+  catalog, wall time of the whole command (Python start-up, imports, for Spark its JVM and
+  Python workers). Their difference is Spark's fixed cost, which sets the ``auto`` engine's
+  threshold (docs/performance.md). Local store only.
 
 Ratios: ``inproc / raw1`` (target >= 0.5x), ``inproc / raw_view1``, ``spark1 / raw1``,
 ``spark2 / raw2``, ``spark2 / spark1`` (scaling). ``--what`` picks a subset.
@@ -82,6 +89,9 @@ ALL = (
     "inproc_sha256",
     "spark1",
     "spark2",
+    "inproc4",
+    "cli_inproc",
+    "cli_spark",
 )
 
 
@@ -171,6 +181,24 @@ def raw_view_read(store: Any, objects: list[tuple[str, int]]) -> float:
     dt = time.perf_counter() - t0
     assert n == sum(s for _, s in objects)
     return dt
+
+
+def cli_build(store_uri: str, tmp: Path, engine: str) -> float:
+    """Wall seconds of ``kafka-archive catalog build --engine ENGINE`` into a fresh catalog."""
+    db = tmp / f"cli-{time.monotonic_ns()}.db"
+    env: dict[str, str] = _data.cli_environment(tmp)  # bytecode cached, as a wheel has it
+    cli = str(Path(sys.executable).with_name("kafka-archive"))
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [cli, "catalog", "build", "--engine", engine, "--json", "--store", store_uri,
+         "--db", str(db)],
+        capture_output=True, text=True, env=env, check=False, timeout=600,
+    )  # fmt: skip
+    seconds = time.perf_counter() - t0
+    db.unlink(missing_ok=True)
+    report = json.loads(proc.stdout.splitlines()[-1]) if proc.stdout else {}
+    assert proc.returncode == 0 and report.get("engine") == engine, proc.stdout + proc.stderr
+    return seconds
 
 
 def build(
@@ -432,9 +460,11 @@ def main() -> None:  # noqa: PLR0915
     args = ap.parse_args()
     what = [w for w in args.what.split(",") if w]
     assert set(what) <= set(ALL), what
+    assert args.store == "local" or not any(w.startswith("cli_") for w in what), "local only"
 
     from kafka_archive.catalog.build import InProcessRunner
     from kafka_archive.catalog.integrity import CRC32C_SOURCE
+    from kafka_archive.services.catalog_build import IN_PROCESS_THREADS
     from kafka_archive.spark.session import SparkRunner, make_spark_session
     from kafka_archive.store import open_store
 
@@ -513,6 +543,11 @@ def main() -> None:  # noqa: PLR0915
             ],
             "spark1": lambda: build(store_uri, options, SparkRunner(spark(1)), tmp, "crc32c")[0],
             "spark2": lambda: build(store_uri, options, SparkRunner(spark(2)), tmp, "crc32c")[0],
+            "inproc4": lambda: build(
+                store_uri, options, InProcessRunner(IN_PROCESS_THREADS), tmp, "crc32c"
+            )[0],
+            "cli_inproc": lambda: cli_build(store_uri, tmp, "in-process"),
+            "cli_spark": lambda: cli_build(store_uri, tmp, "spark"),
         }
         results: dict[str, list[dict[str, float]]] = {k: [] for k in what}
         # one untimed build first: SQLAlchemy compiles, imports and caches are warm for all
@@ -552,6 +587,8 @@ def main() -> None:  # noqa: PLR0915
             "spark2/raw1": ("raw1", "spark2"),
             "spark2/spark1": ("spark1", "spark2"),
             "raw2/raw1": ("raw1", "raw2"),
+            "inproc4/inproc": ("inproc", "inproc4"),
+            "cli_spark/cli_inproc": ("cli_inproc", "cli_spark"),
         }
         summary = {k: med[a] / med[b] for k, (a, b) in pairs.items() if a in med and b in med}
         cpu = {

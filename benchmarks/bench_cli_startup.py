@@ -73,14 +73,7 @@ def commands(store: str, db: str) -> dict[str, list[str]]:
 
 
 def environment(scratch: Path, bytecode: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
-    env["COLUMNS"] = "120"
-    if bytecode:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
-    else:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.pop("PYTHONPYCACHEPREFIX", None)
+    env: dict[str, str] = _data.cli_environment(scratch, bytecode)
     return env
 
 

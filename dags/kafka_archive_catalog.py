@@ -10,14 +10,21 @@ Scheduled on the Asset `kafka-archive://archive/segments`, which the archive DAG
 
 ## Tasks
 
-* `choose` reads the configuration and picks how Spark runs:
-  * `build_local` - no master configured (or a `local[...]` one): the build runs in this task
-    with an in-process local Spark session (SQLite or PostgreSQL catalog). The embedded,
-    single-machine default.
-  * `spark_submit` - a cluster master is configured (`spark://...`, `k8s://...`, `yarn`):
-    `spark-submit` runs `spark_jobs/build_catalog.py` on the cluster, as Airflow's
-    SparkSubmitOperator would; the task streams its log and reads its JSON report.
-* `report` logs what the build added (segments, intervals, commits, bytes) and returns it.
+The engine follows the increment (setting `catalog_engine`, default `auto`): the build lists
+the new segments first and extracts them in the task's own process unless they reach the Spark
+threshold (`catalog_spark_threshold_bytes`, default 4GiB, or `catalog_spark_threshold_segments`,
+default 1000); `in-process` or `spark` force one.
+
+* `choose` reads the configuration and picks where Spark would run:
+  * `build_local` - no master configured (or a `local[...]` one): the build runs in this task,
+    with a local Spark session only when the engine picks Spark (SQLite or PostgreSQL
+    catalog). The embedded, single-machine default.
+  * `spark_submit` - a cluster master is configured (`spark://...`, `k8s://...`, `yarn`): an
+    increment below the threshold is built in this task, in-process; otherwise `spark-submit`
+    runs `spark_jobs/build_catalog.py` on the cluster, as Airflow's SparkSubmitOperator would;
+    the task streams its log and reads its JSON report.
+* `report` logs what the build added (segments, intervals, commits, bytes) and which engine ran
+  and why (`engine`, `engine_reason`), and returns it (its XCom).
 
 The build is idempotent: a re-run adds nothing, a run killed midway is completed by the next,
 so retries (with exponential backoff) are always safe. One run at a time.
@@ -26,8 +33,10 @@ so retries (with exponential backoff) are always safe. One run at a time.
 
 Airflow Variable `kafka_archive_catalog` (JSON: `store_uri`, `db_url`, `spark_master`,
 `cluster`, `interval_bytes`, `store_options`, `spark_conf`, `spark_submit`, `application`,
-`py_files`), else the environment: `KAFKA_ARCHIVE_STORE`, `KAFKA_ARCHIVE_DB`,
-`KAFKA_ARCHIVE_SPARK_MASTER`. Store credentials come from the environment, instance roles, or the
+`py_files`, `catalog_engine`, `catalog_spark_threshold_bytes`,
+`catalog_spark_threshold_segments`), else the environment: `KAFKA_ARCHIVE_STORE`,
+`KAFKA_ARCHIVE_DB`, `KAFKA_ARCHIVE_SPARK_MASTER`, `KAFKA_ARCHIVE_CATALOG_ENGINE`, ....
+Store credentials come from the environment, instance roles, or the
 Airflow connection named by `KAFKA_ARCHIVE_AWS_CONN_ID` / Variable `kafka_archive_aws_conn_id`
 (for a cluster, pass them to executors with `spark_conf` `spark.executorEnv.*` or roles).
 """

@@ -87,15 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except InvalidSparkMaster as exc:
             sys.stderr.write(f"build_catalog.py: --spark-master: {exc}; {exc.hint}\n")
             return 2
+    # the Spark job always runs on Spark (the catalog DAG builds small increments in its own
+    # task instead of submitting this job); the service stops the session it starts
     with CatalogBuildService(settings) as service:
         # spark-submit's own master when none is given (a job does not pick a master itself)
-        runner = service.spark_runner(args.spark_master)
-        try:
-            report = service.build(
-                runner=runner, cluster=args.cluster, interval_bytes=args.interval_bytes
-            )
-        finally:
-            runner.spark.stop()
+        report = service.build(
+            engine="spark",
+            spark_master=args.spark_master,
+            cluster=args.cluster,
+            interval_bytes=args.interval_bytes,
+        )
     sys.stdout.write(json.dumps({"kind": "build", **report.to_json()}) + "\n")
     # refused manifests/objects are recorded in the catalog; the run still says so by its exit
     for p in report.problems:

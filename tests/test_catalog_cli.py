@@ -79,10 +79,12 @@ def test_build_with_spark_and_environment(
 ) -> None:
     _hist, store = archive
     env = {"KAFKA_ARCHIVE_DB": str(tmp_path / "env.db"), "KAFKA_ARCHIVE_STORE": store}
-    (report,) = _lines(_run(cli, "build", "--json", "--spark-master", "local[2]", env=env))
-    assert report["segments_added"] > 10
-    text = _run(cli, "build", "--spark-master", "local[2]", env=env)
-    assert "segments added" in text
+    spark_build = ("build", "--engine", "spark", "--spark-master", "local[2]")
+    (report,) = _lines(_run(cli, *spark_build, "--json", env=env))
+    assert report["segments_added"] > 10 and report["engine"] == "spark"
+    assert report["engine_reason"].endswith("engine spark asked for")
+    text = _run(cli, *spark_build, env=env)
+    assert "segments added" in text and "engine: spark" in text
 
 
 def test_offsets_json_lines_and_time_forms(built: tuple[History, str, str], cli: CliRunner) -> None:

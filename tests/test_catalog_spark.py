@@ -168,12 +168,15 @@ def _dag_test(tmp_path: Path, runs: list[dict[str, str]]) -> list[dict[str, Any]
 def test_dag_runs_in_process_and_submits_the_job_to_a_cluster(
     spark_cluster: str, local_archive: str, tmp_path: Path
 ) -> None:
-    """The DAG builds with an in-process local Spark session by default, and with spark-submit
-    of ``spark_jobs/build_catalog.py`` (unchanged) when a cluster master is configured; both
-    give exactly the catalog the in-process reference build gives."""
+    """The DAG builds in its task with a local Spark session (engine ``spark``, local master),
+    with spark-submit of ``spark_jobs/build_catalog.py`` (unchanged) when a cluster master is
+    configured, and, under the default ``auto`` with a cluster master, builds this small
+    increment in its own process without submitting anything; all three give exactly the
+    catalog the in-process reference build gives."""
     local_db, cluster_db = tmp_path / "dag-local.db", tmp_path / "dag-cluster.db"
-    base = {"KAFKA_ARCHIVE_STORE": local_archive}
-    local, submitted = _dag_test(
+    auto_db = tmp_path / "dag-auto.db"
+    base = {"KAFKA_ARCHIVE_STORE": local_archive, "KAFKA_ARCHIVE_CATALOG_ENGINE": "spark"}
+    local, submitted, auto = _dag_test(
         tmp_path,
         [
             {**base, "KAFKA_ARCHIVE_DB": str(local_db), "KAFKA_ARCHIVE_SPARK_MASTER": "local[1]"},
@@ -182,18 +185,28 @@ def test_dag_runs_in_process_and_submits_the_job_to_a_cluster(
                 "KAFKA_ARCHIVE_DB": str(cluster_db),
                 "KAFKA_ARCHIVE_SPARK_MASTER": spark_cluster,
             },
+            {
+                **base,
+                "KAFKA_ARCHIVE_CATALOG_ENGINE": "auto",
+                "KAFKA_ARCHIVE_DB": str(auto_db),
+                "KAFKA_ARCHIVE_SPARK_MASTER": spark_cluster,
+            },
         ],
     )
-    assert local["state"] == submitted["state"] == "success"
+    assert local["state"] == submitted["state"] == auto["state"] == "success"
     assert (local["tasks"]["build_local"], local["tasks"]["spark_submit"]) == ("success", "skipped")
-    assert (submitted["tasks"]["build_local"], submitted["tasks"]["spark_submit"]) == (
-        "skipped",
-        "success",
-    )
-    for result in (local, submitted):
+    for result in (submitted, auto):
+        assert (result["tasks"]["build_local"], result["tasks"]["spark_submit"]) == (
+            "skipped",
+            "success",
+        )
+    for result in (local, submitted, auto):
         assert result["report"]["segments_added"] > 10 and result["report"]["failed"] == 0
+    assert local["report"]["engine"] == submitted["report"]["engine"] == "spark"
+    assert auto["report"]["engine"] == "in-process"
+    assert "below the Spark threshold" in auto["report"]["engine_reason"]
     reference = _reference(local_archive, tmp_path, interval_bytes=1 << 20)
-    for db in (local_db, cluster_db):
+    for db in (local_db, cluster_db, auto_db):
         with open_catalog(db, create=True) as cat:
             assert dump_catalog(cat) == reference
 

@@ -198,14 +198,26 @@ def test_store_package_imports_no_s3_sdk() -> None:
 def test_catalog_build_with_spark_prints_no_log_noise(
     catalog: tuple[str, str], tmp_path: Path
 ) -> None:
-    """Spark's driver logs nothing below ERROR: before the build's own output there is only the
-    command's "starting Spark" line (and the JVM's own notice about incubator modules, which no
-    log configuration controls)."""
+    """Spark's driver logs nothing below ERROR: before the build's own output there are only the
+    command's "engine: spark (...)" and "starting Spark" lines (and the JVM's own notice about
+    incubator modules, which no log configuration controls)."""
     store, _db = catalog
     db = str(tmp_path / "spark.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_ARCHIVE_")}
     proc = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, "catalog", "build", "--store", store, "--db", db],
+        [
+            sys.executable,
+            "-c",
+            _WRAPPER,
+            "catalog",
+            "build",
+            "--engine",
+            "spark",
+            "--store",
+            store,
+            "--db",
+            db,
+        ],
         capture_output=True,
         text=True,
         env={**env, "MODULES_OUT": str(tmp_path / "modules.json")},
@@ -218,7 +230,7 @@ def test_catalog_build_with_spark_prints_no_log_noise(
         line
         for line in proc.stderr.splitlines()
         if line.strip()
-        and not line.startswith("starting Spark")
+        and not line.startswith(("engine: spark (", "starting Spark"))
         and not line.startswith("WARNING: Using incubator modules")
     ]
     assert noise == []
@@ -257,3 +269,20 @@ def test_metadata_history_queries_import_only_what_they_use(
     assert proc.stdout.strip().startswith("{"), proc.stdout
     _assert_light(packages)
     assert "pydantic" not in packages
+
+
+def test_replay_run_without_a_terminal_imports_no_progress_bar(
+    catalog: tuple[str, str], tmp_path: Path
+) -> None:
+    """``replay run --json`` (or with no terminal) draws no progress bar, so it does not import
+    rich.progress: the import was on every replay's way to its first record (issue 27)."""
+    store, db = catalog
+    _packages, proc = _imported(
+        tmp_path,
+        "replay", "run", "--cluster", CLUSTER, "--topic", "orders", "--from", "earliest",
+        "--target", "127.0.0.1:9", "--target-topic", "orders-copy", "--dry-run", "--offline",
+        "--store", store, "--db", db, "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    modules = json.loads((tmp_path / "modules.json").read_text())
+    assert "kafka_archive.cli.replay" in modules and "rich.progress" not in modules

@@ -35,8 +35,8 @@ def test_catalog_build_without_pyspark_names_the_spark_extra(tmp_path: Path) -> 
     code = (
         "import sys\n"
         "sys.modules['pyspark'] = None\n"
-        "sys.argv = ['kafka-archive', 'catalog', 'build', '--store', sys.argv[1], "
-        "'--db', sys.argv[2]]\n"
+        "sys.argv = ['kafka-archive', 'catalog', 'build', '--engine', 'spark', '--store', "
+        "sys.argv[1], '--db', sys.argv[2]]\n"
         "from kafka_archive.cli import main\n"
         "main()\n"
     )
@@ -49,7 +49,7 @@ def test_catalog_build_without_pyspark_names_the_spark_extra(tmp_path: Path) -> 
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "pip install kafka-archive[spark]" in proc.stderr
-    assert "--in-process" in proc.stderr
+    assert "--engine in-process" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
 
 

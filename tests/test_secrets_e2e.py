@@ -282,8 +282,8 @@ def test_a_whole_run_shows_no_secret(world: World) -> None:
         "--store", world.store_uri, "--json",
     )  # fmt: skip
     assert any(x.get("segments_archived", 0) > 0 for x in archived.lines), archived.show()
-    built = step("catalog", "build", "--store", world.store_uri, "--spark-master", "local[1]",
-                 "--json")  # fmt: skip
+    built = step("catalog", "build", "--store", world.store_uri, "--engine", "spark",
+                 "--spark-master", "local[1]", "--json")  # fmt: skip
     assert built.lines[-1]["segments_added"] > 0, built.show()
     assert any("java" in " ".join(a) for a in built.children), "Spark's JVM was not seen"
     # text and --json alternate over the commands (each CLI start costs seconds here)

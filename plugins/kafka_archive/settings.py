@@ -60,8 +60,12 @@ CONFIG_FILE_ENV: Final = "KAFKA_ARCHIVE_CONFIG"
 _ENV_PREFIX: Final = "KAFKA_ARCHIVE_"
 _VARIABLE_PREFIX: Final = "kafka_archive_"
 
-Kind = Literal["str", "secret", "bool", "choice", "json", "percent"]
+Kind = Literal["str", "secret", "bool", "choice", "json", "percent", "bytes", "count"]
 Source = Literal["explicit", "environment", "airflow", "file", "default"]
+#: the defaults of ``catalog_spark_threshold_bytes`` / ``_segments``: where ``catalog build``
+#: under ``auto`` starts Spark (why these: :mod:`kafka_archive.catalog.build.engine`)
+CATALOG_SPARK_THRESHOLD_BYTES: Final = 4 * 2**30
+CATALOG_SPARK_THRESHOLD_SEGMENTS: Final = 1000
 #: reads one Airflow Variable by name (``None`` when it is not set)
 VariableReader = Callable[[str], str | None]
 
@@ -142,6 +146,28 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         kind="choice",
         choices=("crc32c", "crc32c-only", "sha256"),
         used_by="catalog build",
+    ),
+    Setting(
+        "catalog_engine",
+        "Where catalog builds extract: auto (in-process unless the new segments reach a Spark "
+        "threshold), in-process or spark.",
+        kind="choice",
+        choices=("auto", "in-process", "spark"),
+        used_by="catalog build, catalog DAG",
+    ),
+    Setting(
+        "catalog_spark_threshold_bytes",
+        "Under catalog_engine auto, the new bytes (a size: 4GiB, 500MB, 1048576) from which a "
+        "build runs on Spark rather than in-process.",
+        kind="bytes",
+        used_by="catalog build, catalog DAG",
+    ),
+    Setting(
+        "catalog_spark_threshold_segments",
+        "Under catalog_engine auto, the number of new segments from which a build runs on "
+        "Spark rather than in-process (whichever threshold is reached first).",
+        kind="count",
+        used_by="catalog build, catalog DAG",
     ),
     Setting(
         "state_dir",
@@ -243,6 +269,9 @@ class Settings:
     spark_master: str | None = None
     spark_ui: bool = False
     catalog_verify: str = "crc32c"
+    catalog_engine: str = "auto"
+    catalog_spark_threshold_bytes: int = CATALOG_SPARK_THRESHOLD_BYTES
+    catalog_spark_threshold_segments: int = CATALOG_SPARK_THRESHOLD_SEGMENTS
     state_dir: str | None = None
     schedule: str | None = None
     home: str | None = None
@@ -314,6 +343,8 @@ def _coerce(setting: Setting, raw: object, source: str) -> object:
         return _coerce_json(setting, raw, source)
     if setting.kind == "percent":
         return _coerce_percent(setting, raw, source)
+    if setting.kind in ("bytes", "count"):
+        return _coerce_positive(setting, raw, source)
     text = str(raw).strip()
     if setting.kind == "choice" and text not in setting.choices:
         raise SettingsError(
@@ -339,6 +370,27 @@ def _coerce_percent(setting: Setting, raw: object, source: str) -> int:
             hint=f"set {setting.env} to e.g. 50 (or 50%); 100 never asks",
         )
     return value
+
+
+def _coerce_positive(setting: Setting, raw: object, source: str) -> int:
+    """A size (``bytes``: 4GiB, 500MB, 1048576; see :func:`kafka_archive.sizes.parse_bytes`) or
+    a count (``count``: digits), positive; strict like the sizes of retention policies."""
+    from kafka_archive.sizes import parse_bytes
+
+    try:
+        if setting.kind == "bytes":
+            return parse_bytes(raw)
+        text = raw.strip() if isinstance(raw, str) else None
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+            return raw
+        if text is not None and text.isascii() and text.isdigit() and int(text) > 0:
+            return int(text)
+        raise ValueError(f"{raw!r} is not a positive whole number")
+    except ValueError as exc:
+        example = "4GiB, 500MB or 1048576" if setting.kind == "bytes" else "e.g. 1000"
+        raise SettingsError(
+            f"{setting.name} from {source}: {exc}", hint=f"set {setting.env} to {example}"
+        ) from None
 
 
 def _coerce_json(setting: Setting, raw: object, source: str) -> object:

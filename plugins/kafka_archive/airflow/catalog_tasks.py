@@ -8,17 +8,28 @@ Configuration (:class:`CatalogJobConfig`), from the Airflow Variable ``kafka_arc
      "spark_master": "spark://spark:7077",         # or $KAFKA_ARCHIVE_SPARK_MASTER; default local
      "interval_bytes": 1048576,
      "verify": "crc32c",                           # or crc32c-only, sha256
+     "catalog_engine": "auto",                     # or in-process, spark
+     "catalog_spark_threshold_bytes": "4GiB",      # auto: Spark from this many new bytes
+     "catalog_spark_threshold_segments": 1000,     # ... or this many new segments
      "spark_conf": {"spark.executor.memory": "4g"},
      "spark_submit": "/opt/spark/bin/spark-submit", # default $SPARK_HOME/bin or pyspark's own
      "application": "/opt/kafka-archive/spark_jobs/build_catalog.py",  # see default_application
      "py_files": "/opt/airflow/kafka_archive.zip"}
 
-Two ways to run, chosen per run by :meth:`CatalogJobConfig.mode`:
+The engine (``engine``: ``auto`` by default, or ``in-process``/``spark``; the setting
+``catalog_engine``) is chosen as ``kafka-archive catalog build`` chooses it
+(:mod:`kafka_archive.catalog.build.engine`): under ``auto`` the build lists the new segments
+first and extracts them in the task's own process unless they reach the Spark threshold
+(settings ``catalog_spark_threshold_bytes`` / ``_segments``); the report (the task's log and
+XCom) has ``engine`` and ``engine_reason``. Where Spark runs, chosen per run by
+:meth:`CatalogJobConfig.mode`:
 
-* ``local`` (no master, or a ``local[...]`` one): the build runs inside the task with an
-  in-process local Spark session - the embedded, single-machine default;
-* ``submit`` (any other master URL): ``spark-submit`` runs ``spark_jobs/build_catalog.py`` on
-  the cluster; the task waits for it and reads the JSON report it prints. (This is what
+* ``local`` (no master, or a ``local[...]`` one): the build runs inside the task, with a local
+  Spark session only when the engine is Spark - the embedded, single-machine default;
+* ``submit`` (any other master URL): under ``auto`` the task measures the increment first
+  (:func:`increment_of`) and builds a small one itself, in-process; otherwise (or with
+  ``spark``) ``spark-submit`` runs ``spark_jobs/build_catalog.py`` on the cluster; the task
+  waits for it and reads the JSON report it prints. (This is what
   Airflow's ``SparkSubmitOperator`` does; the provider package is not used because it installs
   ``pyspark-client``, which overwrites the ``pyspark`` package the job itself needs.) The catalog
   URL, which may hold a password, reaches the job through its environment (``KAFKA_ARCHIVE_DB``),
@@ -36,7 +47,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -44,6 +55,8 @@ from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.frozen import FrozenModel
 from kafka_archive.settings import (
+    CATALOG_SPARK_THRESHOLD_BYTES,
+    CATALOG_SPARK_THRESHOLD_SEGMENTS,
     Settings,
     SettingsError,
     VariableReader,
@@ -51,11 +64,15 @@ from kafka_archive.settings import (
     load_settings,
 )
 
+if TYPE_CHECKING:
+    from kafka_archive.catalog.build import EngineChoice
+
 __all__ = [
     "CONFIG_VARIABLE",
     "CatalogJobConfig",
     "CatalogJobError",
     "default_application",
+    "increment_of",
     "load_catalog_config",
     "run_local_build",
     "run_spark_submit",
@@ -83,6 +100,11 @@ class CatalogJobConfig(FrozenModel):
     store_uri: str
     db_url: str
     spark_master: str | None = None
+    #: ``auto``, ``in-process`` or ``spark`` (the setting ``catalog_engine``)
+    engine: Literal["auto", "in-process", "spark"] = "auto"
+    #: under ``auto``, Spark from this many new bytes / segments (the settings)
+    spark_threshold_bytes: int = Field(default=CATALOG_SPARK_THRESHOLD_BYTES, gt=0)
+    spark_threshold_segments: int = Field(default=CATALOG_SPARK_THRESHOLD_SEGMENTS, gt=0)
     cluster: str | None = None
     interval_bytes: int = Field(default=DEFAULT_INTERVAL_BYTES, ge=256)
     #: integrity check of each object (see kafka_archive.catalog.integrity); ``None``: the
@@ -125,7 +147,16 @@ def load_catalog_config(
         store_uri=settings.store,
         db_url=settings.db,
         spark_master=settings.spark_master,
+        engine=settings.catalog_engine,
+        spark_threshold_bytes=settings.catalog_spark_threshold_bytes,
+        spark_threshold_segments=settings.catalog_spark_threshold_segments,
     )
+    for key in (
+        "catalog_engine",
+        "catalog_spark_threshold_bytes",
+        "catalog_spark_threshold_segments",
+    ):
+        raw.pop(key, None)  # resolved into the fields above
     missing = [k for k in ("store_uri", "db_url") if not raw.get(k)]
     if missing:
         raise CatalogJobError(
@@ -135,15 +166,27 @@ def load_catalog_config(
     return CatalogJobConfig.model_validate(raw)
 
 
+def _settings(config: CatalogJobConfig) -> Settings:
+    return Settings(
+        store=config.store_uri,
+        db=config.db_url,
+        spark_master=config.spark_master,
+        catalog_engine=config.engine,
+        catalog_spark_threshold_bytes=config.spark_threshold_bytes,
+        catalog_spark_threshold_segments=config.spark_threshold_segments,
+    )
+
+
 def run_local_build(config: CatalogJobConfig) -> dict[str, Any]:
-    """Build with an in-process local Spark session; return the report (raise if segments
+    """Build inside this process: in-process or with a local Spark session, as the engine
+    decides (a session it starts is stopped at the end); return the report (raise if segments
     failed, so the task retries them)."""
     from kafka_archive.services.catalog_build import CatalogBuildService
 
-    settings = Settings(store=config.store_uri, db=config.db_url, spark_master=config.spark_master)
-    with CatalogBuildService(settings) as service:
+    with CatalogBuildService(_settings(config)) as service:
         report = service.build(
-            runner=service.spark_runner(config.spark_master or "local[*]", config.spark_conf),
+            spark_master=config.spark_master or "local[*]",
+            spark_conf=config.spark_conf,
             cluster=config.cluster,
             store_options=config.store_options,
             interval_bytes=config.interval_bytes,
@@ -311,13 +354,38 @@ def task_config() -> CatalogJobConfig:
     )
 
 
+def increment_of(config: CatalogJobConfig) -> EngineChoice:
+    """What a build of ``config`` would find new, and the engine it calls for (reads the
+    catalog and the new manifests; writes nothing)."""
+    from kafka_archive.catalog.build import choose_engine, list_increment
+    from kafka_archive.catalog.db import open_catalog
+
+    with open_catalog(config.db_url, create=True) as catalog:
+        increment = list_increment(
+            catalog, config.store_uri, cluster=config.cluster, store_options=config.store_options
+        )
+    return choose_engine(
+        config.engine,
+        increment,
+        threshold_bytes=config.spark_threshold_bytes,
+        threshold_segments=config.spark_threshold_segments,
+    )
+
+
 def build_in_task(mode: str, log: Callable[[str], None]) -> dict[str, Any]:
     """The build task's body: the store's credentials from the Airflow connection, then the
-    build in-process (``local``) or through ``spark-submit`` (``submit``, its output logged)."""
+    build in this process (``local``, or ``submit`` with an increment below the Spark threshold
+    under ``auto``) or through ``spark-submit`` (its output logged)."""
     from kafka_archive.airflow.store_connection import use_store_connection
 
     use_store_connection()  # spark-submit and its local executors inherit the environment
     config = task_config()
+    if mode == "submit" and config.engine != "spark":
+        choice = increment_of(config)
+        log(f"catalog build engine: {choice.engine} ({choice.reason})")
+        if choice.engine == "in-process":
+            # no spark-submit for a few segments: the build lists again and decides the same
+            return run_local_build(config.model_copy(update={"spark_master": None}))
     return run_local_build(config) if mode == "local" else run_spark_submit(config, log)
 
 
@@ -329,12 +397,14 @@ def report_task(results: list[Any]) -> dict[str, Any]:
     result = dict(found[0]) if found else {}
     logging.getLogger("kafka_archive.catalog").info(
         "catalog build: %s segment(s) added, %s already cataloged, %s interval(s), "
-        "%s commit(s), %s byte(s) read in %ss",
+        "%s commit(s), %s byte(s) read in %ss; engine %s (%s)",
         result.get("segments_added"),
         result.get("already_cataloged"),
         result.get("intervals_added"),
         result.get("commits_added"),
         result.get("bytes_read"),
         result.get("seconds"),
+        result.get("engine"),
+        result.get("engine_reason"),
     )
     return result

@@ -49,6 +49,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.frozen import FrozenModel
+from kafka_archive.sizes import parse_bytes
 
 __all__ = [
     "KEPT_INTERNAL",
@@ -68,22 +69,6 @@ __all__ = [
 _DURATION_RE: Final = re.compile(r"^(\d+) ?(ms|s|m|h|d|w)$")
 _DURATION_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION_MS["w"] = 7 * _DURATION_MS["d"]
-#: units exactly as documented (``KiB`` = 1024, ``KB`` = 1000): ``500gib`` or ``2tb`` is
-#: refused rather than guessed
-_BYTES_RE: Final = re.compile(r"^(\d+) ?(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$")
-_BYTES_UNIT: Final = {
-    "B": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-    "PB": 10**15,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-    "TiB": 2**40,
-    "PiB": 2**50,
-}
 #: an integer ``max_age`` is milliseconds; below one second it is surely a unit forgotten
 #: (``max_age: 30`` meant as 30 days would prune everything older than 30 ms)
 _MIN_BARE_AGE_MS: Final = 1000
@@ -128,27 +113,6 @@ def parse_duration_ms(value: object) -> int:
     if ms <= 0:
         raise ValueError(f"a duration must be positive, not {value!r}")
     return ms
-
-
-def parse_bytes(value: object) -> int:
-    """``500GiB``, ``2TB``, ``1048576`` (bytes; a string of digits too). Strict: a boolean, a
-    float, a fraction or a unit spelt otherwise (``2tb``) is refused (``ValueError``)."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError(f"{value!r} is {_kind(value)}, not a size (write e.g. 500GiB, 2TB)")
-    if isinstance(value, int):
-        if value <= 0:
-            raise ValueError(f"a size must be positive, not {value}")
-        return value
-    m = _BYTES_RE.match(value)
-    if m is None:
-        raise ValueError(
-            f"{value!r} is not a size (an integer and one of B, KB, MB, GB, TB, PB, KiB, "
-            "MiB, GiB, TiB, PiB, e.g. 500GiB, 2TB, 1048576)"
-        )
-    n = int(m[1]) * _BYTES_UNIT[m[2] or "B"]
-    if n <= 0:
-        raise ValueError(f"a size must be positive, not {value!r}")
-    return n
 
 
 class RetentionPolicy(FrozenModel):

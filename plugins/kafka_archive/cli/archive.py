@@ -22,6 +22,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.sizes import format_bytes
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -79,15 +80,6 @@ def _parse_option(text: str) -> tuple[str, Any]:
     return name.replace("-", "_"), parsed
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
 class _Bar:
     """A rich progress display on stderr: discovery, then uploads."""
 
@@ -130,7 +122,7 @@ class _Bar:
     def on_planned(self, segments: int, size: int) -> None:
         if self.discover is not None:
             self.progress.update(self.discover, visible=False)
-        self.upload = self.progress.add_task(f"archiving ({_size(size)})", total=segments)
+        self.upload = self.progress.add_task(f"archiving ({format_bytes(size)})", total=segments)
 
     def on_outcome(self, outcome: SegmentOutcome) -> None:
         if self.upload is not None:
@@ -152,7 +144,7 @@ def _print_report(report: ArchiveReport) -> None:
     table.add_row(
         f"{verb.lower()}",
         str(count),
-        f"{_size(report.bytes_archived)} in segments, {_size(report.bytes_uploaded)} "
+        f"{format_bytes(report.bytes_archived)} in segments, {format_bytes(report.bytes_uploaded)} "
         f"uploaded, {report.files_reused} file(s) already there",
     )
     for reason, n in report.skipped.items():
@@ -209,7 +201,7 @@ def _print_planned(planned: list[SegmentOutcome]) -> None:
             f"{o.topic}-{o.partition}",
             o.base_offset,
             o.end_offset,
-            _size(o.segment_bytes),
+            format_bytes(o.segment_bytes),
             o.log_dir,
         ]
         for o in sorted(planned, key=lambda o: (o.cluster, o.topic, o.partition, o.base_offset))

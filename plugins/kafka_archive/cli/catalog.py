@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,6 +35,9 @@ from kafka_archive.cli.catalog_options import query_service as _service
 from kafka_archive.cli.catalog_options import run_query as _run
 from kafka_archive.cli.context import cli_settings
 from kafka_archive.cli.errors import fail_error
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.build.engine import EngineChoice
 
 __all__ = ["app", "register"]
 
@@ -84,42 +87,51 @@ def build(
             max=INT32_MAX,
         ),
     ] = 1 << 20,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Where to extract: auto (in this process unless the new segments reach the "
+            "Spark threshold: settings catalog_spark_threshold_bytes / _segments), in-process, "
+            "or spark (setting catalog_engine; default auto).",
+        ),
+    ] = None,
     in_process: Annotated[
         bool,
         typer.Option(
             "--in-process",
-            help="Extract in this process (threads) instead "
-            "of Spark: for small archives and machines without Java.",
+            help="Same as --engine in-process (kept for existing scripts).",
         ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Catalog every archived segment not cataloged yet (runs the Spark job).
+    """Catalog every archived segment not cataloged yet.
 
-    Safe to run at any time and as often as wanted: a re-run adds nothing, and a run that was
-    killed is completed by the next.
+    Lists the new segments first and extracts them in this process, or on Spark when there is
+    real work to spread (--engine auto, the default); the report says which engine ran and
+    why. Safe to run at any time and as often as wanted: a re-run adds nothing, and a run that
+    was killed is completed by the next.
 
     Example: kafka-archive catalog build --store s3://bucket/archive --db catalog.db
     """
-    from kafka_archive.catalog.build import InProcessRunner, TaskRunner
     from kafka_archive.cli.catalog_checks import check_spark_master_or_fail, check_store_or_fail
-    from kafka_archive.services.catalog_build import CatalogBuildService
+    from kafka_archive.services.catalog_build import CatalogBuildService, SparkStartFailed
 
-    settings = cli_settings(as_json, db=db, store=store, spark_master=spark_master)
+    if in_process and engine not in (None, "in-process"):
+        fail(f"--in-process contradicts --engine {engine}", as_json=as_json, code=2)
+    settings = cli_settings(
+        as_json,
+        db=db,
+        store=store,
+        spark_master=spark_master,
+        catalog_engine="in-process" if in_process else engine,
+    )
     spark_master = settings.spark_master or "local[*]"
     check_store_or_fail(_store(settings.store, as_json), cluster, as_json)
-    if not in_process:
+    if settings.catalog_engine != "in-process":
+        # a bogus master is refused before anything is read, whether or not Spark runs this time
         spark_master = check_spark_master_or_fail(spark_master, as_json)
     cat = _open(settings.db, as_json, create=True)
-    runner: TaskRunner
-    if in_process:
-        runner = InProcessRunner(threads=4)
-    else:
-        from kafka_archive.cli.catalog_checks import start_spark_or_fail
-
-        if not as_json:
-            err_console.print(f"starting Spark ({spark_master}) ...")
-        runner = start_spark_or_fail(spark_master, cat, as_json)
     # rich.progress is imported here, not at module level: only a build draws a progress bar
     from rich.progress import (
         BarColumn,
@@ -148,14 +160,24 @@ def build(
             tasks[phase] = bar.add_task(label, total=total)
         bar.update(tasks[phase], completed=done, total=total)
 
+    def announce(choice: EngineChoice) -> None:
+        if not as_json:
+            err_console.print(f"engine: {choice.engine} ({choice.reason})")
+            if choice.engine == "spark":
+                err_console.print(f"starting Spark ({spark_master}) ...")
+
     from kafka_archive.store import StoreError
 
     try:
         with bar, CatalogBuildService(settings, catalog=cat) as service:
             report = service.build(
-                cluster=cluster, runner=runner, interval_bytes=interval_bytes, progress=progress
+                spark_master=spark_master,
+                on_engine=announce,
+                cluster=cluster,
+                interval_bytes=interval_bytes,
+                progress=progress,
             )
-    except StoreError as exc:
+    except (StoreError, SparkStartFailed) as exc:
         fail_error(exc, as_json=as_json)
     out = report.to_json()
     if as_json:
@@ -172,6 +194,7 @@ def build(
             ("failed", "failed segments"),
             ("bytes_read", "bytes read"),
             ("seconds", "seconds"),
+            ("engine", "engine"),
         ]
         _table("catalog build", ["what", "count"], [[label, out[k]] for k, label in labels])
         for f in report.failed:

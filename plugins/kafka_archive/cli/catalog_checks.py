@@ -1,6 +1,7 @@
 """Checks ``catalog build`` makes at the CLI boundary, each ending in a clean error (exit 1,
-no traceback): a store that does not exist or holds nothing, a bogus Spark master, a Spark
-that does not start, and a build that refused or failed some manifests."""
+no traceback): a store that does not exist or holds nothing, a bogus Spark master, and a build
+that refused or failed some manifests (a Spark that does not start is the build service's
+:class:`~kafka_archive.services.catalog_build.SparkStartFailed`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ __all__ = [
     "check_spark_master_or_fail",
     "check_store_or_fail",
     "exit_for_build",
-    "start_spark_or_fail",
 ]
 
 
@@ -58,22 +58,6 @@ def check_spark_master_or_fail(master: str, as_json: bool) -> str:
         return check_spark_master(master)
     except InvalidSparkMaster as exc:
         fail(f"--spark-master: {exc}", hint=exc.hint, as_json=as_json)
-
-
-def start_spark_or_fail(master: str, catalog: Any, as_json: bool) -> Any:
-    """A :class:`SparkRunner` on ``master``; a clean error when Spark does not start."""
-    from kafka_archive.spark.session import SparkRunner, make_spark_session
-
-    try:
-        return SparkRunner(make_spark_session(master))
-    except Exception as exc:  # Py4J/JVM startup errors are untyped; report them in one line
-        catalog.close()
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        fail(
-            f"cannot start Spark with master {master!r}: {first}",
-            hint="check the master URL and that Java is installed, or pass --in-process",
-            as_json=as_json,
-        )
 
 
 def exit_for_build(report: Any, store_uri: str, cluster: str | None, as_json: bool) -> None:

@@ -15,6 +15,7 @@ import typer
 
 from kafka_archive.cli.errors import fail_error
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.sizes import format_bytes
 
 __all__ = ["prune", "prune_command"]
 
@@ -41,15 +42,6 @@ HELP = "\n\n".join(
 )
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
 def _print(report: Any) -> None:
     from rich.table import Table
 
@@ -62,7 +54,7 @@ def _print(report: Any) -> None:
             f"{c['first_offset']}..{c['last_offset']} (policy {c['policy']})"
         )
     if report.ranges:
-        table = Table(title=f"{verb}: {report.segments} segment(s), {_size(report.bytes)}")
+        table = Table(title=f"{verb}: {report.segments} segment(s), {format_bytes(report.bytes)}")
         for col in ("partition", "offsets", "newest record", "policy"):
             table.add_column(col)
         table.add_column("segments", justify="right")
@@ -74,7 +66,7 @@ def _print(report: Any) -> None:
                 format_ms(r.max_timestamp)[:19] if r.max_timestamp >= 0 else "-",
                 r.policy,
                 str(len(r.segment_ids)),
-                _size(r.bytes),
+                format_bytes(r.bytes),
             )
         console.print(table)
     else:
@@ -82,7 +74,8 @@ def _print(report: Any) -> None:
     for sh in report.shares:
         console.print(
             f"{sh.cluster}/{sh.topic}: {verb} {sh.percent:.1f}% of the topic "
-            f"({_size(sh.pruned_bytes)} of {_size(sh.total_bytes)}, policy {sh.policy})"
+            f"({format_bytes(sh.pruned_bytes)} of {format_bytes(sh.total_bytes)}, "
+            f"policy {sh.policy})"
         )
     for sh in report.needs_confirmation:
         err_console.print(

@@ -17,14 +17,6 @@ import threading
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
 
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.context import (
@@ -125,6 +117,17 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
         return service.run(plan, execution="spark", spark_master=spark_master, on_warning=warn)
     if as_json or not sys.stderr.isatty():
         return service.run(plan, on_warning=warn)
+    # imported here, not at module level: only a run on a terminal draws a bar, and the import
+    # (~40-70 ms) was on the way to every replay's first record (issue 27)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
+
     lock = threading.Lock()
     with Progress(
         TextColumn("[bold]replay"),

@@ -1,20 +1,25 @@
 """Catalog builds as a service: where the extraction runs, and the build's lifecycle.
 
 :class:`CatalogBuildService` opens the catalog (creating it: the build owns it) and names the
-store from the settings, picks the task runner (threads in this process, or a Spark session:
-``local[*]`` in-process or a cluster master), and runs
-:func:`~kafka_archive.catalog.build.build_catalog`. The CLI's ``catalog build``, the Airflow
-catalog task (local mode) and ``spark_jobs/build_catalog.py`` all go through it; a build on a
-remote cluster is ``spark-submit`` of that job (:mod:`kafka_archive.spark.submit`).
+store from the settings, picks the task runner, and runs
+:func:`~kafka_archive.catalog.build.build_catalog`. The runner follows the engine
+(``catalog_engine`` setting, or ``engine=``): ``auto`` lets the build list its increment first
+and runs it in this process (threads) unless it reaches the Spark threshold
+(:mod:`kafka_archive.catalog.build.engine`), ``in-process`` always does, ``spark`` always starts
+a Spark session (``local[*]`` or the ``spark_master`` setting). Spark is imported and started
+only when chosen; a session the service started (not one already active in the process) is
+stopped when it closes. The CLI's ``catalog build``, the Airflow catalog task and
+``spark_jobs/build_catalog.py`` all go through it; a build on a remote cluster is
+``spark-submit`` of that job (:mod:`kafka_archive.airflow.catalog_tasks`).
 
 Builds are idempotent (a re-run adds nothing, a killed run is completed by the next), so
 callers retry freely. Errors: :class:`~kafka_archive.settings.SettingsError`, the catalog's and
-the store's typed errors, and (starting Spark) whatever pyspark raises.
+the store's typed errors, and :class:`SparkStartFailed` (Spark was chosen and did not start).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.errors import KafkaArchiveError
@@ -22,11 +27,31 @@ from kafka_archive.services.resources import ResourceService
 from kafka_archive.settings import Settings
 
 if TYPE_CHECKING:
-    from kafka_archive.catalog.build import BuildReport, ProgressFn, TaskRunner
+    from kafka_archive.catalog.build import (
+        BuildReport,
+        EngineChoice,
+        Increment,
+        ProgressFn,
+        TaskRunner,
+    )
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.spark.session import SparkRunner
 
-__all__ = ["BuildFailed", "CatalogBuildService", "raise_for_failures"]
+__all__ = ["BuildFailed", "CatalogBuildService", "SparkStartFailed", "raise_for_failures"]
+
+#: threads of the in-process engine (extraction releases the GIL in its compiled CRC and
+#: header scans; the store's reads overlap)
+IN_PROCESS_THREADS = 4
+
+
+class SparkStartFailed(KafkaArchiveError, RuntimeError):
+    """The build chose (or was told to use) Spark and Spark did not start (no Java, an
+    unreachable master, pyspark missing): the message is Spark's first line."""
+
+    default_hint = (
+        "check the Spark master URL and that Java is installed, or run without Spark: "
+        "--engine in-process (setting catalog_engine)"
+    )
 
 
 class BuildFailed(KafkaArchiveError, RuntimeError):
@@ -58,6 +83,15 @@ class CatalogBuildService(ResourceService):
 
     def __init__(self, settings: Settings | None = None, *, catalog: Catalog | None = None):
         super().__init__(settings, catalog=catalog)
+        #: Spark sessions this service started for builds (stopped by :meth:`close`; not one
+        #: that was already active in the process)
+        self._started: list[SparkRunner] = []
+
+    def close(self) -> None:
+        for runner in self._started:
+            runner.spark.stop()
+        self._started.clear()
+        super().close()
 
     def spark_runner(
         self, master: str | None = None, conf: Mapping[str, str] | None = None
@@ -74,22 +108,40 @@ class CatalogBuildService(ResourceService):
         self,
         *,
         runner: TaskRunner | None = None,
+        engine: str | None = None,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+        on_engine: Callable[[EngineChoice], None] | None = None,
         cluster: str | None = None,
         interval_bytes: int | None = None,
         verify: str | None = None,
         store_options: Mapping[str, Any] | None = None,
         progress: ProgressFn | None = None,
     ) -> BuildReport:
-        """Catalog every archived segment not cataloged yet; ``runner`` defaults to threads in
-        this process, ``verify`` to the ``catalog_verify`` setting."""
-        from kafka_archive.catalog.build import InProcessRunner, build_catalog
+        """Catalog every archived segment not cataloged yet.
+
+        ``runner``: extract with this runner (the caller's choice). Otherwise ``engine``
+        (default: the ``catalog_engine`` setting; ``auto``, ``in-process`` or ``spark``)
+        decides once the increment is listed; Spark runs on ``spark_master`` (default: the
+        setting; see :meth:`spark_runner`) with ``spark_conf``. ``on_engine`` is told the
+        choice before the runner starts. ``verify`` defaults to the ``catalog_verify``
+        setting. The report's ``engine`` / ``engine_reason`` say what ran and why.
+
+        Raises:
+            SparkStartFailed: Spark was chosen and did not start.
+        """
+        from kafka_archive.catalog.build import build_catalog
         from kafka_archive.catalog.extract import DEFAULT_INTERVAL_BYTES
+
+        def select(increment: Increment) -> tuple[TaskRunner, EngineChoice]:
+            return self._runner_for(increment, engine, spark_master, spark_conf, on_engine)
 
         report = build_catalog(
             self.resources.catalog(create=True),
             self.resources.require("store"),
             cluster=cluster,
-            runner=runner or InProcessRunner(threads=4),
+            runner=runner,
+            select_runner=None if runner is not None else select,
             store_options=store_options,
             interval_bytes=interval_bytes or DEFAULT_INTERVAL_BYTES,
             verify=verify or self.resources.settings.catalog_verify,
@@ -97,6 +149,43 @@ class CatalogBuildService(ResourceService):
         )
         self._build_metadata_history(report, cluster, store_options)
         return report
+
+    def _runner_for(
+        self,
+        increment: Increment,
+        engine: str | None,
+        master: str | None,
+        conf: Mapping[str, str] | None,
+        on_engine: Callable[[EngineChoice], None] | None,
+    ) -> tuple[TaskRunner, EngineChoice]:
+        """The engine for ``increment`` (:func:`~kafka_archive.catalog.build.choose_engine`
+        with the settings' thresholds) and its runner; Spark is imported only if chosen."""
+        from kafka_archive.catalog.build import InProcessRunner, choose_engine
+
+        settings = self.resources.settings
+        choice = choose_engine(
+            engine or settings.catalog_engine,
+            increment,
+            threshold_bytes=settings.catalog_spark_threshold_bytes,
+            threshold_segments=settings.catalog_spark_threshold_segments,
+        )
+        if on_engine is not None:
+            on_engine(choice)
+        if choice.engine == "in-process":
+            return InProcessRunner(threads=IN_PROCESS_THREADS), choice
+        from kafka_archive.spark.session import active_session
+
+        # a session this process already had (getOrCreate returns it) stays its owner's
+        owned = active_session() is None
+        try:
+            started = self.spark_runner(master, conf)
+        except Exception as exc:  # Py4J/JVM start-up errors are untyped; one line of them
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            where = master or settings.spark_master or "local[*]"
+            raise SparkStartFailed(f"cannot start Spark with master {where!r}: {first}") from None
+        if owned:
+            self._started.append(started)
+        return started, choice
 
     def _build_metadata_history(
         self, report: BuildReport, cluster: str | None, store_options: Mapping[str, Any] | None

@@ -40,6 +40,7 @@ __all__ = [
     "APP_NAME",
     "SPARK_UI_ENV",
     "SparkRunner",
+    "active_session",
     "balanced_groups",
     "local_session_conf",
     "make_spark_session",
@@ -85,6 +86,16 @@ def local_session_conf(master: str | None, env: Mapping[str, str] | None = None)
     return conf
 
 
+def active_session() -> SparkSession | None:
+    """The SparkSession already active in this process, if any (``None`` too without
+    pyspark): one a caller did not start itself is not its to stop."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
+
+
 def make_spark_session(
     master: str | None = None, *, app_name: str = APP_NAME, conf: dict[str, str] | None = None
 ) -> SparkSession:
@@ -128,6 +139,9 @@ def make_spark_session(
 
 class SparkRunner:
     """Runs extraction tasks on a SparkSession's executors."""
+
+    #: the engine this runner is, for the build report
+    engine = "spark"
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark

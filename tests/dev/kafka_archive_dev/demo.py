@@ -9,8 +9,8 @@ Everything lives under one folder (default ``.work/demo``), nothing needs root o
 2. **archive**: the ``kafka_archive_segments`` DAG, run through Airflow (``airflow dags test``
    against the demo's own Airflow home and metadata DB), copies the rolled segments to a local
    object store;
-3. **catalog**: the ``kafka_archive_catalog`` DAG builds the SQLite catalog with a local Spark
-   session;
+3. **catalog**: the ``kafka_archive_catalog`` DAG builds the SQLite catalog (in its task's
+   process: the engine ``auto`` finds the demo's increment far below the Spark threshold);
 4. **replay**: an embedded Kafka-protocol target (librdkafka's mock cluster) is started in this
    process and the ``kafka_archive_replay`` DAG replays topic ``orders`` from time T into it;
 5. **answers**: the catalog's "offsets of orders at T" (checked against the broker-equivalent

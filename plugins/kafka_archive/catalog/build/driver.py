@@ -9,7 +9,9 @@ the rest (planning in :mod:`~kafka_archive.catalog.build.plan`, writes in
 
 1. list the archived segments (one :class:`~kafka_archive.catalog.refs.SegmentRef` per
    manifest, :mod:`kafka_archive.catalog._manifests`) and drop the ones the
-   catalog already holds (``segments`` has a unique ``(partition, manifest_key)``);
+   catalog already holds (``segments`` has a unique ``(partition, manifest_key)``); the rest,
+   the increment, decides the runner when the caller lets it (``select_runner``:
+   :mod:`~kafka_archive.catalog.build.engine`: a few segments never start Spark);
 2. in waves of segments (sorted by partition and offset), run **pass 1**: every executor reads
    its object from the store with ranged reads, verifies every batch CRC and the whole object
    against the manifest's CRC-32C (or SHA-256, ``verify``), and extracts stats, time-index
@@ -49,9 +51,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from kafka_archive.catalog import problems
 from kafka_archive.catalog._manifests import list_manifests, read_refs_checked
+from kafka_archive.catalog.build.engine import Increment, RunnerSelector
 from kafka_archive.catalog.build.plan import PartitionPlan, pass2_needed, plan_partitions
 from kafka_archive.catalog.build.report import BuildReport, ProgressFn
 from kafka_archive.catalog.build.store_cache import store_for
@@ -79,7 +83,7 @@ from kafka_archive.catalog.stability import refresh_stability
 from kafka_archive.settings import env_var, load_settings
 from kafka_archive.timeparse import now_ms
 
-__all__ = ["VERIFY_ENV", "build_catalog"]
+__all__ = ["VERIFY_ENV", "build_catalog", "list_increment"]
 
 #: environment variable naming the default whole-object check (``crc32c`` or ``sha256``)
 VERIFY_ENV = env_var("catalog_verify")
@@ -91,6 +95,7 @@ def build_catalog(
     *,
     cluster: str | None = None,
     runner: TaskRunner | None = None,
+    select_runner: RunnerSelector | None = None,
     refs: Iterable[SegmentRef] | None = None,
     store_options: Mapping[str, Any] | None = None,
     interval_bytes: int = DEFAULT_INTERVAL_BYTES,
@@ -107,6 +112,9 @@ def build_catalog(
         store_uri: the archive's object store (executors open it themselves).
         cluster: only this cluster's manifests (``None``: every cluster in the store).
         runner: where extraction runs (default: in this process).
+        select_runner: instead of ``runner``, picks it once the increment is known (the
+            segments not cataloged yet and their bytes; :mod:`~kafka_archive.catalog.build.
+            engine`), so that a small increment never starts Spark.
         refs: the archived segments, when the caller already listed them (default: read the
             manifests from the store).
         interval_bytes / histogram_ms / chunk_bytes: extraction settings.
@@ -121,10 +129,96 @@ def build_catalog(
     verify = verify or load_settings().catalog_verify or DEFAULT_VERIFY
     if verify not in VERIFY_CHOICES:
         raise ValueError(f"verify must be one of {VERIFY_CHOICES}, not {verify!r}")
-    runner = runner if runner is not None else InProcessRunner()
+    if runner is not None and select_runner is not None:
+        raise ValueError("give runner or select_runner, not both")
     options = dict(store_options or {})
     report = BuildReport(verify=verify)
     known = _start_run(catalog, cluster, store_uri, report)
+    todo, found = _todo(catalog, store_uri, options, cluster, refs, known, report)
+    status = "ok"
+    cataloged: list[str] = []
+
+    def task(ref: SegmentRef, pieces: Pieces | None) -> ExtractTask:
+        return ExtractTask(
+            store_uri, options, ref, pieces, interval_bytes, histogram_ms, chunk_bytes, verify
+        )
+
+    try:
+        # inside the try: a Spark that does not start fails this run (recorded as failed)
+        runner = _pick_runner(runner, select_runner, report)
+        wave = _wave_size(len(todo), wave_segments, runner)
+        run = _Run(
+            catalog,
+            runner,
+            task,
+            report,
+            found,
+            problems.Heartbeat(catalog, report.run_id),
+            progress,
+        )
+        run.total = len(todo)
+        cataloged = run.cataloged
+        if progress:
+            progress("extract", 0, len(todo), 0)
+        for w in range(0, len(todo), wave):
+            _build_wave(run, todo[w : w + wave])
+        # every partition's last stable offset, for the chain as this build leaves it (reads
+        # only the segments with transactional or control batches not read before)
+        refresh_stability(catalog, store_for(store_uri, options))
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        report.seconds = time.perf_counter() - t0
+        _finish_run(catalog, report, found, cataloged, status)
+    return report
+
+
+def _pick_runner(
+    runner: TaskRunner | None, select_runner: RunnerSelector | None, report: BuildReport
+) -> TaskRunner:
+    """The runner of this build, its engine and why in ``report`` (a given runner is the
+    caller's choice; without either, threads in this process)."""
+    if select_runner is not None:
+        chosen, choice = select_runner(Increment(report.new_segments, report.new_bytes))
+        report.engine, report.engine_reason = choice.engine, choice.reason
+        return chosen
+    chosen = runner if runner is not None else InProcessRunner()
+    report.engine = str(getattr(chosen, "engine", type(chosen).__name__))
+    report.engine_reason = "runner given by the caller" if runner is not None else "default"
+    return chosen
+
+
+def list_increment(
+    catalog: Catalog,
+    store_uri: str,
+    *,
+    cluster: str | None = None,
+    store_options: Mapping[str, Any] | None = None,
+) -> Increment:
+    """What a build would extract now (the segments :func:`build_catalog` would find new, and
+    their bytes), without building: reads the catalog and the new manifests, writes nothing.
+    For a caller that picks where the build runs before starting it (the catalog DAG decides
+    between building in its task and ``spark-submit``)."""
+    with catalog.session() as s:
+        known = _known_keys(s)
+    todo, _found = _todo(
+        catalog, store_uri, dict(store_options or {}), cluster, None, known, BuildReport()
+    )
+    return Increment(len(todo), sum(r.size for r in todo))
+
+
+def _todo(
+    catalog: Catalog,
+    store_uri: str,
+    options: Mapping[str, Any],
+    cluster: str | None,
+    refs: Iterable[SegmentRef] | None,
+    known: set[tuple[str, str, int, str]],
+    report: BuildReport,
+) -> tuple[list[SegmentRef], list[problems.Problem]]:
+    """The segments to extract, in order, and the problems found listing them; the counts go
+    to ``report`` (``manifests``, ``already_cataloged``, ``pruned_skipped``, the increment)."""
     all_refs, found, extra_known = _list_refs(store_uri, options, cluster, refs, known, report)
     # misfiled by their keys: refused before their bytes are read
     all_refs = [r for r in all_refs if not _misfiled_by_key(r, found)]
@@ -138,34 +232,8 @@ def build_catalog(
     marks = _pruned_watermarks(catalog)
     kept = [r for r in todo if not below_watermark(r, marks)]
     report.pruned_skipped = len(todo) - len(kept)
-    todo = kept
-    wave = _wave_size(len(todo), wave_segments, runner)
-    status = "ok"
-
-    def task(ref: SegmentRef, pieces: Pieces | None) -> ExtractTask:
-        return ExtractTask(
-            store_uri, options, ref, pieces, interval_bytes, histogram_ms, chunk_bytes, verify
-        )
-
-    run = _Run(
-        catalog, runner, task, report, found, problems.Heartbeat(catalog, report.run_id), progress
-    )
-    run.total = len(todo)
-    if progress:
-        progress("extract", 0, len(todo), 0)
-    try:
-        for w in range(0, len(todo), wave):
-            _build_wave(run, todo[w : w + wave])
-        # every partition's last stable offset, for the chain as this build leaves it (reads
-        # only the segments with transactional or control batches not read before)
-        refresh_stability(catalog, store_for(store_uri, options))
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
-        report.seconds = time.perf_counter() - t0
-        _finish_run(catalog, report, found, run.cataloged, status)
-    return report
+    report.new_segments, report.new_bytes = len(kept), sum(r.size for r in kept)
+    return kept, found
 
 
 def _pruned_watermarks(catalog: Catalog) -> dict[tuple[str, str, int], int]:
@@ -196,14 +264,19 @@ def _start_run(
         s.add(run)
         s.flush()
         report.run_id = run.id
-        return {
-            (c, t, p, m)
-            for c, t, p, m in s.execute(
-                select(
-                    Partition.cluster, Partition.topic, Partition.partition, Segment.manifest_key
-                ).join(Segment, Segment.partition_id == Partition.id)
-            )
-        }
+        return _known_keys(s)
+
+
+def _known_keys(s: Session) -> set[tuple[str, str, int, str]]:
+    """What the catalog holds, as (cluster, topic, partition, manifest key)."""
+    return {
+        (c, t, p, m)
+        for c, t, p, m in s.execute(
+            select(
+                Partition.cluster, Partition.topic, Partition.partition, Segment.manifest_key
+            ).join(Segment, Segment.partition_id == Partition.id)
+        )
+    }
 
 
 def _list_refs(

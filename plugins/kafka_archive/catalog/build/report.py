@@ -43,6 +43,12 @@ class BuildReport:
     #: what the metadata history build that follows a catalog build did per cluster with an
     #: archived metadata log (``ApplyReport.to_json()``; a failure is also in ``failed``)
     metadata_history: list[dict[str, Any]] = field(default_factory=list)
+    #: the increment: segments not cataloged yet (pruned ones left out) and their bytes
+    new_segments: int = 0
+    new_bytes: int = 0
+    #: where extraction ran (``in-process`` or ``spark``) and why (:mod:`.engine`)
+    engine: str = ""
+    engine_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,4 +72,8 @@ class BuildReport:
             "stale_runs": self.stale_runs,
             "pruned_skipped": self.pruned_skipped,
             "metadata_history": self.metadata_history,
+            "new_segments": self.new_segments,
+            "new_bytes": self.new_bytes,
+            "engine": self.engine,
+            "engine_reason": self.engine_reason,
         }

@@ -106,6 +106,9 @@ class TaskRunner(Protocol):
 class InProcessRunner:
     """Runs tasks in this process, ``threads`` at a time (the reference runner for tests)."""
 
+    #: the engine this runner is, for the build report
+    engine = "in-process"
+
     def __init__(self, threads: int = 1) -> None:
         self.threads = max(1, threads)
 
