@@ -32,6 +32,8 @@ from kafka_archive_dev.local_kafka import LocalKafkaCluster
 from support.live_archiving import ARCHIVE_NAME, archive_live_workload
 from support.real_kafka import unique_name
 
+from tests.real_kafka import test_replay_real
+
 pytestmark = pytest.mark.timeout(600)
 
 PRODUCE_S = 4.0
@@ -130,3 +132,33 @@ def test_batch_level_replay_on_kafka_39(
 ) -> None:
     root = tmp_path_factory.mktemp("bre-39-store")
     _check(kafka_cluster_39, tmp_path, (open_store(str(root / "store")), root / "state"), 1)
+
+
+# test_replay_real's writer-made source (its zstd/lz4 ``bulk`` topic), built again here
+src = test_replay_real.src
+
+
+def test_a_batch_the_target_refuses_as_too_large_falls_back_to_the_record_path(
+    src: test_replay_real.Source, kafka_cluster: LocalKafkaCluster
+) -> None:
+    """The target topic's ``max.message.bytes`` (4,000) is below some archived zstd/lz4
+    batches of the source (up to ~12 KB): the batch path sends what fits, the broker refuses a
+    larger batch (MESSAGE_TOO_LARGE), and the partition goes on record by record from what the
+    batch path committed (librdkafka batching below the limit) - every committed record exactly
+    once, and the report says so."""
+    from tests.real_kafka.test_replay_real import BULK, assert_exactly_once, make_plan
+
+    target = kafka_cluster.create_topic(
+        unique_name("replayed-small-max"), 4, config={"max.message.bytes": "4000"}
+    )
+    plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=100)
+    report = execute(plan, store=src.store, producer_config={"batch.size": 3000})
+    assert report.status == "complete"
+    assert report.replay_path in ("records", "mixed"), report.replay_path
+    notes = " ".join(report.path_notes)
+    assert "fell back to the record path" in notes and "MESSAGE_SIZE_TOO_LARGE (10)" in notes, notes
+    fell_back = [p for p, d in report.partitions.items() if d["path"] == "records"]
+    # the first transactions went as whole batches before the refusal: both paths wrote
+    assert any(d["records_this_run"] > 0 for d in report.partitions.values())
+    assert fell_back
+    assert_exactly_once(src, kafka_cluster, BULK, target)
