@@ -423,6 +423,8 @@ def test_killed_at_random_times_then_resumed(
     report = json.loads(done.stdout.strip().splitlines()[-1])
     total = sum(len(v) for v in src.expected[TOPIC].values())
     assert report["records_sent"] == total > report["records_sent_this_run"]
+    # (the default path: the archived batches themselves, killed and resumed)
+    assert report["replay_path"] == "batches", report["path_notes"]
     assert_exactly_once(src, kafka_cluster, TOPIC, target)
     assert sum(r.count for r in ledger.ranges(plan.replay_id)) == total
 
