@@ -104,7 +104,8 @@ _probe_lock = threading.Lock()
 
 def reachable(client_config: dict[str, Any]) -> str | None:
     """``None`` when kafka-python's protocol client bootstraps from the target within
-    :data:`PROBE_TIMEOUT_S`, else why not; asked once per process and target servers.
+    :data:`PROBE_TIMEOUT_S`, else why not; a yes (or the mock) is remembered per process and
+    target servers, a failure is asked again next time.
 
     librdkafka's mock cluster (the tests' fallback where Java is missing) is known by its
     cluster id and answered at once: its ApiVersions reply is one kafka-python cannot decode.
@@ -112,12 +113,16 @@ def reachable(client_config: dict[str, Any]) -> str | None:
     a real outage in its own words."""
     servers = str(client_config.get("bootstrap.servers", ""))
     with _probe_lock:
-        if servers not in _probed:
-            _probed[servers] = _probe(client_config)
-        return _probed[servers]
+        if servers in _probed:
+            return _probed[servers]
+        why, lasting = _probe(client_config)
+        if lasting:  # a transient failure is asked again by the next replay
+            _probed[servers] = why
+        return why
 
 
-def _probe(client_config: dict[str, Any]) -> str | None:
+def _probe(client_config: dict[str, Any]) -> tuple[str | None, bool]:
+    """``(why not, whether the answer lasts)``."""
     from kafka_archive.replay.target.checks import target_metadata
 
     try:
@@ -125,17 +130,17 @@ def _probe(client_config: dict[str, Any]) -> str | None:
     except KafkaArchiveError:
         cluster_id = None  # the record path reports it
     if cluster_id is not None and cluster_id.startswith("mockCluster"):
-        return "librdkafka's mock cluster (kafka-python's protocol client cannot talk to it)"
+        return "librdkafka's mock cluster (kafka-python's protocol client cannot talk to it)", True
     client = ProtocolClient(
         client_config, client_id="kafka-archive-replay", timeout_ms=int(PROBE_TIMEOUT_S * 1000)
     )
     try:
         client.bootstrap()
     except ProtocolConnectionError as exc:
-        return f"the Kafka protocol client could not reach the target ({exc})"
+        return f"the Kafka protocol client could not reach the target ({exc})", False
     finally:
         client.close()
-    return None
+    return None, True
 
 
 def replay_path_refusal(plan: ReplayPlan) -> str | None:
