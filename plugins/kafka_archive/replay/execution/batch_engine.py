@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafka_archive.errors import InternalSignal, KafkaArchiveError
+from kafka_archive.errors import InternalSignal
 from kafka_archive.kafka_protocol.client import ProtocolClient, ProtocolConnectionError
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from kafka_archive.kafka_protocol.transactions import (
@@ -123,12 +123,20 @@ def reachable(client_config: dict[str, Any]) -> str | None:
 
 def _probe(client_config: dict[str, Any]) -> tuple[str | None, bool]:
     """``(why not, whether the answer lasts)``."""
-    from kafka_archive.replay.target.checks import target_metadata
+    from confluent_kafka import Consumer, KafkaException
 
+    from kafka_archive.replay.execution.progress import CLIENT_DEFAULTS
+    from kafka_archive.replay.target.clients import new_client
+
+    consumer = new_client(
+        Consumer, {**CLIENT_DEFAULTS, **client_config, "group.id": "kafka-archive-replay-probe"}
+    )
     try:
-        cluster_id, _ = target_metadata(client_config, "__kafka_archive_probe")
-    except KafkaArchiveError:
-        cluster_id = None  # the record path reports it
+        cluster_id = consumer.list_topics(timeout=PROBE_TIMEOUT_S).cluster_id
+    except KafkaException:  # unreachable: the target checks report it in their words
+        return "the target did not answer its metadata request", False
+    finally:
+        consumer.close()
     if cluster_id is not None and cluster_id.startswith("mockCluster"):
         return "librdkafka's mock cluster (kafka-python's protocol client cannot talk to it)", True
     client = ProtocolClient(
