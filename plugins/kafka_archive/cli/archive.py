@@ -375,8 +375,9 @@ archive.__doc__ = HELP
 
 
 class _ArchiveCommand(TyperCommand):
-    """``archive``, plus one sub-command: ``archive prune ...`` is the retention command
-    (:mod:`kafka_archive.cli.prune`). ``archive`` itself stays a plain command (its options
+    """``archive``, plus two sub-commands: ``archive prune ...`` is the retention command
+    (:mod:`kafka_archive.cli.prune`), ``archive fetch ...`` the fetch archiver
+    (:mod:`kafka_archive.cli.archive_fetch`). ``archive`` itself stays a plain command (its options
     are required), so the sub-command is dispatched on the first argument."""
 
     def make_context(
@@ -393,6 +394,13 @@ class _ArchiveCommand(TyperCommand):
             name = f"{info_name or 'archive'} prune"
             ctx: Context = cmd.make_context(name, list(args[1:]), parent=parent, **extra)
             return ctx
+        if args and args[0] == "fetch":
+            from kafka_archive.cli.archive_fetch import fetch_click_command
+
+            sub = fetch_click_command()
+            name = f"{info_name or 'archive'} fetch"
+            fctx: Context = sub.make_context(name, list(args[1:]), parent=parent, **extra)
+            return fctx
         return super().make_context(info_name, args, parent=parent, **extra)
 
 

@@ -1,6 +1,6 @@
 """Raw reads of a cluster's partitions over the Kafka protocol: Metadata of every topic,
-ListOffsets, DescribeConfigs of a topic, and Fetch (``read_uncommitted``) handing back each partition's record
-bytes exactly as the broker sent them.
+ListOffsets, DescribeConfigs of a topic, and Fetch (``read_uncommitted``) handing back each
+partition's record bytes exactly as the broker sent them.
 
 kafka-python's generated request and response classes do the encoding (its ``FetchResponse``
 keeps ``records`` as the raw bytes of the partition: nothing is decoded or re-encoded), sent
