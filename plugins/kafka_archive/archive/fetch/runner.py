@@ -211,9 +211,8 @@ def _fetch_loop(
             return "duration"
         live = [p for k, p in by_key.items() if p.report.error is None]
         if options.until_caught_up:
-            live = [
-                p for p in live if targets.get((p.ident.topic, p.ident.partition), 1) > p.position
-            ]
+            # a partition not fetched yet has no target: it is fetched at least once
+            live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
         if not live:
             return "caught_up" if options.until_caught_up else "no_partition_left"
         refresh = False
@@ -237,6 +236,10 @@ def _fetch_loop(
         if refresh:
             _refresh_leaders(source, by_key)
             time.sleep(0.2)
+
+
+def _key(p: PartitionArchiver) -> tuple[str, int]:
+    return (p.ident.topic, p.ident.partition)
 
 
 def _fetch_into(
