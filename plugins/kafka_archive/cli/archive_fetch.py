@@ -107,6 +107,8 @@ def fetch_command(
     except StoreError as exc:
         fail(str(exc.message), hint=exc.hint, code=2, as_json=as_json)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # kafka-python's own connection chatter: its failures reach the user as our one message
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
