@@ -253,3 +253,115 @@ def test_a_log_start_past_the_resume_point_is_a_named_hole(tmp_path: Path) -> No
     assert after[0].base_offset == end + 4
     assert after[0].fetch is not None and after[0].fetch.hole_from == end
     assert _stored_batches(store)[-2:] == cluster.logs[0]
+
+
+class MovingCluster(FakeCluster):
+    """Retention runs between the run's ListOffsets and its first Fetch."""
+
+    def __init__(self, logs: Mapping[int, list[bytes]], *, to: int, keep: list[bytes]):
+        super().__init__(logs)
+        self.to, self.keep = to, keep
+
+    def fetch(
+        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+    ) -> list[FetchedPartition]:
+        if self.fetches == 0:
+            self.logs[0], self.log_start[0] = self.keep, self.to
+        return super().fetch(node, asks, max_wait_ms=max_wait_ms)
+
+
+def test_a_new_partition_starts_where_the_log_starts_without_a_hole(tmp_path: Path) -> None:
+    # the log start moves into a batch: the first batch is kept whole (offsets 5..6)
+    keep = [batch(5), batch(7)]
+    cluster = MovingCluster({0: [batch(0), batch(2), batch(4)]}, to=6, keep=keep)
+    store = LocalStore(tmp_path)
+    report = _run(cluster, store)
+    assert report.ok and report.holes == []
+    assert report.partitions[0].from_offset == 6
+    assert _stored_batches(store) == keep
+
+
+def test_a_log_ending_below_the_archive_stops_that_partition_only(tmp_path: Path) -> None:
+    cluster = FakeCluster({0: _log(5), 1: _log(5)})
+    store = LocalStore(tmp_path)
+    _run(cluster, store)
+    cluster.logs[0] = [batch(0)]  # truncated below the archive (or recreated)
+    cluster.logs[1].append(batch(cluster.hw(1)))
+    report = _run(cluster, store)
+    assert not report.ok
+    assert "ends below the archive" in (report.partitions[0].error or "")
+    assert report.partitions[1].error is None and report.partitions[1].segments == 1
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> Any:
+    from kafka_archive.cli import _register_groups, app
+    from typer.testing import CliRunner
+
+    _register_groups()
+    return CliRunner().invoke(app, ["archive", "fetch", *args])
+
+
+def test_help_teaches_with_examples() -> None:
+    out = _cli("--help")
+    assert out.exit_code == 0
+    assert "--until-caught-up" in out.output and "Examples" in out.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--topics", "orders["], "not a regular expression"),
+        (["-X", "segment.bytes=lots"], "segment.bytes must be a positive integer"),
+        (["-X", "nonsense"], "is not NAME=VALUE"),
+        (["--duration", "forever"], "--duration"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(tmp_path: Path, extra: list[str], says: str) -> None:
+    out = _cli("--cluster", "c1", "--bootstrap", "h:1", "--store", tmp_path.as_uri(), *extra)
+    assert out.exit_code == 2, out.output
+    assert says in out.output and "Traceback" not in out.output
+
+
+def test_the_command_runs_the_service_and_reports_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from kafka_archive.archive.fetch import source as source_module
+
+    cluster = FakeCluster({0: _log(6)})
+    seen: dict[str, Any] = {}
+
+    def fake(conf: Mapping[str, Any], **_kw: Any) -> FakeCluster:
+        seen.update(conf)
+        return cluster
+
+    monkeypatch.setattr(source_module, "KafkaFetchSource", fake)
+    out = _cli(
+        "--cluster", "c1", "--bootstrap", "k1:9092", "--store", tmp_path.as_uri(),
+        "-X", "security.protocol=SSL", "-X", "segment.bytes=300", "--until-caught-up", "--json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    report = json.loads(next(ln for ln in out.output.splitlines() if ln.startswith("{")))
+    assert report["ok"] and report["segments"] == len(report["partitions"][0]["manifests"])
+    assert seen == {"security.protocol": "SSL", "bootstrap.servers": "k1:9092"}
+    assert _stored_batches(LocalStore(tmp_path)) == cluster.logs[0]
+
+
+def test_manifests_without_origin_read_as_disk_and_fetch_fields_round_trip(tmp_path: Path) -> None:
+    from kafka_archive.archive.manifest import parse_manifest
+
+    cluster = FakeCluster({0: _log(3)})
+    store = LocalStore(tmp_path)
+    _run(cluster, store)
+    m = _manifests(store)[-1]
+    assert parse_manifest(m.to_json_bytes()) == m
+    raw = m.model_dump(mode="json")
+    del raw["origin"], raw["fetch"]  # as written before the fields existed
+    import json
+
+    old = parse_manifest(json.dumps(raw).encode())
+    assert old.origin == "disk" and old.fetch is None

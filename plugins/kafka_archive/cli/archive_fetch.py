@@ -110,8 +110,7 @@ def fetch_command(
     # kafka-python's own connection chatter: its failures reach the user as our one message
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    previous = _stop_on_signals(stop)
     try:
         report = service.archive_fetch(
             cluster=cluster,
@@ -140,6 +139,8 @@ def fetch_command(
         )
     finally:
         object_store.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     _print(report, as_json)
 
 
@@ -149,6 +150,17 @@ def fetch_click_command() -> Any:
     holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     holder.command(name="fetch", help=HELP)(fetch_command)
     return typer.main.get_command(holder)
+
+
+def _stop_on_signals(stop: threading.Event) -> dict[int, Any]:
+    """SIGTERM and SIGINT set ``stop`` (the run uploads its open segments and ends); the
+    handlers replaced, to restore (none off the main thread, where Python allows none)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    return previous
 
 
 def _options(

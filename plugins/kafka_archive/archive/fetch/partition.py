@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_archive.archive.fetch.batches import usable_batches
+from kafka_archive.archive.fetch.batches import FetchDiverged, usable_batches
 from kafka_archive.archive.fetch.report import Hole, PartitionReport
 from kafka_archive.archive.fetch.store_side import Resume, upload_segment
 from kafka_archive.archive.manifest import FetchedSegment, OpenTransaction, SegmentSource
@@ -77,15 +77,20 @@ class PartitionArchiver:
         self.holes: list[Hole] = []
         self._hole_from: int | None = None
         self._work_dir = work_dir
-        self._builder = SegmentBuilder(
-            work_dir,
-            config,
+        self._config = config
+        self._resume = resume
+        self._builder = self._new_builder(start)
+        self._uploaded = 0  # builder.segments already uploaded
+
+    def _new_builder(self, start: int) -> SegmentBuilder:
+        return SegmentBuilder(
+            self._work_dir,
+            self._config,
             start_offset=start,
             allow_gaps=True,
-            open_transactions=resume.open_transactions,
-            leader_epochs=resume.leader_epochs,
+            open_transactions=self._resume.open_transactions,
+            leader_epochs=self._resume.leader_epochs,
         )
-        self._uploaded = 0  # builder.segments already uploaded
 
     @property
     def name(self) -> str:
@@ -133,6 +138,27 @@ class PartitionArchiver:
         """Nothing lies in ``[position, offset)`` below the high watermark (a compaction gap at
         the log's end): fetch from ``offset`` on."""
         self.position = max(self.position, offset)
+
+    def log_start_moved(self, log_start: int) -> Hole | None:
+        """The broker answered OFFSET_OUT_OF_RANGE and its log now starts at ``log_start``:
+        for a partition with nothing archived yet (by any run) the archive simply starts
+        there; otherwise offsets ``[position, log_start)`` are a :meth:`hole`.
+
+        Raises:
+            FetchDiverged: ``log_start`` is not above the position (the log ends below the
+                archive: truncated, or the topic recreated).
+        """
+        if log_start <= self.position:
+            raise FetchDiverged(
+                f"offset {self.position} is out of range while the log starts at {log_start}: "
+                "the log ends below the archive (truncated, or the topic recreated?); "
+                "nothing stored"
+            )
+        if self.first_of_archive and self._builder.next_offset == self.position:
+            self.report.from_offset = self.report.to_offset = self.position = log_start
+            self._builder = self._new_builder(log_start)
+            return None
+        return self.hole(log_start)
 
     def hole(self, log_start: int) -> Hole | None:
         """The broker's log now starts at ``log_start``, past :attr:`position`: offsets

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from kafka_archive.archive.fetch.batches import FetchDiverged
 from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
 from kafka_archive.archive.fetch.report import FetchReport
 from kafka_archive.archive.fetch.source import FetchSource
@@ -272,12 +273,18 @@ def _fetch_into(
             p.leader = -1
             refresh = True
         elif a.error_code == OFFSET_OUT_OF_RANGE:
-            log_start = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)[a.partition]
-            if p.hole(log_start) is None:
-                p.report.error = (
-                    f"offset {p.position} is out of range and the log starts at {log_start}: "
-                    "the log ends below the archive (truncated?); nothing stored"
-                )
+            try:
+                found = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)
+            except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
+                log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
+                p.leader = -1
+                refresh = True
+                continue
+            try:
+                p.log_start_moved(found[a.partition])
+            except FetchDiverged as exc:
+                p.report.error = str(exc)
+                log.error("kafka-archive: %s: %s", p.name, exc)
         elif a.error_code:
             p.report.error = f"Fetch answered {error_name(a.error_code)}"
             log.error("kafka-archive: %s: %s", p.name, p.report.error)
