@@ -35,6 +35,7 @@ from support.real_kafka import unique_name
 from typer.testing import CliRunner
 
 from segment_lib.log_file import open_log
+from segment_lib.metadata_files import read_partition_metadata
 from segment_lib.txn_index import parse_txn_index, read_txn_index
 
 pytestmark = pytest.mark.timeout(240)
@@ -131,6 +132,8 @@ def test_every_batch_is_the_leaders_and_aborts_match(fetched: Fetched) -> None:
             assert a.end_offset == b.base_offset, (topic, part, a.end_offset, b.base_offset)
         leader = fetched.leaders[topic][part]
         pdir = fetched.cluster.log_dirs[leader] / f"{topic}-{part}"
+        topic_id = read_partition_metadata(pdir / "partition.metadata").topic_id
+        assert {m.topic_id for m in ms} == {topic_id}
         broker = _broker_batches(pdir)
         expected = {o for o in broker if o < hw[(topic, part)]}
         seen: set[int] = set()

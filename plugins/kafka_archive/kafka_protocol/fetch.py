@@ -22,12 +22,14 @@ Metadata/ListOffsets/DescribeConfigs is a :class:`ProtocolRequestError` naming t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.kafka_protocol.client import ProtocolClient, error_name
+from segment_lib.metadata_files import encode_kafka_uuid
 
 __all__ = [
     "EARLIEST",
@@ -109,7 +111,9 @@ def cluster_topics(client: ProtocolClient) -> ClusterTopics:
         if t.error_code:
             continue  # e.g. TOPIC_AUTHORIZATION_FAILED: not ours to archive
         tid = getattr(t, "topic_id", None)
-        tid_s = str(tid) if tid is not None and int(getattr(tid, "int", 0) or 0) else None
+        # Kafka's own text form (base64url, as partition.metadata and the tools show it), so a
+        # fetched manifest's topic id equals a disk-archived one's
+        tid_s = encode_kafka_uuid(tid) if isinstance(tid, uuid.UUID) and tid.int else None
         out[t.name] = TopicInfo(
             t.name,
             tid_s,
