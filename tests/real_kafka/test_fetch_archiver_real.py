@@ -6,7 +6,10 @@ RF 3, segments rolling every 800 ms) writes through the session's 3-broker clust
 
 (a) every fetched batch is byte-identical to the batch at the same offset in the leader's own
     ``.log`` files, every offset below the high watermark is archived, none twice;
-(b) the ``.txnindex`` aborted ranges of the fetched segments equal the broker's;
+(b) the ``.txnindex`` aborted ranges of the fetched segments equal the broker's; more: the
+    fetched segments roll where the leader rolled (``segment.ms`` by batch timestamps), and every
+    segment but the last (rolled at the run's end, not by the broker) has the leader's exact
+    ``.log``, ``.index``, ``.timeindex`` and ``.txnindex``;
 (c) ``catalog build --engine in-process`` on that store, then ``catalog offsets`` at sampled
     record timestamps equals the broker's ListOffsets;
 (d) a second run adds nothing; after more produce, a third adds exactly the new offsets.
@@ -159,6 +162,21 @@ def test_every_batch_is_the_leaders_and_aborts_match(fetched: Fetched) -> None:
                 if a.last_offset < hw[(topic, part)]
             }
     assert compared > 100
+    rolled = 0
+    for topic, part in wl.topic_partitions():
+        pdir = fetched.cluster.log_dirs[fetched.leaders[topic][part]] / f"{topic}-{part}"
+        ms = _manifests(store, topic, part)
+        broker_bases = sorted(int(f.stem) for f in pdir.glob("*.log"))
+        assert [m.base_offset for m in ms] == broker_bases[: len(ms)], (topic, part)
+        for m in ms[:-1]:
+            for f in m.files:
+                assert (pdir / f.name).read_bytes() == store.get_bytes(f.key), (topic, f.name)
+            names = {f.name for f in m.files}
+            assert {p.name for p in pdir.glob(f"{m.base_offset:020d}.*index")} == names - {
+                f"{m.base_offset:020d}.log"
+            }
+            rolled += 1
+    assert rolled > 10
     assert aborted_broker, "the workload aborted no transaction"
     assert aborted_ours == aborted_broker
 
