@@ -365,3 +365,35 @@ def test_manifests_without_origin_read_as_disk_and_fetch_fields_round_trip(tmp_p
 
     old = parse_manifest(json.dumps(raw).encode())
     assert old.origin == "disk" and old.fetch is None
+
+
+class DeadLeader(FakeCluster):
+    """Partition 0's leader never answers; partition 1's does."""
+
+    def topics(self) -> ClusterTopics:
+        leaders = {0: 2, 1: 1}
+        return ClusterTopics("kc", {TOPIC: TopicInfo(TOPIC, None, False, leaders)})
+
+    def fetch(
+        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+    ) -> list[FetchedPartition]:
+        from kafka_archive.kafka_protocol.client import ProtocolConnectionError
+
+        if node == 2:
+            raise ProtocolConnectionError("broker 2 is not reachable")
+        return super().fetch(node, asks, max_wait_ms=max_wait_ms)
+
+
+def test_until_caught_up_gives_up_on_a_dead_leader_naming_it(tmp_path: Path) -> None:
+    cluster = DeadLeader({0: _log(3), 1: _log(3)})
+    store = LocalStore(tmp_path)
+    report = run_fetch_archive(
+        cluster="c1",
+        source=cluster,
+        store=store,
+        options=FetchOptions(until_caught_up=True, stall_s=0.5),
+    )
+    assert not report.ok
+    assert "no Fetch answer from its leader" in (report.partitions[0].error or "")
+    assert report.partitions[1].error is None
+    assert _stored_batches(store, 1) == cluster.logs[1]

@@ -75,6 +75,8 @@ class PartitionArchiver:
         self.high_watermark = -1
         self.log_start_offset = -1
         self.holes: list[Hole] = []
+        #: ``time.monotonic()`` of the leader's last answer (not a leadership error)
+        self.last_answer_at = time.monotonic()
         self._hole_from: int | None = None
         self._work_dir = work_dir
         self._config = config

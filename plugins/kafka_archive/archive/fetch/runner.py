@@ -86,6 +86,10 @@ class FetchOptions:
     max_wait_ms: int = 500
     #: where segments are built (a temporary directory under it; system temp by default)
     work_dir: str | None = None
+    #: with ``until_caught_up``: a partition whose leader answered nothing for this long
+    #: fails (named in the report) instead of holding the run forever; a continuous run
+    #: waits for the cluster instead
+    stall_s: float = 120.0
 
 
 def _selected(info: TopicInfo, pattern: re.Pattern[str] | None, text: str | None) -> bool:
@@ -214,6 +218,8 @@ def _fetch_loop(
         if options.until_caught_up:
             # a partition not fetched yet has no target: it is fetched at least once
             live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
+            _fail_stalled(live, options.stall_s)
+            live = [p for p in live if p.report.error is None]
         if not live:
             return "caught_up" if options.until_caught_up else "no_partition_left"
         refresh = False
@@ -237,6 +243,17 @@ def _fetch_loop(
         if refresh:
             _refresh_leaders(source, by_key)
             time.sleep(0.2)
+
+
+def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
+    now = time.monotonic()
+    for p in live:
+        if now - p.last_answer_at > stall_s:
+            p.report.error = (
+                f"not caught up: no Fetch answer from its leader for {stall_s:g} s "
+                f"(archived up to offset {p.position})"
+            )
+            log.error("kafka-archive: %s: %s", p.name, p.report.error)
 
 
 def _key(p: PartitionArchiver) -> tuple[str, int]:
@@ -272,7 +289,9 @@ def _fetch_into(
         if a.error_code in LEADERSHIP_ERRORS:
             p.leader = -1
             refresh = True
-        elif a.error_code == OFFSET_OUT_OF_RANGE:
+            continue
+        p.last_answer_at = time.monotonic()
+        if a.error_code == OFFSET_OUT_OF_RANGE:
             try:
                 found = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)
             except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
