@@ -54,6 +54,8 @@ HELP = "\n\n".join(
         "      --log-dir /data --store s3://my-bucket/kafka --json",
         "Retention: `kafka-archive archive prune --help` deletes what the retention policies "
         "no longer keep (safely: recorded in the catalog first, never what a replay needs).",
+        "No access to the brokers' disks (managed Kafka, Kubernetes, tiered storage): "
+        "`kafka-archive archive fetch --help` builds the same archive over the Kafka protocol.",
         "S3 credentials and endpoint come from the standard AWS environment "
         "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, instance roles); never pass them on "
         "the command line. Exit status: 0 all archived or skipped, 1 a segment or log dir "
