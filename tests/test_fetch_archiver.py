@@ -65,9 +65,9 @@ def test_batches_before_the_asked_offset_are_skipped() -> None:
 def test_a_batch_across_the_resume_point_is_never_stored_twice() -> None:
     data = batch(0, 4)  # offsets 0..3; the archive holds up to 1
     with pytest.raises(FetchDiverged, match="resume point 2"):
-        usable_batches(data, 2, 100)
+        usable_batches(data, 2, 100, archived_end=2)
     # nothing archived yet (the log starts inside the batch): the whole batch is kept
-    u = usable_batches(data, 2, 100, first_of_archive=True)
+    u = usable_batches(data, 2, 100, archived_end=None)
     assert (u.batch_count, u.next_offset) == (1, 4)
 
 
@@ -397,3 +397,16 @@ def test_until_caught_up_gives_up_on_a_dead_leader_naming_it(tmp_path: Path) -> 
     assert "no Fetch answer from its leader" in (report.partitions[0].error or "")
     assert report.partitions[1].error is None
     assert _stored_batches(store, 1) == cluster.logs[1]
+
+
+def test_a_hole_ending_inside_a_batch_keeps_that_batch_whole(tmp_path: Path) -> None:
+    cluster = FakeCluster({0: _log(5)})
+    store = LocalStore(tmp_path)
+    _run(cluster, store)
+    end = cluster.hw(0)
+    # DeleteRecords to end + 5: the log starts inside the batch end + 4 .. end + 5
+    cluster.logs[0] = [batch(end + 4), batch(end + 6)]
+    cluster.log_start[0] = end + 5
+    report = _run(cluster, store)
+    assert report.ok and report.holes == [Hole(TOPIC, 0, end, end + 5)]
+    assert _stored_batches(store)[-2:] == cluster.logs[0]

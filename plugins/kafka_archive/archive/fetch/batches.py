@@ -9,8 +9,8 @@ returns the byte range to feed a :class:`~segment_lib.segment_builder.SegmentBui
   holding the asked offset, and a broker may return earlier batches of the same segment read);
   a batch that **starts before it but ends at or after it** cannot be cut (its bytes are the
   broker's, CRC included) and holds offsets the archive already has: :class:`FetchDiverged`,
-  unless ``first_of_archive`` (nothing of the partition archived yet: the whole batch is kept,
-  as a broker's first segment after DeleteRecords keeps it);
+  unless the archive holds none of its offsets (nothing archived yet, or a hole before it: the
+  whole batch is kept, as a broker's first segment after DeleteRecords keeps it);
 * a batch reaching the **high watermark** or above is never kept (a consumer Fetch is served
   below the HW only, ``FetchIsolation.HIGH_WATERMARK``; this is the guard that data which a
   leader change may still truncate never enters the archive).
@@ -61,13 +61,16 @@ def usable_batches(
     fetch_offset: int,
     high_watermark: int,
     *,
-    first_of_archive: bool = False,
+    archived_end: int | None = None,
 ) -> UsableBatches:
-    """The whole batches of ``records`` to archive (module docstring).
+    """The whole batches of ``records`` to archive (module docstring). ``archived_end``: one
+    past the last offset the archive holds (``None``: nothing yet); below ``fetch_offset``
+    after a hole (the log start moved past it), a batch across ``fetch_offset`` that starts at
+    or after ``archived_end`` is kept whole.
 
     Raises:
-        FetchDiverged: a batch starts before ``fetch_offset`` and ends at or after it while
-            the archive holds the offsets before (not ``first_of_archive``).
+        FetchDiverged: a batch starts before ``fetch_offset`` and before ``archived_end`` and
+            ends at or after ``fetch_offset``.
         SegmentError: malformed bytes (CRCs are checked by the builder).
     """
     view = memoryview(records)
@@ -80,7 +83,12 @@ def usable_batches(
             if h.last_offset < next_offset and count == 0:
                 skipped += 1
                 continue
-            if h.base_offset < next_offset and count == 0 and not first_of_archive:
+            if (
+                count == 0
+                and h.base_offset < next_offset
+                and archived_end is not None
+                and h.base_offset < archived_end
+            ):
                 raise FetchDiverged(
                     f"a fetched batch holds offsets {h.base_offset}..{h.last_offset}, across "
                     f"the archive's resume point {fetch_offset}: the partition's log is not "

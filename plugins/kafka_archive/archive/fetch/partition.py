@@ -110,7 +110,7 @@ class PartitionArchiver:
             answer.records,
             self.position,
             answer.high_watermark,
-            first_of_archive=self.first_of_archive and self._builder.next_offset == self.position,
+            archived_end=None if self.first_of_archive else self._builder.next_offset,
         )
         if usable.above_high_watermark:
             log.warning(
