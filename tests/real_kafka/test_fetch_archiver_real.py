@@ -12,7 +12,8 @@ RF 3, segments rolling every 800 ms) writes through the session's 3-broker clust
     ``.log``, ``.index``, ``.timeindex`` and ``.txnindex``;
 (c) ``catalog build --engine in-process`` on that store, then ``catalog offsets`` at sampled
     record timestamps equals the broker's ListOffsets;
-(d) a second run adds nothing; after more produce, a third adds exactly the new offsets.
+(d) a second run adds nothing; after more produce, a third adds exactly the new offsets;
+(e) a replay from the fetch-made archive (by whole batches) equals a read_committed consumer.
 """
 
 from __future__ import annotations
@@ -208,6 +209,52 @@ def test_catalog_offsets_equal_list_offsets(fetched: Fetched) -> None:
     finally:
         cat.close()
     assert wrong == []
+
+
+def test_a_replay_from_the_fetched_archive_equals_read_committed(fetched: Fetched) -> None:
+    """(e) A replay (batch-level: the fetched batches themselves, re-stamped) of every topic
+    from the fetch-made archive into fresh topics: a read_committed consumer of each target sees
+    exactly what a read_committed consumer of the source saw below the high watermark."""
+    from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
+    from kafka_archive.replay.planning.plan import (
+        ReplaySpec,
+        TargetSpec,
+        build_plan,
+        parse_position,
+    )
+    from kafka_archive.replay.runner import execute
+    from kafka_archive_dev.embedded_kafka import read_to_end
+
+    store, wl, hw = fetched.store, fetched.wl, fetched.hw
+    bootstrap = fetched.cluster.bootstrap_servers
+    db = str(fetched.tmp / "catalog.db")  # built by test_catalog_offsets_equal_list_offsets
+    cat = open_catalog(db)
+    try:
+        for topic in wl.topics.values():
+            parts = sorted(p for (t, p) in hw if t == topic)
+            target = fetched.cluster.create_topic(unique_name("from-fetch"), len(parts))
+            spec = ReplaySpec.model_validate(
+                {
+                    "cluster": CLUSTER,
+                    "topic": topic,
+                    "from": parse_position("earliest"),
+                    "target": TargetSpec(bootstrap_servers=bootstrap),
+                    "target_topic": target,
+                }
+            )
+            report = execute(build_plan(spec, CatalogPlanSource(cat, store)), store=store)
+            assert report.status == "complete" and report.replay_path == "batches", topic
+            got = read_to_end(bootstrap, target, parts, timeout_s=60)
+            want = read_to_end(bootstrap, topic, parts, timeout_s=60)
+            for p in parts:
+                view = [(r.timestamp, r.key, r.value, r.headers) for r in got[p]]
+                assert view == [
+                    (r.timestamp, r.key, r.value, r.headers)
+                    for r in want[p]
+                    if r.offset < hw[(topic, p)]
+                ], (topic, p)
+    finally:
+        cat.close()
 
 
 def test_a_rerun_adds_nothing_then_only_new_data(fetched: Fetched) -> None:
