@@ -5,6 +5,7 @@ manifest, none twice) and returns the small per-cluster report; a second run add
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_the_fetch_task_archives_a_topic_until_caught_up(
         )
         # contiguous from 0 up to the high watermark (30 per partition): nothing lost or doubled
         assert ranges[0][0] == 0 and ranges[-1][1] == 30, ranges
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)), ranges
         covered += ranges
     [again] = run_fetch(config, env={})
     assert again["ok"] and again["segments"] == 0, again
