@@ -7,6 +7,7 @@ tests/test_helm_chart.py (valid Kubernetes objects, probes, security contexts, p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import helm_python
@@ -52,8 +53,10 @@ def test_one_long_running_deployment_per_cluster_with_the_store_settings_only() 
     pod = dep["spec"]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] == 300
     [c] = pod["containers"]
+    # tini forwards SIGTERM (the image's entrypoint would run it as an airflow subcommand)
+    assert c["command"] == ["/usr/bin/tini", "--", "kafka-archive"]
     assert c["args"] == [
-        "kafka-archive", "archive", "fetch",
+        "archive", "fetch",
         "--cluster", "msk-prod",
         "--bootstrap",
         "b-1.prod.abc123.c2.kafka.eu-west-1.amazonaws.com:9096,"
@@ -140,7 +143,7 @@ def test_the_chart_command_is_one_the_cli_accepts() -> None:
     from typer.testing import CliRunner
 
     [dep] = _fetch_objects(_example(), "Deployment")
-    args = dep["spec"]["template"]["spec"]["containers"][0]["args"][1:]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     _register_groups()
     result = CliRunner().invoke(app, [*args, "--help"])
     assert result.exit_code == 0, result.output
@@ -204,3 +207,11 @@ def test_secret_free_client_settings_pass_the_schema() -> None:
     ok["fetchArchivers"]["enabled"] = True
     [dep] = _fetch_objects(render(ok), "Deployment")
     assert "-X" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_image_installs_the_tini_the_command_starts() -> None:
+    """Debian's tini package installs /usr/bin/tini (what Spark's entrypoint runs too)."""
+    from tests.support.helm_chart import CHART_DIR
+
+    dockerfile = (CHART_DIR / "image" / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"apt-get install -y --no-install-recommends [^\n]*\btini\b", dockerfile)
