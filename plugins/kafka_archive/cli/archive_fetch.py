@@ -42,8 +42,6 @@ Examples:
   kafka-archive archive fetch --cluster prod --bootstrap kafka-1:9093 --store file:///srv/archive --topics 'orders.*' -X @client.properties --duration 1h --json
 """  # noqa: E501 - paragraphs are one line each: the help formatter wraps them
 
-_OVERRIDABLE = ("segment.bytes", "segment.ms", "index.interval.bytes", "segment.index.bytes")
-
 
 def fetch_command(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (first key segment).")],
@@ -171,7 +169,7 @@ def _options(
     as_json: bool,
 ) -> tuple[FetchOptions, dict[str, str]]:
     """The run's options and the client settings (usage errors exit 2)."""
-    from kafka_archive.archive.fetch.runner import FetchOptions
+    from kafka_archive.archive.fetch.runner import FetchOptions, split_segment_overrides
     from kafka_archive.cli.catalog_options import parse_duration_ms
 
     duration_s = None
@@ -185,14 +183,10 @@ def _options(
             re.compile(topics)
         except re.error as exc:
             fail(f"--topics {topics!r} is not a regular expression: {exc}", code=2, as_json=as_json)
-    extra = parse_settings(config, "-X", as_json)
-    overrides: dict[str, int] = {}
-    for name in _OVERRIDABLE:
-        if name in extra:
-            value = extra.pop(name)
-            if not value.strip().isdigit() or int(value) <= 0:
-                fail(f"-X {name} must be a positive integer", code=2, as_json=as_json)
-            overrides[name] = int(value)
+    try:
+        overrides, extra = split_segment_overrides(parse_settings(config, "-X", as_json))
+    except ValueError as exc:
+        fail(f"-X {exc}", code=2, as_json=as_json)
     options = FetchOptions(
         topics=topics,
         until_caught_up=until_caught_up,

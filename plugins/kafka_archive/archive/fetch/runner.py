@@ -56,7 +56,13 @@ from kafka_archive.store import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.segment_builder import SegmentConfig
 
-__all__ = ["SEGMENT_CONFIGS", "FetchOptions", "NoTopicSelected", "run_fetch_archive"]
+__all__ = [
+    "SEGMENT_CONFIGS",
+    "FetchOptions",
+    "NoTopicSelected",
+    "run_fetch_archive",
+    "split_segment_overrides",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,28 @@ SEGMENT_CONFIGS: Final = {
     "index.interval.bytes": "index_interval_bytes",
     "segment.index.bytes": "segment_index_bytes",
 }
+
+
+def split_segment_overrides(
+    settings: Mapping[str, str],
+) -> tuple[dict[str, int], dict[str, str]]:
+    """``settings`` (client settings as ``-X`` or a task's ``client_config`` give them) split
+    into the segment configs forced for every topic (names of :data:`SEGMENT_CONFIGS`, as
+    positive integers) and the client settings proper.
+
+    Raises:
+        ValueError: a segment config that is not a positive integer (the message names it).
+    """
+    overrides: dict[str, int] = {}
+    rest: dict[str, str] = {}
+    for name, value in settings.items():
+        if name not in SEGMENT_CONFIGS:
+            rest[name] = value
+        elif not str(value).strip().isdigit() or int(value) <= 0:
+            raise ValueError(f"{name} must be a positive integer")
+        else:
+            overrides[name] = int(value)
+    return overrides, rest
 
 
 class NoTopicSelected(KafkaArchiveError, LookupError):
