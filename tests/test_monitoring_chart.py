@@ -253,8 +253,10 @@ def test_the_exporter_is_deployed_with_its_service_and_service_monitor_when_aske
     [dep] = [o for o in r.of_kind("Deployment") if o["metadata"]["name"].endswith("-metrics")]
     validate_k8s(dep)
     [container] = dep["spec"]["template"]["spec"]["containers"]
+    # kafka-archive itself, not the image's entrypoint (which would run it as "airflow ...")
+    assert container["command"] == ["/usr/bin/tini", "--", "kafka-archive"]
     assert container["args"] == [
-        "kafka-archive", "metrics", "serve", "--port", "9500",
+        "metrics", "serve", "--port", "9500",
         "--cluster", "prod=kafka-1:9092,kafka-2:9092",
     ]  # fmt: skip
     assert any(e["name"] == "KAFKA_ARCHIVE_DB" for e in container["env"])  # the catalog
@@ -297,6 +299,6 @@ def test_the_exporter_command_in_the_chart_is_one_the_cli_accepts() -> None:
 
     r = render({"monitoring": {"exporter": {"enabled": True, "clusters": ["p=k:9092"]}}})
     [dep] = [o for o in r.of_kind("Deployment") if o["metadata"]["name"].endswith("-metrics")]
-    args = dep["spec"]["template"]["spec"]["containers"][0]["args"][1:]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     result = CliRunner().invoke(app, [*args, "--help"])
     assert result.exit_code == 0, result.output
