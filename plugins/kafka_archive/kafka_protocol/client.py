@@ -18,6 +18,7 @@ a :class:`ProtocolConnectionError`; an error code the broker answers is the call
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -25,7 +26,13 @@ from typing import Any, Final
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.kafka_protocol.config import kafka_python_config
 
-__all__ = ["COORDINATOR_TRANSACTION", "ProtocolClient", "ProtocolConnectionError", "error_name"]
+__all__ = [
+    "COORDINATOR_TRANSACTION",
+    "ProtocolAuthenticationError",
+    "ProtocolClient",
+    "ProtocolConnectionError",
+    "error_name",
+]
 
 #: FindCoordinator key types
 COORDINATOR_TRANSACTION: Final = 1
@@ -37,6 +44,11 @@ _COORDINATOR_MOVED: Final = frozenset({14, 15, 16})
 
 class ProtocolConnectionError(KafkaArchiveError, ConnectionError):
     """A broker could not be reached or did not answer in time (the message says which)."""
+
+
+class ProtocolAuthenticationError(ProtocolConnectionError):
+    """The brokers refused the client's credentials (SASL) or its TLS handshake: retrying
+    cannot help (the message is the broker's reason, never a credential)."""
 
 
 def error_name(code: int) -> str:
@@ -73,6 +85,7 @@ class ProtocolClient:
         args["max_in_flight_requests_per_connection"] = max_in_flight
         self.timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**args)
+        _fail_fast_on_authentication(self._client)
         self._bootstrapped = False
 
     def close(self) -> None:
@@ -82,8 +95,16 @@ class ProtocolClient:
         """Connect to a bootstrap server and learn the brokers and API versions (once)."""
         if self._bootstrapped:
             return
+        import kafka.errors as errors
+
         try:
             self._client.check_version(timeout_ms=self.timeout_ms)
+        except _AUTH_FAILURES as exc:
+            raise ProtocolAuthenticationError(
+                f"the bootstrap servers refused this client: {_reason(exc)}"
+            ) from None
+        except errors.SaslAuthenticationFailedError as exc:
+            raise ProtocolAuthenticationError(f"authentication failed: {_reason(exc)}") from None
         except Exception as exc:  # kafka-python's connection errors
             raise ProtocolConnectionError(f"no bootstrap server answered: {exc}") from None
         self._bootstrapped = True
@@ -170,3 +191,50 @@ class ProtocolClient:
                     f"FindCoordinator answered {error_name(result.error_code)}"
                 )
             time.sleep(0.1)
+
+
+#: failures of a connection that a retry cannot mend (besides SASL's): a certificate the client
+#: does not trust, a host name it does not match
+_AUTH_FAILURES: Final = (ssl.SSLCertVerificationError,)
+
+
+def _reason(exc: BaseException) -> str:
+    """kafka-python's error text without its repeated class name
+    (``[Error 58] SaslAuthenticationFailedError: SaslAuthenticationFailedError: reason``)."""
+    return str(exc).rsplit(f"{type(exc).__name__}: ", 1)[-1]
+
+
+def _fail_fast_on_authentication(client: Any) -> None:
+    """Make a connection refused for its credentials end the bootstrap at once.
+
+    kafka-python 3.0 retries a bootstrap server that refused the credentials until the whole
+    timeout has passed, then says only "Unable to bootstrap" (its own "sticky" record of an
+    authentication failure is cleared again once the connect coroutine returns). Remembering
+    the failure here and raising it at the next connect to that node - which the bootstrap loop
+    does not catch - makes a wrong password one clear error within a second. (Internals of
+    kafka-python 3.x, pinned below 4; if they change, this does nothing and the bootstrap times
+    out as before.)"""
+    import kafka.errors as errors
+
+    manager: Any = getattr(client, "_manager", None)
+    original = getattr(manager, "get_connection", None)
+    if original is None:
+        return
+    lasting = (errors.SaslAuthenticationFailedError, errors.AuthorizationError, *_AUTH_FAILURES)
+    refused: dict[Any, BaseException] = {}
+
+    def get_connection(node_id: Any, *args: Any, **kwargs: Any) -> Any:
+        if node_id in refused:
+            raise refused[node_id]
+        conn = original(node_id, *args, **kwargs)
+        future = getattr(conn, "init_future", None)
+        if future is not None:
+
+            def record(exc: BaseException) -> None:
+                if isinstance(exc, lasting):
+                    refused[node_id] = exc
+
+            future.add_errback(record)
+        return conn
+
+    manager.get_connection = get_connection
