@@ -32,6 +32,7 @@ __all__ = [
     "ProtocolClient",
     "ProtocolConnectionError",
     "error_name",
+    "fail_fast_on_authentication",
 ]
 
 #: FindCoordinator key types
@@ -85,7 +86,7 @@ class ProtocolClient:
         args["max_in_flight_requests_per_connection"] = max_in_flight
         self.timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**args)
-        _fail_fast_on_authentication(self._client)
+        fail_fast_on_authentication(self._client)
         self._bootstrapped = False
 
     def close(self) -> None:
@@ -204,7 +205,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc).rsplit(f"{type(exc).__name__}: ", 1)[-1]
 
 
-def _fail_fast_on_authentication(client: Any) -> None:
+def fail_fast_on_authentication(client: Any) -> None:
     """Make a connection refused for its credentials end the bootstrap at once.
 
     kafka-python 3.0 retries a bootstrap server that refused the credentials until the whole

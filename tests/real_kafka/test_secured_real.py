@@ -1,0 +1,204 @@
+"""Issue 22 point 4: the platform's clients on a secured broker - SASL_SSL with SCRAM-SHA-512,
+TLS from a CA made by the test (host names verified), ACLs enforced (StandardAuthorizer).
+
+Each principal holds only the ACLs docs/security.md lists as the minimum for what it does
+(:data:`REPLAY_ACLS`, :data:`FOLLOW_ACLS`): a batch-level replay into the secured target (the
+report says ``batches``, the records read back exactly), and ``catalog follow-offsets
+--until-caught-up`` (librdkafka's consumer and kafka-python's raw reader) against it. A wrong
+password is one clear error within seconds, exit 1, no traceback, the password nowhere in
+stdout, stderr or the broker's log; a principal without the ACLs gets an authorization error
+naming the resource.
+
+The CLI runs as a child process (what a user runs: its real stdout and stderr). The records
+are read back through the harness's PLAINTEXT listener (a super user).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from support.real_kafka import SECURED_USERS, SecuredCluster, unique_name
+
+from tests.real_kafka import test_replay_real
+from tests.real_kafka.test_replay_real import BULK, CLUSTER, Source, assert_exactly_once
+
+pytestmark = pytest.mark.timeout(600)
+
+# the writer-made source of test_replay_real (no cluster: only the secured one runs here)
+src = test_replay_real.src
+
+KAFKA_ARCHIVE = str(Path(sys.executable).parent / "kafka-archive")
+PROGRESS = "__kafka_archive_replay_progress"
+#: how long a refused password may take to be reported (librdkafka's or kafka-python's own
+#: retries until a request timeout would take 30 s and more)
+REFUSAL_S = 20.0
+
+Acl = tuple[str, str, str, str]
+
+
+def replay_acls(target: str) -> list[Acl]:
+    """The minimum of a batch-level replay into ``target`` with ``--create-topic`` (the first
+    replay into a cluster also creates the progress topic)."""
+    return [
+        ("TOPIC", target, "LITERAL", "WRITE"),
+        ("TOPIC", target, "LITERAL", "DESCRIBE_CONFIGS"),
+        ("TOPIC", target, "LITERAL", "CREATE"),  # only for --create-topic
+        ("TOPIC", PROGRESS, "LITERAL", "WRITE"),
+        ("TOPIC", PROGRESS, "LITERAL", "READ"),  # resume: the last committed progress
+        ("TOPIC", PROGRESS, "LITERAL", "CREATE"),  # only for the first replay into a cluster
+        # the progress reader's consumer looks its group's coordinator up (commits nothing)
+        ("GROUP", "kafka-archive-replay-progress-reader", "LITERAL", "DESCRIBE"),
+        ("TRANSACTIONAL_ID", "kafka-archive-replay.", "PREFIXED", "WRITE"),
+    ]
+
+
+#: the minimum of ``catalog follow-offsets``
+FOLLOW_ACLS: list[Acl] = [("TOPIC", "__consumer_offsets", "LITERAL", "READ")]
+
+
+def _settings(tmp: Path, sec: SecuredCluster, user: str, password: str | None = None) -> str:
+    """``@FILE`` of ``user``'s client settings (the password stays off the command line)."""
+    conf = sec.client_config(user, password)
+    conf.pop("bootstrap.servers")
+    path = tmp / f"{user}-{unique_name('conf')}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return f"@{path}"
+
+
+def _run(*args: str) -> tuple[int, str, str, float]:
+    start = time.monotonic()
+    proc = subprocess.run(
+        [KAFKA_ARCHIVE, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+
+
+def _replay(src: Source, sec: SecuredCluster, target: str, settings: str, *extra: str) -> Any:
+    return _run(
+        "replay", "run", "--cluster", CLUSTER, "--topic", BULK, "--from", "earliest",
+        "--target", sec.cluster.sasl_bootstrap_servers, "--target-topic", target,
+        "--store", src.store.uri, "--db", src.db_url, "--json",
+        "--target-config", settings, *extra,
+    )  # fmt: skip
+
+
+def _follow(sec: SecuredCluster, db: Path, settings: str) -> Any:
+    return _run(
+        "catalog", "follow-offsets", "--cluster", "secured",
+        "--bootstrap", sec.cluster.sasl_bootstrap_servers, "--db", str(db),
+        "--until-caught-up", "--json", "-X", settings,
+    )  # fmt: skip
+
+
+def _no_secret(*texts: str) -> None:
+    for text in texts:
+        for password in SECURED_USERS.values():
+            assert password not in text
+        assert "wrong-Pw-0" not in text
+        assert "Traceback" not in text
+
+
+def _broker_log(sec: SecuredCluster) -> str:
+    node = sec.cluster.nodes[1]
+    return "".join(
+        f.read_text(errors="replace")
+        for f in (node.log_file, node.home / "stdout.log")
+        if f.exists()
+    )
+
+
+def test_batch_level_replay_into_a_sasl_ssl_target_with_the_minimum_acls(
+    src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    sec = secured_kafka_cluster
+    target = unique_name("secured-replayed")
+    sec.allow("replayer", replay_acls(target))
+    settings = _settings(tmp_path, sec, "replayer")
+    code, out, err, _ = _replay(src, sec, target, settings, "--create-topic")
+    assert code == 0, out + err
+    report = [json.loads(x) for x in out.splitlines() if x.startswith("{")][-1]
+    assert report["status"] == "complete"
+    assert report["replay_path"] == "batches", report.get("path_notes")
+    assert report["records_sent"] == sum(len(v) for v in src.expected[BULK].values())
+    assert_exactly_once(src, sec.cluster, BULK, target)
+    _no_secret(out, err)
+    # a re-run reads the progress back (READ on the progress topic) and sends nothing
+    code, out, err, _ = _replay(src, sec, target, settings)
+    assert code == 0, out + err
+    assert json.loads(out.splitlines()[-1])["records_sent_this_run"] == 0
+
+
+def test_replay_with_a_wrong_password_is_one_clear_error(
+    src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    sec = secured_kafka_cluster
+    settings = _settings(tmp_path, sec, "replayer", "wrong-Pw-0")
+    code, out, err, took = _replay(src, sec, unique_name("never"), settings, "--create-topic")
+    assert code in (1, 2), out + err
+    assert "authentication" in (out + err).lower(), out + err
+    assert took < REFUSAL_S, took
+    _no_secret(out, err, _broker_log(sec))
+
+
+def test_replay_without_the_acls_names_the_resource(
+    src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    sec = secured_kafka_cluster
+    target = unique_name("secured-denied")
+    sec.cluster.create_topic(target, 4)
+    code, out, err, _ = _replay(src, sec, target, _settings(tmp_path, sec, "nobody"))
+    assert code in (1, 2), out + err
+    text = (out + err).lower()
+    assert "authoriz" in text, out + err
+    assert target.lower() in text or PROGRESS in text, out + err
+    _no_secret(out, err)
+
+
+def _commit_a_group(sec: SecuredCluster) -> str:
+    """A group commits offsets (through the harness's listener): something to follow."""
+    topic = sec.cluster.create_topic(unique_name("secured-followed"), 1)
+    group = unique_name("secured-group")
+    consumer = Consumer({"bootstrap.servers": sec.cluster.bootstrap_servers, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    return group
+
+
+def test_follow_offsets_on_a_sasl_ssl_cluster_with_the_minimum_acls(
+    secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    sec = secured_kafka_cluster
+    _commit_a_group(sec)
+    sec.allow("follower", FOLLOW_ACLS)
+    code, out, err, _ = _follow(sec, tmp_path / "cat.db", _settings(tmp_path, sec, "follower"))
+    assert code == 0, out + err
+    report = json.loads(out.splitlines()[-1])
+    assert report["records_read"] > 0, report
+    _no_secret(out, err)
+
+
+def test_follow_offsets_with_a_wrong_password_or_no_acl(
+    secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    sec = secured_kafka_cluster
+    db = tmp_path / "cat.db"
+    code, out, err, took = _follow(sec, db, _settings(tmp_path, sec, "follower", "wrong-Pw-0"))
+    assert code in (1, 2), out + err
+    assert "authentication" in (out + err).lower(), out + err
+    assert took < REFUSAL_S, took
+    assert not db.exists()  # nothing made
+    _no_secret(out, err, _broker_log(sec))
+    _commit_a_group(sec)
+    code, out, err, _ = _follow(sec, db, _settings(tmp_path, sec, "nobody"))
+    assert code in (1, 2), out + err
+    assert "__consumer_offsets" in out + err and "authoriz" in (out + err).lower(), out + err
+    _no_secret(out, err)
