@@ -296,6 +296,7 @@ class LocalKafkaCluster:
             "ssl.keystore.password": sec.keystore_password,
             "ssl.key.password": sec.keystore_password,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
             "super.users": ";".join(supers),
         }
 
