@@ -208,3 +208,47 @@ def test_follow_offsets_with_a_wrong_password_or_no_acl(
     assert code in (1, 2), out + err
     assert "__consumer_offsets" in out + err and "authoriz" in (out + err).lower(), out + err
     _no_secret(out, err)
+
+
+# -- the protocol client (kafka-python) alone: what the librdkafka probe answers before it -------
+
+
+def test_protocol_client_refusals_are_clear_and_quick(
+    secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    """A wrong password and a CA the client does not trust end the bootstrap at once with
+    :class:`ProtocolAuthenticationError` (kafka-python alone retries until its timeout); a
+    principal without ACLs gets the raw reader's error naming ``__consumer_offsets``."""
+    from kafka_archive.kafka_protocol.client import ProtocolAuthenticationError, ProtocolClient
+    from kafka_archive.offsets_follower.raw_batches import KafkaRawBatchReader, RawFetchError
+    from kafka_archive_dev.tls import make_tls
+
+    sec = secured_kafka_cluster
+    ok = ProtocolClient(sec.client_config("replayer"), client_id="t", timeout_ms=60_000)
+    try:
+        assert ok.any_node() == 1
+    finally:
+        ok.close()
+    other_ca = make_tls(tmp_path / "other").ca_pem
+    cases = [
+        (sec.client_config("replayer", "wrong-Pw-0"), "invalid credentials"),
+        ({**sec.client_config("replayer"), "ssl.ca.location": str(other_ca)}, "certificate"),
+    ]
+    for conf, says in cases:
+        client = ProtocolClient(conf, client_id="t", timeout_ms=60_000)
+        start = time.monotonic()
+        try:
+            with pytest.raises(ProtocolAuthenticationError) as err:
+                client.any_node()
+        finally:
+            client.close()
+        assert time.monotonic() - start < REFUSAL_S
+        assert says in str(err.value), str(err.value)
+        _no_secret(str(err.value))
+    _commit_a_group(sec)
+    reader = KafkaRawBatchReader(sec.client_config("nobody"))
+    try:
+        with pytest.raises(RawFetchError, match="__consumer_offsets: TOPIC_AUTHORIZATION_FAILED"):
+            reader.fetch(0, 0)
+    finally:
+        reader.close()

@@ -100,13 +100,14 @@ class ProtocolClient:
 
         try:
             self._client.check_version(timeout_ms=self.timeout_ms)
-        except _AUTH_FAILURES as exc:
-            raise ProtocolAuthenticationError(
-                f"the bootstrap servers refused this client: {_reason(exc)}"
-            ) from None
         except errors.SaslAuthenticationFailedError as exc:
             raise ProtocolAuthenticationError(f"authentication failed: {_reason(exc)}") from None
         except Exception as exc:  # kafka-python's connection errors
+            if _tls_refused(exc):
+                raise ProtocolAuthenticationError(
+                    f"TLS: the broker's certificate was not accepted: {exc} (check "
+                    "ssl.ca.location and the host name in --bootstrap)"
+                ) from None
             raise ProtocolConnectionError(f"no bootstrap server answered: {exc}") from None
         self._bootstrapped = True
 
@@ -194,9 +195,12 @@ class ProtocolClient:
             time.sleep(0.1)
 
 
-#: failures of a connection that a retry cannot mend (besides SASL's): a certificate the client
-#: does not trust, a host name it does not match
-_AUTH_FAILURES: Final = (ssl.SSLCertVerificationError,)
+def _tls_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is (kafka-python's wrapping of) a certificate the client does not trust
+    or whose host name does not match: a retry cannot mend it."""
+    return isinstance(exc, ssl.SSLCertVerificationError) or isinstance(
+        exc.__context__, ssl.SSLCertVerificationError
+    )
 
 
 def _reason(exc: BaseException) -> str:
@@ -206,7 +210,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def fail_fast_on_authentication(client: Any) -> None:
-    """Make a connection refused for its credentials end the bootstrap at once.
+    """Make a connection refused for its credentials or its TLS handshake end the bootstrap at
+    once.
 
     kafka-python 3.0 retries a bootstrap server that refused the credentials until the whole
     timeout has passed, then says only "Unable to bootstrap" (its own "sticky" record of an
@@ -221,7 +226,7 @@ def fail_fast_on_authentication(client: Any) -> None:
     original = getattr(manager, "get_connection", None)
     if original is None:
         return
-    lasting = (errors.SaslAuthenticationFailedError, errors.AuthorizationError, *_AUTH_FAILURES)
+    lasting = (errors.SaslAuthenticationFailedError, errors.AuthorizationError)
     refused: dict[Any, BaseException] = {}
 
     def get_connection(node_id: Any, *args: Any, **kwargs: Any) -> Any:
@@ -232,7 +237,7 @@ def fail_fast_on_authentication(client: Any) -> None:
         if future is not None:
 
             def record(exc: BaseException) -> None:
-                if isinstance(exc, lasting):
+                if isinstance(exc, lasting) or _tls_refused(exc):
                     refused[node_id] = exc
 
             future.add_errback(record)
