@@ -14,13 +14,18 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
-from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
+from kafka_archive.kafka_protocol.config import (
+    UnsupportedRawSetting,
+    kafka_python_config,
+    librdkafka_config,
+)
 from kafka_archive.kafka_protocol.oauth import (
     MskIamTokenProvider,
     OAuthTokenError,
@@ -286,3 +291,56 @@ def test_the_protocol_client_takes_an_oauthbearer_provider(
 
     conf = {"bootstrap.servers": "127.0.0.1:1", **_oidc(token_endpoint.url)}
     ProtocolClient(conf, client_id="t").close()
+
+
+# -- the librdkafka clients ------------------------------------------------------------------
+
+
+def test_librdkafka_settings_pass_unchanged_but_msk_iam() -> None:
+    conf = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "x.y": "z"}
+    assert librdkafka_config(conf) == conf
+    with pytest.raises(UnsupportedRawSetting, match=r"security\.protocol=SASL_SSL"):
+        librdkafka_config({"sasl.mechanisms": "aws_msk_iam", "sasl.aws.region": "eu-west-1"})
+
+
+def test_librdkafka_clients_take_the_msk_iam_token_through_oauth_cb(
+    fake_aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka has no IAM mechanism: AWS_MSK_IAM becomes OAUTHBEARER with an ``oauth_cb``,
+    which librdkafka itself calls when a client is made (each of the three kinds)."""
+    import logging
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    fetched: list[float] = []
+    original = MskIamTokenProvider._fetch
+
+    def spy(self: MskIamTokenProvider) -> tuple[str, float]:
+        got = original(self)
+        fetched.append(got[1])
+        return got
+
+    monkeypatch.setattr(MskIamTokenProvider, "_fetch", spy)
+    conf = {
+        "bootstrap.servers": "127.0.0.1:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "AWS_MSK_IAM",
+        "sasl.aws.region": "eu-west-1",
+        "sasl.aws.profile": "",
+    }
+    got = librdkafka_config(conf)
+    assert got["sasl.mechanism"] == "OAUTHBEARER"
+    assert not any(k.startswith("sasl.aws.") for k in got)
+    token, expires = got["oauth_cb"]("")
+    assert expires - time.time() > 600  # the signer's 900 s
+    assert base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).startswith(
+        b"https://kafka.eu-west-1.amazonaws.com/"
+    )
+    quiet = {"logger": logging.getLogger("quiet-librdkafka")}
+    for make, extra in ((AdminClient, {}), (Producer, {}), (Consumer, {"group.id": "g"})):
+        before = len(fetched)
+        client = make({**librdkafka_config(conf), **quiet, **extra})
+        assert len(fetched) == before + 1, make.__name__  # librdkafka asked for the token
+        if isinstance(client, Consumer):
+            client.close()

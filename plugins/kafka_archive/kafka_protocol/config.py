@@ -15,6 +15,8 @@ settings (``sasl.oauthbearer.method=oidc``: a token provider of
 which librdkafka does not have: ``sasl.mechanism=AWS_MSK_IAM`` with ``sasl.aws.region`` (or
 ``AWS_REGION``), optionally ``sasl.aws.profile`` or ``sasl.aws.role.arn``, sent as the
 OAUTHBEARER token AWS's signer makes (how MSK takes IAM from non-Java clients).
+:func:`librdkafka_config` does the same for the librdkafka clients (an ``oauth_cb``) and passes
+every other setting unchanged: every librdkafka client of the platform is made through it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Final
 
 from kafka_archive.errors import KafkaArchiveError
 
-__all__ = ["MSK_IAM", "UnsupportedRawSetting", "kafka_python_config"]
+__all__ = ["MSK_IAM", "UnsupportedRawSetting", "kafka_python_config", "librdkafka_config"]
 
 
 class UnsupportedRawSetting(KafkaArchiveError, ValueError):
@@ -182,6 +184,37 @@ def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
                 "pass only connection settings (see docs/security.md)"
             )
     _add_token_provider(out, oauth)
+    return out
+
+
+def librdkafka_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` as librdkafka takes it: the same settings, except this platform's
+    ``sasl.mechanism=AWS_MSK_IAM``, which librdkafka does not know: it becomes ``OAUTHBEARER``
+    with an ``oauth_cb`` that returns AWS's signed token (AWS's documented way for librdkafka
+    clients), and the ``sasl.aws.*`` settings are taken out. Every librdkafka client of the
+    platform is made from its settings through this.
+
+    Raises:
+        UnsupportedRawSetting: ``AWS_MSK_IAM`` without SASL_SSL or without a region.
+    """
+    mech_key = next(
+        (
+            k
+            for k in ("sasl.mechanism", "sasl.mechanisms")
+            if str(conf.get(k, "")).upper() == MSK_IAM
+        ),
+        None,
+    )
+    if mech_key is None:
+        return dict(conf)
+    if str(conf.get("security.protocol", "")).upper() != "SASL_SSL":
+        raise UnsupportedRawSetting(
+            f"sasl.mechanism {MSK_IAM} needs security.protocol=SASL_SSL (MSK IAM is TLS only)"
+        )
+    provider = _msk_iam_provider({k: str(v) for k, v in conf.items() if k in _OAUTH})
+    out = {k: v for k, v in conf.items() if not k.startswith("sasl.aws.")}
+    out[mech_key] = "OAUTHBEARER"
+    out["oauth_cb"] = provider.oauth_cb
     return out
 
 

@@ -56,6 +56,7 @@ class _CachingProvider(AbstractTokenProvider):  # type: ignore[misc]
         self._lock = threading.Lock()
         self._token: str | None = None
         self._refresh_at = 0.0
+        self._expires_at = 0.0  # epoch seconds
 
     def _fetch(self) -> tuple[str, float]:
         raise NotImplementedError
@@ -67,7 +68,14 @@ class _CachingProvider(AbstractTokenProvider):  # type: ignore[misc]
                 token, lifetime_s = self._fetch()
                 self._token = token
                 self._refresh_at = now + max(1.0, lifetime_s) * REFRESH_AT
+                self._expires_at = time.time() + max(1.0, lifetime_s)
             return self._token
+
+    def oauth_cb(self, _oauthbearer_config: str) -> tuple[str, float]:
+        """librdkafka's ``oauth_cb`` (confluent-kafka): the token and when it expires (epoch
+        seconds); librdkafka calls it again before then."""
+        token = self.token()
+        return token, self._expires_at
 
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)

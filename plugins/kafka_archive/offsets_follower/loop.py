@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.offsets_follower.follower import (
     CONSUMER_OFFSETS_TOPIC,
     BatchResult,
@@ -292,7 +293,7 @@ def follow_offsets(
         if raw_source is not None
         else KafkaRawBatchReader(consumer_config(bootstrap, config))
     )
-    consumer = Consumer(consumer_config(bootstrap, config))
+    consumer = Consumer(librdkafka_config(consumer_config(bootstrap, config)))
     try:
         parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
         report.partitions = len(parts)
