@@ -2,8 +2,8 @@
 TLS from a CA made by the test (host names verified), ACLs enforced (StandardAuthorizer).
 
 Each principal holds only the ACLs docs/security.md lists as the minimum for what it does
-(:data:`REPLAY_ACLS`, :data:`FOLLOW_ACLS`): a batch-level replay into the secured target (the
-report says ``batches``, the records read back exactly), and ``catalog follow-offsets
+(:func:`replay_acls`, :data:`FOLLOW_ACLS`): a replay into the secured target by whole batches
+and by records (the report says which, the records read back exactly), and ``catalog follow-offsets
 --until-caught-up`` (librdkafka's consumer and kafka-python's raw reader) against it. A wrong
 password is one clear error within seconds, exit 1, no traceback, the password nowhere in
 stdout, stderr or the broker's log; a principal without the ACLs gets an authorization error
@@ -118,18 +118,24 @@ def _broker_log(sec: SecuredCluster) -> str:
     )
 
 
-def test_batch_level_replay_into_a_sasl_ssl_target_with_the_minimum_acls(
-    src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path
+@pytest.mark.parametrize("path", ["batches", "records"])
+def test_replay_into_a_sasl_ssl_target_with_the_minimum_acls(
+    src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path, path: str
 ) -> None:
+    """Both paths: whole batches through kafka-python (the default), record by record through
+    librdkafka's transactional producer."""
     sec = secured_kafka_cluster
-    target = unique_name("secured-replayed")
+    target = unique_name(f"secured-replayed-{path}")
     sec.allow("replayer", replay_acls(target))
     settings = _settings(tmp_path, sec, "replayer")
-    code, out, err, _ = _replay(src, sec, target, settings, "--create-topic")
+    asked = "auto" if path == "batches" else "records"
+    code, out, err, _ = _replay(
+        src, sec, target, settings, "--create-topic", "--replay-path", asked
+    )
     assert code == 0, out + err
     report = [json.loads(x) for x in out.splitlines() if x.startswith("{")][-1]
     assert report["status"] == "complete"
-    assert report["replay_path"] == "batches", report.get("path_notes")
+    assert report["replay_path"] == path, report.get("path_notes")
     assert report["records_sent"] == sum(len(v) for v in src.expected[BULK].values())
     assert "AUTHORIZATION" not in err.upper(), err
     assert_exactly_once(src, sec.cluster, BULK, target)
