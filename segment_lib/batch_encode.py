@@ -43,6 +43,7 @@ __all__ = [
     "NO_SEQUENCE",
     "EncodedBatch",
     "WriteRecord",
+    "assemble_v2",
     "encode_batch_v2",
     "encode_control_batch",
     "encode_empty_batch_v2",
@@ -50,6 +51,7 @@ __all__ = [
     "encode_varint",
     "require_timestamp",
     "restamp_v2",
+    "v2_attributes",
 ]
 
 NO_SEQUENCE: Final = -1
@@ -164,9 +166,10 @@ def encode_record_v2(
     return encode_varint(len(body)) + bytes(body)
 
 
-def _v2_attributes(
+def v2_attributes(
     codec: Codec, log_append: bool, transactional: bool, control: bool, delete_horizon: bool
 ) -> int:
+    """A magic 2 batch's attributes field from its parts."""
     return (
         int(codec)
         | (_TIMESTAMP_TYPE_BIT if log_append else 0)
@@ -176,7 +179,7 @@ def _v2_attributes(
     )
 
 
-def _assemble_v2(
+def assemble_v2(
     *,
     base_offset: int,
     partition_leader_epoch: int,
@@ -190,6 +193,8 @@ def _assemble_v2(
     record_count: int,
     payload: bytes,
 ) -> bytes:
+    """A whole magic 2 batch from its header fields and its (already compressed) records;
+    the batch length and the CRC-32C are computed."""
     batch_length = BATCH_HEADER.size - LOG_OVERHEAD + len(payload)
     header = bytearray(
         BATCH_HEADER.pack(
@@ -260,10 +265,10 @@ def encode_batch_v2(
     log_append = log_append_time is not None
     # MemoryRecordsBuilder starts maxTimestamp at NO_TIMESTAMP and keeps the largest record's
     max_ts = log_append_time if log_append_time is not None else max(NO_TIMESTAMP, *timestamps)
-    data = _assemble_v2(
+    data = assemble_v2(
         base_offset=base_offset,
         partition_leader_epoch=partition_leader_epoch,
-        attributes=_v2_attributes(
+        attributes=v2_attributes(
             codec, log_append, transactional, False, delete_horizon_ms is not None
         ),
         last_offset_delta=last_delta,
@@ -315,10 +320,10 @@ def encode_control_batch(
     base_ts = timestamp if delete_horizon_ms is None else delete_horizon_ms
     payload = encode_record_v2(0, timestamp - base_ts, key, value, ())
     max_ts = timestamp if log_append_time is None else log_append_time
-    data = _assemble_v2(
+    data = assemble_v2(
         base_offset=offset,
         partition_leader_epoch=partition_leader_epoch,
-        attributes=_v2_attributes(
+        attributes=v2_attributes(
             Codec.NONE, log_append_time is not None, True, True, delete_horizon_ms is not None
         ),
         last_offset_delta=0,
@@ -370,10 +375,10 @@ def encode_empty_batch_v2(
     ``firstTimestamp`` is -1, the codec none, ``recordCount`` 0; offsets and producer fields are
     the original batch's.
     """
-    data = _assemble_v2(
+    data = assemble_v2(
         base_offset=base_offset,
         partition_leader_epoch=partition_leader_epoch,
-        attributes=_v2_attributes(
+        attributes=v2_attributes(
             Codec.NONE,
             timestamp_type is TimestampType.LOG_APPEND_TIME,
             transactional,

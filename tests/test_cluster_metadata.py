@@ -359,15 +359,14 @@ def test_mutated_metadata_files_only_raise_segment_errors(
 
 
 def test_a_control_batch_without_a_key_is_named(tmp_path: Path) -> None:
-    from kafka_archive_dev.writer.encode import _assemble_v2, _v2_attributes, encode_record_v2
-
+    from segment_lib.batch_encode import assemble_v2, encode_record_v2, v2_attributes
     from segment_lib.errors import SegmentError
 
     payload = encode_record_v2(0, 0, None, b"x", ())
-    batch = _assemble_v2(
+    batch = assemble_v2(
         base_offset=7,
         partition_leader_epoch=1,
-        attributes=_v2_attributes(Codec.NONE, False, False, True, False),
+        attributes=v2_attributes(Codec.NONE, False, False, True, False),
         last_offset_delta=0,
         first_timestamp=1,
         max_timestamp=1,

@@ -203,6 +203,23 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         used_by="offsets DAG",
     ),
     Setting(
+        "fetch_cluster",
+        "Cluster name the fetch archiver's DAG archives (when its Variable kafka_archive_fetch "
+        "names no clusters).",
+        used_by="fetch DAG",
+    ),
+    Setting(
+        "fetch_bootstrap",
+        "Bootstrap servers of that cluster.",
+        used_by="fetch DAG",
+    ),
+    Setting(
+        "fetch_topics",
+        "Regular expression of the topics the fetch DAG archives from that cluster (unset: "
+        "every topic).",
+        used_by="fetch DAG",
+    ),
+    Setting(
         "retention",
         "Retention policies of the archive: a list of {name, cluster, topic, max_age, "
         "max_bytes, keep_all} (YAML in the configuration file, JSON in the environment); "
@@ -278,6 +295,9 @@ class Settings:
     aws_conn_id: str | None = None
     offsets_cluster: str | None = None
     offsets_bootstrap: str | None = None
+    fetch_cluster: str | None = None
+    fetch_bootstrap: str | None = None
+    fetch_topics: str | None = None
     error_log_dir: str | None = None
     notify_webhook: str | None = None
     archive_deadline: str | None = None

@@ -25,14 +25,9 @@ from kafka_archive.archive.metadata_snapshots import (
 )
 from kafka_archive.archive.runner import run_archive
 from kafka_archive.store import LocalStore, StoreError
-from kafka_archive_dev.writer.encode import (
-    WriteRecord,
-    _assemble_v2,
-    _v2_attributes,
-    encode_batch_v2,
-    encode_record_v2,
-)
+from kafka_archive_dev.writer.encode import WriteRecord, encode_batch_v2, encode_record_v2
 
+from segment_lib.batch_encode import assemble_v2, v2_attributes
 from segment_lib.cluster_metadata import MetadataEntry, iter_metadata_file
 from segment_lib.control import ControlType
 from segment_lib.records import Codec
@@ -45,10 +40,10 @@ T0 = 1_700_000_000_000
 def _control_batch(offset: int, ctype: ControlType, value: bytes) -> bytes:
     """A KRaft control batch of one record (key: version 0, type)."""
     payload = encode_record_v2(0, 0, struct.pack(">hh", 0, int(ctype)), value, ())
-    return _assemble_v2(
+    return assemble_v2(
         base_offset=offset,
         partition_leader_epoch=1,
-        attributes=_v2_attributes(Codec.NONE, False, False, True, False),
+        attributes=v2_attributes(Codec.NONE, False, False, True, False),
         last_offset_delta=0,
         first_timestamp=T0 + offset,
         max_timestamp=T0 + offset,

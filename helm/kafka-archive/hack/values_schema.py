@@ -50,6 +50,18 @@ Schema = dict[str, Any]
 
 # ---------------------------------------------------------------------------------- builders
 
+
+def _secret_key_pattern() -> str:
+    """kafka_archive.redact's pattern of secret setting names (importable from the repository's
+    plugins/ folder when the package is not installed)."""
+    plugins = str(Path(__file__).resolve().parents[3] / "plugins")
+    if plugins not in sys.path:
+        sys.path.append(plugins)
+    from kafka_archive.redact import SECRET_KEY_PATTERN
+
+    return SECRET_KEY_PATTERN
+
+
 #: Kubernetes object names (DNS-1123 subdomain) and labels.
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -378,6 +390,60 @@ CLUSTER = described(
     "A Kafka cluster to archive.",
 )
 
+#: librdkafka settings whose names hold secrets (kafka_archive.redact, the same rule as the
+#: replay DAG's Params): refused in fetchArchivers.clusters[].clientConfig
+SECRET_SETTING_NAMES = _secret_key_pattern()
+
+FETCH_CLUSTER = described(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "bootstrap"],
+        "properties": {
+            "name": described(
+                string(pattern=r"^[a-z0-9]([a-z0-9-]{0,28}[a-z0-9])?$"),
+                "Cluster name: first key segment in the store, part of object names.",
+            ),
+            "bootstrap": described(
+                string(pattern=r"^[^\s,:]+:[0-9]{1,5}(,[^\s,:]+:[0-9]{1,5})*$"),
+                "Bootstrap servers, HOST:PORT[,HOST:PORT...].",
+            ),
+            "topics": described(
+                string(), "Regular expression of whole topic names (empty: every topic)."
+            ),
+            "clientConfig": described(
+                {
+                    "type": "object",
+                    "propertyNames": {
+                        "pattern": r"^[a-z][a-z0-9._-]*$",
+                        "not": {"pattern": SECRET_SETTING_NAMES},
+                    },
+                    "additionalProperties": {"type": "string"},
+                },
+                "librdkafka settings given as -X NAME=VALUE (strings); secrets are refused: "
+                "put them in existingSecret.",
+            ),
+            "existingSecret": described(
+                secret_name(allow_empty=True),
+                "Existing Secret mounted read-only at /etc/kafka-archive/fetch-secret (client "
+                "properties, certificates).",
+            ),
+            "propertiesKey": described(
+                string(pattern=optional(SECRET_KEY)),
+                "Key of that Secret holding NAME=VALUE client settings, given as -X @FILE.",
+            ),
+            "egress": described(
+                egress_rule(),
+                "NetworkPolicy egress to the brokers (default: networkPolicies.kafka).",
+            ),
+        },
+        # the properties file is read from the Secret
+        "if": {"required": ["propertiesKey"], "properties": {"propertiesKey": MIN1}},
+        "then": {"required": ["existingSecret"], "properties": {"existingSecret": MIN1}},
+    },
+    "A Kafka cluster archived over the Kafka protocol.",
+)
+
 #: airflow.cfg keys that hold secrets: refused in airflow.config (use extraEnv + secretKeyRef).
 SECRET_AIRFLOW_KEYS = [
     "fernet_key",
@@ -398,7 +464,10 @@ SPEC: Schema = obj(
         "imagePullSecrets": array(string(pattern=DNS_SUBDOMAIN), uniqueItems=True),
         "securityContexts": obj({"pod": k8s(POD_SECURITY), "container": k8s(CONTAINER_SECURITY)}),
         "serviceAccounts": obj(
-            {k: service_account() for k in ("airflow", "worker", "archiver", "spark")}
+            {
+                k: service_account()
+                for k in ("airflow", "worker", "archiver", "fetchArchiver", "spark")
+            }
         ),
         "objectStore": obj(
             {
@@ -515,6 +584,19 @@ SPEC: Schema = obj(
                         "maxUnavailable": {"oneOf": [integer(1), string(pattern=r"^[0-9]{1,3}%$")]},
                     }
                 ),
+            }
+        ),
+        "fetchArchivers": obj(
+            {
+                "enabled": boolean(),
+                "clusters": array(FETCH_CLUSTER),
+                "resources": k8s(RESOURCES),
+                "terminationGracePeriodSeconds": integer(30),
+                "workDirSizeLimit": string(pattern=QUANTITY),
+                "podAnnotations": string_map(),
+                **placement(),
+                "livenessProbe": probe(),
+                "readinessProbe": probe(),
             }
         ),
         "airflow": obj(

@@ -104,6 +104,11 @@ imagePullSecrets:
 {{- end -}}
 {{- end -}}
 
+{{/* The fetch archivers' service account (its values key is not a DNS label). */}}
+{{- define "kafka-archive.fetchArchiverServiceAccount" -}}
+{{- .Values.serviceAccounts.fetchArchiver.name | default (include "kafka-archive.componentName" (list . "fetch-archiver")) -}}
+{{- end -}}
+
 {{/* Annotations that give a service account object-store access (IRSA / GKE workload identity). */}}
 {{- define "kafka-archive.workloadIdentityAnnotations" -}}
 {{- $wi := .Values.objectStore.workloadIdentity -}}
@@ -269,12 +274,20 @@ Spark pods): the catalog URL, the store and its AWS settings, the archive config
 - name: KAFKA_ARCHIVE_DB
   value: {{ printf "postgresql+psycopg://%s:$(KAFKA_ARCHIVE_DB_PASSWORD)@%s:5432/%s" .Values.postgresql.auth.username (include "kafka-archive.postgresqlHost" .) .Values.postgresql.databases.catalog | quote }}
 {{- end }}
-- name: KAFKA_ARCHIVE_STORE
-  value: {{ include "kafka-archive.storeUri" . | quote }}
+{{ include "kafka-archive.storeEnv" . }}
 {{- if include "kafka-archive.archiveConfigEnabled" . }}
 - name: KAFKA_ARCHIVE_CONFIG
   value: /opt/kafka-archive/config/archive.yaml
 {{- end }}
+{{- end -}}
+
+{{/*
+The object store: its URI, region, endpoint, checksum setting and static credentials (part of
+platformEnv; alone for the fetch archivers, which need no catalog and no archive configuration).
+*/}}
+{{- define "kafka-archive.storeEnv" -}}
+- name: KAFKA_ARCHIVE_STORE
+  value: {{ include "kafka-archive.storeUri" . | quote }}
 {{- with .Values.objectStore.region }}
 - name: AWS_REGION
   value: {{ . | quote }}

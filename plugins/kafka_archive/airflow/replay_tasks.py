@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from kafka_archive.airflow.kafka_connection import airflow_connection, connection_client_settings
 from kafka_archive.airflow.params import (
     NULLABLE_STR,
     ParamsSchema,
@@ -146,13 +147,6 @@ PARAMS_SCHEMA: ParamsSchema = {
 }
 
 
-def airflow_connection(conn_id: str) -> Any:
-    """The Airflow connection ``conn_id`` (inside a task; imports Airflow)."""
-    from airflow.sdk import BaseHook
-
-    return BaseHook.get_connection(conn_id)
-
-
 def resolve_target(
     target: str,
     target_config: Mapping[str, str] | None = None,
@@ -168,16 +162,7 @@ def resolve_target(
             conn = None
     if conn is None:
         return TargetSpec(bootstrap_servers=target, config=config)
-    extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else {}
-    host = str(conn.host or "")
-    servers = ",".join(
-        h if ":" in h or not conn.port else f"{h}:{conn.port}" for h in host.split(",") if h
-    )
-    merged = {str(k): str(v) for k, v in (extra or {}).items()} | config
-    if conn.login:
-        merged.setdefault("sasl.username", str(conn.login))
-    if conn.password:
-        merged.setdefault("sasl.password", str(conn.password))
+    servers, merged = connection_client_settings(conn, config)
     return TargetSpec(bootstrap_servers=servers, config=merged, name=target)
 
 

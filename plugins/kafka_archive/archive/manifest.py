@@ -31,6 +31,11 @@ Contract (``format_version`` 1):
   was also CRC-checked batch by batch before upload.
 * **Timestamps.** ``first_timestamp``/``max_timestamp`` are the broker's batch timestamps in
   epoch milliseconds (-1 when absent, e.g. magic 0); ``archived_at`` is UTC.
+* **Origin.** ``origin`` says how the segment was made: ``disk`` (a broker's file copied from
+  its log dir; manifests written before the field existed are read so) or ``fetch`` (batches
+  fetched over the Kafka protocol, byte for byte, laid out in segment files as a broker writes
+  them by :mod:`kafka_archive.archive.fetch`; ``source`` then names the leader it was fetched
+  from, ``log_dir`` is ``fetch`` and ``fetch`` holds what the fetch archiver resumes from).
 * **Versioning.** ``format_version`` is an integer. Fields may be *added* within a version
   (readers ignore unknown fields); renaming, removing or changing the meaning of a field bumps
   it. :func:`parse_manifest` rejects versions newer than :data:`MANIFEST_FORMAT_VERSION` with
@@ -60,9 +65,11 @@ __all__ = [
     "MANIFEST_FORMAT_VERSION",
     "MANIFEST_KIND",
     "EpochRange",
+    "FetchedSegment",
     "InvalidManifest",
     "ManifestFile",
     "ManifestOverlap",
+    "OpenTransaction",
     "SegmentManifest",
     "SegmentSource",
     "UnsupportedManifestVersion",
@@ -148,6 +155,30 @@ class SegmentSource(_Model):
     log_mtime_ms: int
 
 
+class OpenTransaction(_Model):
+    """A producer's transaction still open at the end of a fetched segment."""
+
+    producer_id: int
+    first_offset: int
+
+
+class FetchedSegment(_Model):
+    """What the fetch archiver knew when it closed a segment (``origin`` ``fetch``)."""
+
+    #: the partition's high watermark and log start offset in the last Fetch answer used
+    high_watermark: int
+    log_start_offset: int
+    #: transactions open after the segment's last batch (the next segment's ``.txnindex``
+    #: needs them: an abort marker there may close one)
+    open_transactions: list[OpenTransaction] = Field(default_factory=list)
+    #: ``[expected offset, next batch's base offset]`` of each offset gap inside the segment
+    #: (compaction: legitimate)
+    offset_gaps: list[tuple[int, int]] = Field(default_factory=list)
+    #: when set, offsets ``[hole_from, base_offset)`` were deleted by the broker (retention,
+    #: DeleteRecords) before they were archived: a named hole, never a silent skip
+    hole_from: int | None = None
+
+
 class SegmentManifest(_Model):
     """Everything known about one archived segment; see the module docstring for the contract."""
 
@@ -186,6 +217,9 @@ class SegmentManifest(_Model):
     archived_at: datetime
     archiver_version: str
     warnings: list[str] = Field(default_factory=list)
+    #: ``disk`` or ``fetch`` (module docstring, "Origin")
+    origin: Literal["disk", "fetch"] = "disk"
+    fetch: FetchedSegment | None = None
 
     @field_validator("archived_at")
     @classmethod

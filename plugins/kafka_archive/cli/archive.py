@@ -54,6 +54,8 @@ HELP = "\n\n".join(
         "      --log-dir /data --store s3://my-bucket/kafka --json",
         "Retention: `kafka-archive archive prune --help` deletes what the retention policies "
         "no longer keep (safely: recorded in the catalog first, never what a replay needs).",
+        "No access to the brokers' disks (managed Kafka, Kubernetes, tiered storage): "
+        "`kafka-archive archive fetch --help` builds the same archive over the Kafka protocol.",
         "S3 credentials and endpoint come from the standard AWS environment "
         "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, instance roles); never pass them on "
         "the command line. Exit status: 0 all archived or skipped, 1 a segment or log dir "
@@ -375,8 +377,9 @@ archive.__doc__ = HELP
 
 
 class _ArchiveCommand(TyperCommand):
-    """``archive``, plus one sub-command: ``archive prune ...`` is the retention command
-    (:mod:`kafka_archive.cli.prune`). ``archive`` itself stays a plain command (its options
+    """``archive``, plus two sub-commands: ``archive prune ...`` is the retention command
+    (:mod:`kafka_archive.cli.prune`), ``archive fetch ...`` the fetch archiver
+    (:mod:`kafka_archive.cli.archive_fetch`). ``archive`` itself stays a plain command (its options
     are required), so the sub-command is dispatched on the first argument."""
 
     def make_context(
@@ -393,6 +396,13 @@ class _ArchiveCommand(TyperCommand):
             name = f"{info_name or 'archive'} prune"
             ctx: Context = cmd.make_context(name, list(args[1:]), parent=parent, **extra)
             return ctx
+        if args and args[0] == "fetch":
+            from kafka_archive.cli.archive_fetch import fetch_click_command
+
+            sub = fetch_click_command()
+            name = f"{info_name or 'archive'} fetch"
+            fctx: Context = sub.make_context(name, list(args[1:]), parent=parent, **extra)
+            return fctx
         return super().make_context(info_name, args, parent=parent, **extra)
 
 

@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol
 from kafka_archive.errors import InternalSignal, KafkaArchiveError
 from kafka_archive.kafka_protocol.client import error_name, fail_fast_on_authentication
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
+from kafka_archive.kafka_protocol.fetch import LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.errors import CorruptRecordError, TornTailError
 from segment_lib.log_file import decode_batch, iter_batches
@@ -170,29 +171,14 @@ class KafkaRawBatchReader:
         return self._leaders[partition]
 
     def fetch(self, partition: int, offset: int) -> list[RawBatch]:
-        from kafka.protocol.consumer import FetchRequest
+        from kafka_archive.kafka_protocol.fetch import fetch_request
 
-        ft, fp = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition
-        request = FetchRequest(
-            replica_id=-1,
+        request = fetch_request(
+            {(TOPIC, partition): offset},
             max_wait_ms=0,
             min_bytes=0,
             max_bytes=self.FETCH_BYTES,
-            isolation_level=0,  # read_uncommitted: markers and every producer's batches
-            topics=[
-                ft(
-                    topic=TOPIC,
-                    partitions=[
-                        fp(
-                            partition=partition,
-                            fetch_offset=offset,
-                            partition_max_bytes=self.FETCH_BYTES,
-                        )
-                    ],
-                )
-            ],
-            min_version=4,
-            max_version=12,  # topics by name (13 on: by topic id)
+            partition_max_bytes=self.FETCH_BYTES,
         )
         for attempt in range(_ATTEMPTS):
             try:
@@ -236,7 +222,5 @@ class _Retriable(InternalSignal):
 
 
 _ATTEMPTS: Final = 5
-_OFFSET_OUT_OF_RANGE: Final = 1
-#: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
-#: REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
-_LEADERSHIP_ERRORS: Final = frozenset({3, 5, 6, 9, 74, 75})
+_OFFSET_OUT_OF_RANGE: Final = OFFSET_OUT_OF_RANGE
+_LEADERSHIP_ERRORS: Final = LEADERSHIP_ERRORS

@@ -6,6 +6,9 @@ in the archive configuration winning for that cluster), the worker's digest and 
 (the ``state_dir`` setting), and the steps themselves:
 
 * :meth:`ArchiveService.archive_broker` - discover, plan and upload in one call (the CLI);
+* :meth:`ArchiveService.archive_fetch` - the fetch archiver (``archive fetch``): a cluster's
+  partitions fetched over the Kafka protocol into segments, for clusters whose disks we cannot
+  read;
 * :meth:`ArchiveService.discover`, :meth:`ArchiveService.plan`, :meth:`ArchiveService.upload` -
   the same steps one at a time, for the DAG, which runs discovery and upload on the worker that
   sees each log dir and plans in between.
@@ -19,6 +22,7 @@ per-segment problems are outcomes in the report, not exceptions.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +31,8 @@ from kafka_archive.settings import Settings, load_settings
 if TYPE_CHECKING:
     from kafka_archive.archive.config import ArchiveConfig, ArchiveTarget
     from kafka_archive.archive.discovery import LogDirDiscovery
+    from kafka_archive.archive.fetch.report import FetchReport
+    from kafka_archive.archive.fetch.runner import FetchOptions
     from kafka_archive.archive.metadata_snapshots import MetadataFilesResult
     from kafka_archive.archive.planner import ArchivePlan, LogDirPlan
     from kafka_archive.archive.report import ArchiveReport, SegmentOutcome
@@ -182,3 +188,39 @@ class ArchiveService:
             return archive_log_dir(store, plan, dry_run=dry_run, concurrency=concurrency)
         finally:
             store.close()
+
+    # -- over the Kafka protocol (archive fetch) ----------------------------------------------
+
+    def archive_fetch(
+        self,
+        *,
+        cluster: str,
+        bootstrap: str,
+        store: ObjectStore,
+        config: Mapping[str, str] | None = None,
+        options: FetchOptions | None = None,
+        stop: threading.Event | None = None,
+    ) -> FetchReport:
+        """Archive a cluster's partitions by fetching them over the Kafka protocol (see
+        :func:`kafka_archive.archive.fetch.runner.run_fetch_archive`); ``config``: librdkafka
+        client settings (security), ``bootstrap`` wins over a ``bootstrap.servers`` in it.
+
+        Raises: as ``run_fetch_archive``, and
+        :class:`~kafka_archive.kafka_protocol.config.UnsupportedRawSetting` for a setting the
+        protocol client cannot apply.
+        """
+        from kafka_archive.archive.fetch.runner import FetchOptions, run_fetch_archive
+        from kafka_archive.archive.fetch.source import KafkaFetchSource
+
+        conf = {**(config or {}), "bootstrap.servers": bootstrap}
+        source = KafkaFetchSource(conf)
+        try:
+            return run_fetch_archive(
+                cluster=cluster,
+                source=source,
+                store=store,
+                options=options or FetchOptions(),
+                stop=stop,
+            )
+        finally:
+            source.close()

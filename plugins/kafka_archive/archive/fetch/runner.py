@@ -1,0 +1,365 @@
+"""A fetch archive run: select partitions, resume each from the store, fetch, build, upload.
+
+:func:`run_fetch_archive`:
+
+1. asks Metadata for every topic and keeps those ``topics`` (a regular expression, matched
+   against the whole name) selects; internal topics (``__consumer_offsets``,
+   ``__transaction_state``) only when the pattern names them literally;
+2. per topic, the segment configs (DescribeConfigs ``segment.bytes``, ``segment.ms``,
+   ``index.interval.bytes``, ``segment.index.bytes``; each overridable);
+3. per partition, the resume point (:func:`~kafka_archive.archive.fetch.store_side.
+   resume_point`); a partition with nothing archived starts at its log start offset
+   (ListOffsets earliest); a log start above the resume point is a **hole**
+   (:meth:`~kafka_archive.archive.fetch.partition.PartitionArchiver.hole`);
+4. fetches round by round, one request per leader for all its partitions, read_uncommitted;
+   each answer goes to the partition's :class:`~kafka_archive.archive.fetch.partition.
+   PartitionArchiver`. ``OFFSET_OUT_OF_RANGE`` asks ListOffsets earliest (a hole when it moved
+   past the position); leadership errors ask Metadata again; any other error ends that
+   partition for this run (named in the report) while the others go on;
+5. stops when ``until_caught_up`` and every partition reached the high watermark it had at its
+   first answer, or after ``duration_s``, or when ``stop`` is set; then rolls and uploads every
+   open segment (a clean stop keeps everything fetched).
+
+A run killed at any point loses nothing: the store holds only whole segments with their
+manifests, and the next run resumes from them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from kafka_archive.archive.fetch.batches import FetchDiverged
+from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
+from kafka_archive.archive.fetch.report import FetchReport
+from kafka_archive.archive.fetch.source import FetchSource
+from kafka_archive.archive.fetch.store_side import resume_point
+from kafka_archive.archive.layout import check_cluster
+from kafka_archive.archive.manifest import utc_now
+from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.kafka_protocol.client import error_name
+from kafka_archive.kafka_protocol.fetch import (
+    EARLIEST,
+    LEADERSHIP_ERRORS,
+    OFFSET_OUT_OF_RANGE,
+    TopicInfo,
+)
+from kafka_archive.store import ObjectStore
+from segment_lib.errors import SegmentError
+from segment_lib.segment_builder import SegmentConfig
+
+__all__ = [
+    "SEGMENT_CONFIGS",
+    "FetchOptions",
+    "NoTopicSelected",
+    "run_fetch_archive",
+    "split_segment_overrides",
+]
+
+log = logging.getLogger(__name__)
+
+#: topic config -> SegmentConfig field
+SEGMENT_CONFIGS: Final = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "index.interval.bytes": "index_interval_bytes",
+    "segment.index.bytes": "segment_index_bytes",
+}
+
+
+def split_segment_overrides(
+    settings: Mapping[str, str],
+) -> tuple[dict[str, int], dict[str, str]]:
+    """``settings`` (client settings as ``-X`` or a task's ``client_config`` give them) split
+    into the segment configs forced for every topic (names of :data:`SEGMENT_CONFIGS`, as
+    positive integers) and the client settings proper.
+
+    Raises:
+        ValueError: a segment config that is not a positive integer (the message names it).
+    """
+    overrides: dict[str, int] = {}
+    rest: dict[str, str] = {}
+    for name, value in settings.items():
+        if name not in SEGMENT_CONFIGS:
+            rest[name] = value
+        elif not str(value).strip().isdigit() or int(value) <= 0:
+            raise ValueError(f"{name} must be a positive integer")
+        else:
+            overrides[name] = int(value)
+    return overrides, rest
+
+
+class NoTopicSelected(KafkaArchiveError, LookupError):
+    """The topic pattern selects no topic the principal may describe."""
+
+
+@dataclass(slots=True)
+class FetchOptions:
+    """What a run archives and when it stops."""
+
+    topics: str | None = None
+    until_caught_up: bool = False
+    duration_s: float | None = None
+    #: topic configs forced for every topic (names of :data:`SEGMENT_CONFIGS`)
+    segment_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: how long a Fetch waits for data at the partitions' ends (continuous runs)
+    max_wait_ms: int = 500
+    #: where segments are built (a temporary directory under it; system temp by default)
+    work_dir: str | None = None
+    #: with ``until_caught_up``: a partition whose leader answered nothing for this long
+    #: fails (named in the report) instead of holding the run forever; a continuous run
+    #: waits for the cluster instead
+    stall_s: float = 120.0
+
+
+def _selected(info: TopicInfo, pattern: re.Pattern[str] | None, text: str | None) -> bool:
+    if pattern is None:
+        return not info.internal
+    if pattern.fullmatch(info.name) is None:
+        return False
+    return not info.internal or (text is not None and info.name in text)
+
+
+def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
+    found = source.configs(topic, list(SEGMENT_CONFIGS))
+    values: dict[str, int] = {}
+    for name, attr in SEGMENT_CONFIGS.items():
+        if name in overrides:
+            values[attr] = int(overrides[name])
+        elif name in found:
+            values[attr] = int(found[name])
+    return SegmentConfig(**values)  # type: ignore[arg-type]
+
+
+def run_fetch_archive(
+    *,
+    cluster: str,
+    source: FetchSource,
+    store: ObjectStore,
+    options: FetchOptions,
+    stop: threading.Event | None = None,
+) -> FetchReport:
+    """Archive the selected partitions over the Kafka protocol (module docstring).
+
+    Raises:
+        ValueError: ``cluster`` cannot name a cluster, or ``options.topics`` is not a valid
+            regular expression (checked before anything is asked or written).
+        NoTopicSelected: no topic matches.
+        ProtocolConnectionError / ProtocolRequestError: the cluster cannot be reached or
+            refused Metadata / DescribeConfigs / ListOffsets at the start.
+        StoreError: the store failed (whatever was uploaded before stays archived).
+    """
+    check_cluster(cluster)
+    pattern = re.compile(options.topics) if options.topics else None
+    stop = stop or threading.Event()
+    report = FetchReport(cluster, store.uri, utc_now().isoformat())
+    meta = source.topics()
+    chosen = {n: t for n, t in sorted(meta.topics.items()) if _selected(t, pattern, options.topics)}
+    if not chosen:
+        raise NoTopicSelected(
+            f"no topic matches {options.topics!r}" if options.topics else "the cluster has no topic"
+        )
+    host = socket.gethostname()
+    with tempfile.TemporaryDirectory(prefix="kafka-archive-fetch-", dir=options.work_dir) as tmp:
+        parts = _open_partitions(
+            cluster, source, store, chosen, meta.cluster_id, host, options, Path(tmp)
+        )
+        report.partitions = [p.report for p in parts]
+        try:
+            report.stopped_by = _fetch_loop(source, parts, chosen, options, stop)
+        finally:
+            for p in parts:
+                if p.report.error is None:
+                    try:
+                        p.finish()
+                    except Exception as exc:  # the store: recorded, the others still finish
+                        p.report.error = f"{type(exc).__name__}: {exc}"
+                        log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
+            for p in parts:
+                report.holes.extend(p.holes)
+    report.finished_at = utc_now().isoformat()
+    return report
+
+
+def _open_partitions(
+    cluster: str,
+    source: FetchSource,
+    store: ObjectStore,
+    chosen: Mapping[str, TopicInfo],
+    cluster_id: str | None,
+    host: str,
+    options: FetchOptions,
+    tmp: Path,
+) -> list[PartitionArchiver]:
+    parts: list[PartitionArchiver] = []
+    for name, info in chosen.items():
+        config = _segment_config(source, name, options.segment_overrides)
+        resumes = {p: resume_point(store, cluster, name, p) for p in sorted(info.leaders)}
+        earliest: dict[int, int] = {}
+        by_leader: dict[int, list[int]] = {}
+        for p, leader in info.leaders.items():
+            by_leader.setdefault(leader, []).append(p)
+        for leader, ps in by_leader.items():
+            if leader >= 0:
+                earliest.update(source.list_offsets(leader, name, ps, EARLIEST))
+        for p in sorted(info.leaders):
+            resume = resumes[p]
+            log_start = earliest.get(p, 0)
+            start = resume.offset if resume.offset is not None else log_start
+            work = tmp / f"{name}-{p}"
+            work.mkdir()
+            ident = PartitionIdentity(cluster, name, p, info.topic_id, cluster_id, host)
+            pa = PartitionArchiver(ident, store, config, resume, start, work)
+            pa.leader = info.leaders[p]
+            if resume.offset is not None and log_start > resume.offset:
+                pa.hole(log_start)
+            parts.append(pa)
+    return parts
+
+
+def _fetch_loop(
+    source: FetchSource,
+    parts: list[PartitionArchiver],
+    chosen: Mapping[str, TopicInfo],
+    options: FetchOptions,
+    stop: threading.Event,
+) -> str:
+    deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
+    targets: dict[tuple[str, int], int] = {}
+    solo: set[tuple[str, int]] = set()  # asked alone next (an empty answer below the HW)
+    by_key = {(p.ident.topic, p.ident.partition): p for p in parts}
+    max_wait = 0 if options.until_caught_up else options.max_wait_ms
+    while True:
+        if stop.is_set():
+            return "signal"
+        if deadline is not None and time.monotonic() >= deadline:
+            return "duration"
+        live = [p for k, p in by_key.items() if p.report.error is None]
+        if options.until_caught_up:
+            # a partition not fetched yet has no target: it is fetched at least once
+            live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
+            _fail_stalled(live, options.stall_s)
+            live = [p for p in live if p.report.error is None]
+        if not live:
+            return "caught_up" if options.until_caught_up else "no_partition_left"
+        refresh = False
+        groups: dict[int, dict[tuple[str, int], int]] = {}
+        for p in live:
+            key = (p.ident.topic, p.ident.partition)
+            if p.leader < 0:
+                refresh = True
+                continue
+            if key in solo:
+                solo.discard(key)
+                refresh |= _fetch_into(
+                    source, p.leader, {key: p.position}, by_key, targets, solo, 0
+                )
+                continue
+            groups.setdefault(p.leader, {})[key] = p.position
+        for leader, asks in groups.items():
+            if stop.is_set():
+                break
+            refresh |= _fetch_into(source, leader, asks, by_key, targets, solo, max_wait)
+        if refresh:
+            _refresh_leaders(source, by_key)
+            time.sleep(0.2)
+
+
+def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
+    now = time.monotonic()
+    for p in live:
+        if now - p.last_answer_at > stall_s:
+            p.report.error = (
+                f"not caught up: no Fetch answer from its leader for {stall_s:g} s "
+                f"(archived up to offset {p.position})"
+            )
+            log.error("kafka-archive: %s: %s", p.name, p.report.error)
+
+
+def _key(p: PartitionArchiver) -> tuple[str, int]:
+    return (p.ident.topic, p.ident.partition)
+
+
+def _fetch_into(
+    source: FetchSource,
+    leader: int,
+    asks: Mapping[tuple[str, int], int],
+    by_key: Mapping[tuple[str, int], PartitionArchiver],
+    targets: dict[tuple[str, int], int],
+    solo: set[tuple[str, int]],
+    max_wait_ms: int,
+) -> bool:
+    """One Fetch from ``leader``, each answer to its partition; whether leaders must be asked
+    again."""
+    from kafka_archive.kafka_protocol.client import ProtocolConnectionError
+
+    try:
+        answers = source.fetch(leader, asks, max_wait_ms=max_wait_ms)
+    except ProtocolConnectionError as exc:
+        log.warning("kafka-archive: Fetch from broker %d failed (%s); asking again", leader, exc)
+        for key in asks:
+            by_key[key].leader = -1
+        return True
+    refresh = False
+    for a in answers:
+        key = (a.topic, a.partition)
+        p = by_key.get(key)
+        if p is None or key not in asks or asks[key] != p.position:
+            continue
+        if a.error_code in LEADERSHIP_ERRORS:
+            p.leader = -1
+            refresh = True
+            continue
+        p.last_answer_at = time.monotonic()
+        if a.error_code == OFFSET_OUT_OF_RANGE:
+            try:
+                found = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)
+            except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
+                log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
+                p.leader = -1
+                refresh = True
+                continue
+            try:
+                p.log_start_moved(found[a.partition])
+            except FetchDiverged as exc:
+                p.report.error = str(exc)
+                log.error("kafka-archive: %s: %s", p.name, exc)
+        elif a.error_code:
+            p.report.error = f"Fetch answered {error_name(a.error_code)}"
+            log.error("kafka-archive: %s: %s", p.name, p.report.error)
+        else:
+            targets.setdefault(key, a.high_watermark)
+            try:
+                kept = p.feed(a)
+            except (KafkaArchiveError, SegmentError) as exc:  # diverged, or damaged bytes
+                p.report.error = f"{type(exc).__name__}: {exc}"
+                log.error("kafka-archive: %s: %s", p.name, exc)
+                continue
+            if kept == 0 and p.position < a.high_watermark:
+                if len(asks) == 1:  # alone and still nothing: no batch left below the HW
+                    p.skip_to(a.high_watermark)
+                else:  # maybe crowded out by the response's size limit: ask it alone
+                    solo.add(key)
+    return refresh
+
+
+def _refresh_leaders(
+    source: FetchSource, by_key: Mapping[tuple[str, int], PartitionArchiver]
+) -> None:
+    try:
+        meta = source.topics()
+    except KafkaArchiveError as exc:
+        log.warning("kafka-archive: Metadata failed (%s); asking again", exc)
+        return
+    for (topic, partition), p in by_key.items():
+        info = meta.topics.get(topic)
+        if info is not None:
+            p.leader = info.leaders.get(partition, -1)

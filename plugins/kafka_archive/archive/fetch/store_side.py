@@ -1,0 +1,189 @@
+"""The fetch archiver's side of the store: where a partition resumes, and one segment's upload.
+
+Progress is what the store holds (no local state): :func:`resume_point` reads the partition's
+newest manifest of ``origin`` ``fetch`` (manifests are listed in base offset order; only the
+newest are read) and returns its ``end_offset``, the transactions open there and the leader
+epochs known, which is all a :class:`~segment_lib.segment_builder.SegmentBuilder` needs to go
+on as if it had never stopped.
+
+:func:`upload_segment` stores one closed segment as the disk archiver does
+(:mod:`kafka_archive.archive.uploader`): the ``.log`` is scanned batch by batch (CRC, offsets
+inside ``[base_offset, end_offset)``), every file goes under its content-addressed key with
+``put_if_absent`` (the store verifies the SHA-256 it was given), and the manifest is written
+last. A crash anywhere before the manifest leaves a segment the next run fetches and builds
+again (its files, byte-identical, are found in the store and not sent twice); a manifest
+written concurrently for the same bytes counts as archived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from kafka_archive.archive.digests import digest_buffer
+from kafka_archive.archive.layout import ObjectExtension, manifest_key, object_key
+from kafka_archive.archive.manifest import (
+    EpochRange,
+    FetchedSegment,
+    FileRole,
+    ManifestFile,
+    SegmentManifest,
+    SegmentSource,
+    iter_manifest_keys,
+    parse_manifest,
+    read_manifest,
+    utc_now,
+)
+from kafka_archive.archive.uploader import archiver_version, scan_log
+from kafka_archive.store import IntegrityError, ObjectStore
+from segment_lib.checkpoints import EpochEntry
+from segment_lib.names import LOG_SUFFIX
+from segment_lib.segment_builder import BuiltSegment
+
+__all__ = ["Resume", "UploadResult", "resume_point", "upload_segment"]
+
+_EXT: Final[dict[FileRole, ObjectExtension]] = {
+    "log": ".log",
+    "index": ".index",
+    "timeindex": ".timeindex",
+    "txnindex": ".txnindex",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where a partition's fetch archive goes on (``offset`` None: nothing fetched yet)."""
+
+    offset: int | None
+    open_transactions: dict[int, int] = field(default_factory=dict)
+    leader_epochs: tuple[tuple[int, int], ...] = ()
+    manifest_key: str | None = None
+
+
+def resume_point(store: ObjectStore, cluster: str, topic: str, partition: int) -> Resume:
+    """The end of the partition's newest fetched manifest (module docstring)."""
+    keys = list(iter_manifest_keys(store, cluster, topic, partition))
+    for key in reversed(keys):  # newest base offsets first: the first fetched one ends last
+        m = read_manifest(store, key)
+        if m.origin == "fetch":
+            break
+    else:
+        return Resume(None)
+    fetch = m.fetch
+    return Resume(
+        m.end_offset,
+        {t.producer_id: t.first_offset for t in fetch.open_transactions} if fetch else {},
+        tuple((e.epoch, e.start_offset) for e in m.leader_epochs),
+        key,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UploadResult:
+    manifest_key: str
+    created: bool
+    bytes_uploaded: int
+    manifest: SegmentManifest
+
+
+def _epochs_within(epochs: list[EpochEntry], base: int, end: int) -> list[EpochRange]:
+    """The entries whose range (up to the next entry's start) meets ``[base, end)``."""
+    out = []
+    for i, e in enumerate(epochs):
+        until = epochs[i + 1].start_offset if i + 1 < len(epochs) else None
+        if e.start_offset < end and (until is None or until > base):
+            out.append(EpochRange(epoch=e.epoch, start_offset=e.start_offset))
+    return out
+
+
+def upload_segment(
+    store: ObjectStore,
+    *,
+    cluster: str,
+    topic: str,
+    topic_id: str | None,
+    partition: int,
+    built: BuiltSegment,
+    directory: Path,
+    end_offset: int,
+    leader_epochs: list[EpochEntry],
+    source: SegmentSource,
+    fetch: FetchedSegment,
+) -> UploadResult:
+    """Store one closed segment of ``directory`` and then its manifest (module docstring).
+
+    Raises:
+        SegmentError: the built ``.log`` does not verify (never expected: the builder checked
+            every batch's CRC as it arrived).
+        StoreError: the store failed; nothing of the segment counts as archived.
+    """
+    log_path = directory / built.file_name(LOG_SUFFIX)
+    scan = scan_log(log_path, built.base_offset, end_offset)
+    parts: list[tuple[FileRole, str, bytes | Path, str, int, str]] = [
+        ("log", log_path.name, log_path, scan.digest.sha256, scan.digest.size, scan.digest.crc32c)
+    ]
+    companions: list[tuple[FileRole, str, bytes]] = [
+        ("index", ".index", built.index_bytes()),
+        ("timeindex", ".timeindex", built.time_index_bytes()),
+    ]
+    if built.aborted:
+        companions.append(("txnindex", ".txnindex", built.txn_index_bytes()))
+    for role, suffix, data in companions:
+        d = digest_buffer(data)
+        name = f"{built.base_offset:020d}{suffix}"
+        parts.append((role, name, data, d.sha256, d.size, d.crc32c))
+    entries: list[ManifestFile] = []
+    uploaded = 0
+    for role, name, src, sha, size, crc in parts:
+        key = object_key(cluster, topic, partition, built.base_offset, sha, _EXT[role])
+        obj, created = store.put_if_absent(key, src, sha256=sha)
+        if obj.size != size or (obj.sha256 is not None and obj.sha256 != sha):
+            raise IntegrityError(
+                f"store reports size {obj.size} / sha256 {obj.sha256} for {key}, expected "
+                f"{size} / {sha}",
+                uri=store.uri,
+                key=key,
+            )
+        uploaded += size if created else 0
+        entries.append(
+            ManifestFile(role=role, name=name, key=key, size=size, sha256=sha, crc32c=crc)
+        )
+    manifest = SegmentManifest(
+        cluster=cluster,
+        topic=topic,
+        topic_id=topic_id,
+        partition=partition,
+        base_offset=built.base_offset,
+        end_offset=end_offset,
+        first_offset=scan.first_offset,
+        last_offset=scan.last_offset,
+        batch_count=scan.batch_count,
+        record_count=scan.record_count,
+        first_timestamp=scan.first_timestamp,
+        max_timestamp=scan.max_timestamp,
+        offset_of_max_timestamp=scan.offset_of_max_timestamp,
+        magics=sorted(scan.magics),
+        codecs=sorted(scan.codecs),
+        transactional_batches=scan.transactional_batches,
+        control_batches=scan.control_batches,
+        batch_leader_epochs=sorted(scan.leader_epochs),
+        leader_epochs=_epochs_within(leader_epochs, built.base_offset, end_offset),
+        segment_sha256=scan.digest.sha256,
+        files=entries,
+        source=source,
+        archived_at=utc_now(),
+        archiver_version=archiver_version(),
+        origin="fetch",
+        fetch=fetch,
+    )
+    key = manifest_key(cluster, topic, partition, built.base_offset, scan.digest.sha256)
+    try:
+        _obj, created = store.put_if_absent(key, manifest.to_json_bytes())
+    except IntegrityError:
+        # another archiver wrote this segment's manifest first: archived, if the same bytes
+        existing = parse_manifest(store.get_bytes(key), key=key)
+        if existing.segment_sha256 != manifest.segment_sha256:
+            raise
+        return UploadResult(key, False, uploaded, existing)
+    return UploadResult(key, created, uploaded, manifest)
