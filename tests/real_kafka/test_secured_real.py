@@ -271,3 +271,51 @@ def test_protocol_client_refusals_are_clear_and_quick(
             reader.fetch(0, 0)
     finally:
         reader.close()
+
+
+# -- the fetch archiver ------------------------------------------------------------------------
+
+
+def fetch_acls(topic: str) -> list[Acl]:
+    """The minimum of ``archive fetch`` of ``topic`` (docs/archive.md, docs/security.md)."""
+    return [("TOPIC", topic, "LITERAL", "READ"), ("TOPIC", topic, "LITERAL", "DESCRIBE_CONFIGS")]
+
+
+def test_archive_fetch_on_a_sasl_ssl_cluster_with_the_minimum_acls(
+    secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    """``archive fetch`` (kafka-python only) archives a topic through the SASL_SSL listener with
+    Read and DescribeConfigs on it; a topic it may not read is not archived (the pattern only
+    selects what the principal may describe), and a wrong password is one clear error."""
+    from confluent_kafka import Producer
+
+    sec = secured_kafka_cluster
+    prefix = unique_name("secured-fetched")
+    allowed = sec.cluster.create_topic(f"{prefix}-a", 2)
+    sec.cluster.create_topic(f"{prefix}-b", 1)  # no ACL: invisible to the fetcher
+    producer = Producer({"bootstrap.servers": sec.cluster.bootstrap_servers})
+    for i in range(200):
+        for topic in (allowed, f"{prefix}-b"):
+            producer.produce(topic, key=str(i).encode(), value=b"v" * 50)
+    assert producer.flush(30) == 0
+    sec.allow("fetcher", fetch_acls(allowed))
+
+    def fetch(settings: str) -> tuple[int, str, str, float]:
+        return _run(
+            "archive", "fetch", "--cluster", "secured",
+            "--bootstrap", sec.cluster.sasl_bootstrap_servers,
+            "--store", str(tmp_path / "store"), "--topics", f"{prefix}-.*",
+            "--until-caught-up", "--json", "-X", settings,
+        )  # fmt: skip
+
+    code, out, err, _ = fetch(_settings(tmp_path, sec, "fetcher"))
+    assert code == 0, out + err
+    report = json.loads(next(ln for ln in out.splitlines() if ln.startswith("{")))
+    assert report["ok"] and report["segments"] > 0, report
+    assert report["partitions"] and {p["topic"] for p in report["partitions"]} == {allowed}
+    _no_secret(out, err)
+    code, out, err, took = fetch(_settings(tmp_path, sec, "fetcher", "wrong-Pw-0"))
+    assert code in (1, 2), out + err
+    assert "credentials" in (out + err).lower(), out + err
+    assert took < REFUSAL_S, took
+    _no_secret(out, err)
