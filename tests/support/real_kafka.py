@@ -12,7 +12,9 @@ Fixtures:
   segments rolling every 3 s, ``__consumer_offsets`` in 1 MiB segments (the least Kafka 4.x
   accepts) that also roll every 3 s, with the cleaner on, so
   compaction happens as it does in production, only sooner);
-* ``kafka_cluster_39`` (session): a smaller cluster of Kafka 3.9 for the compatibility pass.
+* ``kafka_cluster_39`` (session): a smaller cluster of Kafka 3.9 for the compatibility pass;
+* ``secured_kafka_cluster`` (module, opt-in): one broker with a SASL_SSL listener (SCRAM-SHA-512,
+  TLS from a CA the test makes, ACLs enforced), :class:`SecuredCluster`.
 
 Without Java or Maven the tests that need a cluster skip with the reason; with
 ``KAFKA_ARCHIVE_REQUIRE_KAFKA=1`` (set by ``.ci/run``) that is a failure instead.
@@ -24,7 +26,8 @@ import contextlib
 import itertools
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,94 @@ def broker_down(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
         yield
     finally:
         cluster.restart(node_id)
+
+
+# -- a secured cluster (SASL_SSL, SCRAM-SHA-512, TLS, ACLs) --------------------------------------
+
+#: the secured cluster's SCRAM-SHA-512 users and their passwords; ``admin`` is a super user, the
+#: others have only the ACLs a test grants them
+SECURED_USERS = {
+    "admin": "admin-Pw-1",
+    "replayer": "replayer-Pw-2",
+    "follower": "follower-Pw-3",
+    "fetcher": "fetcher-Pw-4",
+    "nobody": "nobody-Pw-5",
+}
+
+
+@dataclass
+class SecuredCluster:
+    """A one-broker cluster with a SASL_SSL listener (SCRAM-SHA-512, a CA made for the test,
+    ACLs enforced by StandardAuthorizer); ``cluster``'s PLAINTEXT listener is the harness's own
+    (a super user)."""
+
+    cluster: LocalKafkaCluster
+    ca_pem: Path
+
+    def client_config(self, user: str, password: str | None = None) -> dict[str, str]:
+        """librdkafka settings of ``user`` on the SASL_SSL listener (``password``: another one
+        than the user's)."""
+        return {
+            "bootstrap.servers": self.cluster.sasl_bootstrap_servers,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": user,
+            "sasl.password": SECURED_USERS[user] if password is None else password,
+            "ssl.ca.location": str(self.ca_pem),
+            "ssl.endpoint.identification.algorithm": "https",
+        }
+
+    def allow(self, user: str, acls: Sequence[tuple[str, str, str, str]]) -> None:
+        """Grant ``user`` the ACLs ``(resource type, name, pattern, operation)`` (types,
+        patterns and operations by confluent-kafka's enum names: ``TOPIC``, ``LITERAL``,
+        ``WRITE``...), waiting for the broker's answer."""
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            AdminClient,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers})
+        bindings = [
+            AclBinding(
+                ResourceType[rtype],
+                name,
+                ResourcePatternType[pattern],
+                f"User:{user}",
+                "*",
+                AclOperation[op],
+                AclPermissionType.ALLOW,
+            )
+            for rtype, name, pattern, op in acls
+        ]
+        for fut in admin.create_acls(bindings).values():
+            fut.result(30)
+
+
+@pytest.fixture(scope="module")
+def secured_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
+    """One broker with SASL_SSL (:class:`SecuredCluster`), for the module that asks for it."""
+    from kafka_archive_dev.local_kafka import SaslSslListener
+    from kafka_archive_dev.tls import make_tls
+
+    _require()
+    tls = make_tls(tmp_path_factory.mktemp("secured-tls"))
+    with tempfile.TemporaryDirectory(prefix="kafka-archive-secured-") as tmp:
+        cluster = LocalKafkaCluster(
+            Path(tmp),
+            brokers=1,
+            broker_config=TEST_BROKER_CONFIG,
+            sasl_ssl=SaslSslListener(tls.keystore, tls.keystore_password, SECURED_USERS),
+        )
+        try:
+            cluster.start()
+        except KafkaUnavailableError as exc:
+            cluster.stop()
+            pytest.fail(f"the secured Kafka cluster did not start: {exc}")
+        try:
+            yield SecuredCluster(cluster, tls.ca_pem)
+        finally:
+            cluster.stop()

@@ -18,6 +18,7 @@ a :class:`ProtocolConnectionError`; an error code the broker answers is the call
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -25,7 +26,14 @@ from typing import Any, Final
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.kafka_protocol.config import kafka_python_config
 
-__all__ = ["COORDINATOR_TRANSACTION", "ProtocolClient", "ProtocolConnectionError", "error_name"]
+__all__ = [
+    "COORDINATOR_TRANSACTION",
+    "ProtocolAuthenticationError",
+    "ProtocolClient",
+    "ProtocolConnectionError",
+    "error_name",
+    "fail_fast_on_authentication",
+]
 
 #: FindCoordinator key types
 COORDINATOR_TRANSACTION: Final = 1
@@ -37,6 +45,11 @@ _COORDINATOR_MOVED: Final = frozenset({14, 15, 16})
 
 class ProtocolConnectionError(KafkaArchiveError, ConnectionError):
     """A broker could not be reached or did not answer in time (the message says which)."""
+
+
+class ProtocolAuthenticationError(ProtocolConnectionError):
+    """The brokers refused the client's credentials (SASL) or its TLS handshake: retrying
+    cannot help (the message is the broker's reason, never a credential)."""
 
 
 def error_name(code: int) -> str:
@@ -73,6 +86,7 @@ class ProtocolClient:
         args["max_in_flight_requests_per_connection"] = max_in_flight
         self.timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**args)
+        fail_fast_on_authentication(self._client)
         self._bootstrapped = False
 
     def close(self) -> None:
@@ -82,9 +96,18 @@ class ProtocolClient:
         """Connect to a bootstrap server and learn the brokers and API versions (once)."""
         if self._bootstrapped:
             return
+        import kafka.errors as errors
+
         try:
             self._client.check_version(timeout_ms=self.timeout_ms)
+        except errors.SaslAuthenticationFailedError as exc:
+            raise ProtocolAuthenticationError(f"authentication failed: {_reason(exc)}") from None
         except Exception as exc:  # kafka-python's connection errors
+            if _tls_refused(exc):
+                raise ProtocolAuthenticationError(
+                    f"TLS: the broker's certificate was not accepted: {exc} (check "
+                    "ssl.ca.location and the host name in --bootstrap)"
+                ) from None
             raise ProtocolConnectionError(f"no bootstrap server answered: {exc}") from None
         self._bootstrapped = True
 
@@ -170,3 +193,81 @@ class ProtocolClient:
                     f"FindCoordinator answered {error_name(result.error_code)}"
                 )
             time.sleep(0.1)
+
+
+def _tls_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is (kafka-python's wrapping of) a certificate the client does not trust
+    or whose host name does not match: a retry cannot mend it."""
+    return isinstance(exc, ssl.SSLCertVerificationError) or isinstance(
+        exc.__context__, ssl.SSLCertVerificationError
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """kafka-python's error text without its repeated class name
+    (``[Error 58] SaslAuthenticationFailedError: SaslAuthenticationFailedError: reason``)."""
+    return str(exc).rsplit(f"{type(exc).__name__}: ", 1)[-1]
+
+
+#: a SASL connection the broker closes this many times in a row while it is being set up is
+#: taken as refused (see :func:`fail_fast_on_authentication`)
+CLOSED_DURING_SASL_STRIKES: Final = 3
+
+
+def fail_fast_on_authentication(client: Any) -> None:
+    """Make a connection refused for its credentials or its TLS handshake end the bootstrap at
+    once.
+
+    kafka-python 3.0 retries a bootstrap server that refused the credentials until the whole
+    timeout has passed, then says only "Unable to bootstrap" (its own "sticky" record of an
+    authentication failure is cleared again once the connect coroutine returns). Remembering
+    the failure here and raising it at the next connect to that node - which the bootstrap loop
+    does not catch - makes a wrong password one clear error within a second.
+
+    The broker answers a refused SaslAuthenticate and then closes the connection; when both
+    reach kafka-python in one read, its transport drops the answer and reports only "socket
+    disconnected" (seen on a loaded machine about one time in three). A SASL connection closed
+    while being set up :data:`CLOSED_DURING_SASL_STRIKES` times in a row, with no connection
+    set up in between, is therefore taken as refused too, and said so.
+
+    (Internals of kafka-python 3.x, pinned below 4; if they change, this does nothing and the
+    bootstrap times out as before.)"""
+    import kafka.errors as errors
+
+    manager: Any = getattr(client, "_manager", None)
+    original = getattr(manager, "get_connection", None)
+    if original is None:
+        return
+    config = getattr(manager, "config", {})
+    sasl = str(config.get("security_protocol", "")).startswith("SASL_")
+    lasting = (errors.SaslAuthenticationFailedError, errors.AuthorizationError)
+    refused: dict[Any, BaseException] = {}
+    closed: dict[Any, int] = {}
+
+    def get_connection(node_id: Any, *args: Any, **kwargs: Any) -> Any:
+        if node_id in refused:
+            raise refused[node_id]
+        conn = original(node_id, *args, **kwargs)
+        future = getattr(conn, "init_future", None)
+        if future is not None:
+
+            def record(exc: BaseException) -> None:
+                if isinstance(exc, lasting) or _tls_refused(exc):
+                    refused[node_id] = exc
+                elif sasl and "socket disconnected" in str(exc):
+                    closed[node_id] = closed.get(node_id, 0) + 1
+                    if closed[node_id] >= CLOSED_DURING_SASL_STRIKES:
+                        refused[node_id] = errors.SaslAuthenticationFailedError(
+                            f"the broker closed the connection during SASL authentication "
+                            f"{closed[node_id]} times in a row: most likely it refused the "
+                            f"credentials ({config.get('sasl_mechanism')})"
+                        )
+
+            def reset(_: Any) -> None:
+                closed.pop(node_id, None)
+
+            future.add_errback(record)
+            future.add_callback(reset)
+        return conn
+
+    manager.get_connection = get_connection

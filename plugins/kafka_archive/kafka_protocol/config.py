@@ -7,16 +7,27 @@ go through kafka-python's protocol layer (:mod:`kafka_archive.kafka_protocol`). 
 librdkafka's setting names everywhere; :func:`kafka_python_config` maps the connection's, drops
 the ones only librdkafka's own consumer/producer use, and refuses the rest by name (never by
 value: it may be a secret).
+
+Security (docs/security.md): PLAINTEXT, SSL (CA, client certificate and key, key password,
+host name verification), SASL PLAIN and SCRAM-SHA-256/512, OAUTHBEARER with librdkafka's OIDC
+settings (``sasl.oauthbearer.method=oidc``: a token provider of
+:mod:`kafka_archive.kafka_protocol.oauth` fetches and keeps the token), and Amazon MSK IAM,
+which librdkafka does not have: ``sasl.mechanism=AWS_MSK_IAM`` with ``sasl.aws.region`` (or
+``AWS_REGION``), optionally ``sasl.aws.profile`` or ``sasl.aws.role.arn``, sent as the
+OAUTHBEARER token AWS's signer makes (how MSK takes IAM from non-Java clients).
+:func:`librdkafka_config` does the same for the librdkafka clients (an ``oauth_cb``) and passes
+every other setting unchanged: every librdkafka client of the platform is made through it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, Final
 
 from kafka_archive.errors import KafkaArchiveError
 
-__all__ = ["UnsupportedRawSetting", "kafka_python_config"]
+__all__ = ["MSK_IAM", "UnsupportedRawSetting", "kafka_python_config", "librdkafka_config"]
 
 
 class UnsupportedRawSetting(KafkaArchiveError, ValueError):
@@ -53,7 +64,6 @@ _CLIENT_ONLY: Final = frozenset(
         "queued.max.messages.kbytes",
         "statistics.interval.ms",
         "socket.keepalive.enable",
-        "ssl.endpoint.identification.algorithm",
         # the replay producer's (batch-level replay sends its own requests)
         "enable.idempotence",
         "acks",
@@ -87,6 +97,7 @@ _DIRECT: Final = {
     "ssl.key.location": "ssl_keyfile",
     "ssl.key.password": "ssl_password",
     "ssl.crl.location": "ssl_crlfile",
+    "ssl.cipher.suites": "ssl_ciphers",
     "sasl.username": "sasl_plain_username",
     "sasl.password": "sasl_plain_password",
 }
@@ -99,9 +110,26 @@ _INTS: Final = {
     "connections.max.idle.ms": "connections_max_idle_ms",
 }
 _PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: (GSSAPI and OAUTHBEARER need settings librdkafka spells differently - keytab, token
-#: endpoint - that are not mapped: refused, not half applied)
-_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: AWS_MSK_IAM is this platform's name (librdkafka has no IAM mechanism): an OAUTHBEARER token
+#: signed by AWS's MSK signer. (GSSAPI needs a keytab librdkafka spells differently: refused,
+#: not half applied.)
+MSK_IAM: Final = "AWS_MSK_IAM"
+_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", MSK_IAM)
+#: librdkafka's OIDC settings (sasl.oauthbearer.method=oidc) and this platform's MSK IAM ones:
+#: read into a token provider (:mod:`kafka_archive.kafka_protocol.oauth`)
+_OAUTH: Final = frozenset(
+    {
+        "sasl.oauthbearer.method",
+        "sasl.oauthbearer.token.endpoint.url",
+        "sasl.oauthbearer.client.id",
+        "sasl.oauthbearer.client.secret",
+        "sasl.oauthbearer.scope",
+        "sasl.oauthbearer.extensions",
+        "sasl.aws.region",
+        "sasl.aws.profile",
+        "sasl.aws.role.arn",
+    }
+)
 
 
 def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,14 +138,18 @@ def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 
     Settings of librdkafka's own consumer or producer (group, commits, isolation, batching,
     logging) are dropped; the connection's (servers, client id, security protocol, SASL, SSL
-    files) are mapped.
+    files, host name verification) are mapped. ``sasl.mechanism=OAUTHBEARER`` (with
+    ``sasl.oauthbearer.method=oidc``) and ``sasl.mechanism=AWS_MSK_IAM`` become an OAUTHBEARER
+    token provider (docs/security.md lists the settings).
 
     Raises:
         UnsupportedRawSetting: a setting (or a value of ``security.protocol``,
-            ``sasl.mechanism(s)``, ``ssl.endpoint.identification.algorithm``) with no
-            kafka-python equivalent; the message names the setting, never a value of a secret.
+            ``sasl.mechanism(s)``, ``ssl.endpoint.identification.algorithm``,
+            ``sasl.oauthbearer.method``) with no kafka-python equivalent, or a mechanism
+            missing a setting it needs; the message names settings, never a value of a secret.
     """
     out: dict[str, Any] = {}
+    oauth: dict[str, str] = {}
     for key, value in conf.items():
         if key in _DIRECT:
             out[_DIRECT[key]] = value
@@ -138,16 +170,132 @@ def kafka_python_config(conf: Mapping[str, Any]) -> dict[str, Any]:
                     f"({', '.join(_MECHANISMS)})"
                 )
             out["sasl_mechanism"] = mech
-        elif key in _CLIENT_ONLY:
-            if key == "ssl.endpoint.identification.algorithm":
-                out["ssl_check_hostname"] = str(value).lower() == "https"
-        else:
+        elif key == "ssl.endpoint.identification.algorithm":
+            algo = str(value).lower()
+            if algo not in ("https", "none"):
+                raise UnsupportedRawSetting(f"{key} {value!r} is not one of https, none")
+            out["ssl_check_hostname"] = algo == "https"
+        elif key in _OAUTH:
+            oauth[key] = str(value)
+        elif key not in _CLIENT_ONLY:
             raise UnsupportedRawSetting(
                 f"the setting {key!r} cannot be applied to the Kafka protocol client "
                 "(kafka-python) of the offsets follower's raw reader or of batch-level replay; "
-                "pass only connection settings (see docs/catalog.md, 'The raw reader's settings')"
+                "pass only connection settings (see docs/security.md)"
             )
+    _add_token_provider(out, oauth)
     return out
+
+
+def librdkafka_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` as librdkafka takes it: the same settings, except this platform's
+    ``sasl.mechanism=AWS_MSK_IAM``, which librdkafka does not know: it becomes ``OAUTHBEARER``
+    with an ``oauth_cb`` that returns AWS's signed token (AWS's documented way for librdkafka
+    clients), and the ``sasl.aws.*`` settings are taken out. Every librdkafka client of the
+    platform is made from its settings through this.
+
+    Raises:
+        UnsupportedRawSetting: ``AWS_MSK_IAM`` without SASL_SSL or without a region.
+    """
+    mech_key = next(
+        (
+            k
+            for k in ("sasl.mechanism", "sasl.mechanisms")
+            if str(conf.get(k, "")).upper() == MSK_IAM
+        ),
+        None,
+    )
+    if mech_key is None:
+        return dict(conf)
+    if str(conf.get("security.protocol", "")).upper() != "SASL_SSL":
+        raise UnsupportedRawSetting(
+            f"sasl.mechanism {MSK_IAM} needs security.protocol=SASL_SSL (MSK IAM is TLS only)"
+        )
+    provider = _msk_iam_provider({k: str(v) for k, v in conf.items() if k in _OAUTH})
+    out = {k: v for k, v in conf.items() if not k.startswith("sasl.aws.")}
+    out[mech_key] = "OAUTHBEARER"
+    out["oauth_cb"] = provider.oauth_cb
+    return out
+
+
+def _add_token_provider(out: dict[str, Any], oauth: Mapping[str, str]) -> None:
+    """The OAUTHBEARER token provider of ``out``'s mechanism, from the ``oauth`` settings."""
+    if out.get("sasl_mechanism") == "OAUTHBEARER":
+        out["sasl_oauth_token_provider"] = _oidc_provider(oauth)
+    elif out.get("sasl_mechanism") == MSK_IAM:
+        if out.get("security_protocol") != "SASL_SSL":
+            raise UnsupportedRawSetting(
+                f"sasl.mechanism {MSK_IAM} needs security.protocol=SASL_SSL (MSK IAM is TLS only)"
+            )
+        # MSK takes the signer's token over OAUTHBEARER from non-Java clients
+        out["sasl_mechanism"] = "OAUTHBEARER"
+        out["sasl_oauth_token_provider"] = _msk_iam_provider(oauth)
+    elif oauth:
+        raise UnsupportedRawSetting(
+            f"the setting(s) {', '.join(sorted(oauth))} apply only to sasl.mechanism "
+            f"OAUTHBEARER or {MSK_IAM}"
+        )
+
+
+def _oidc_provider(oauth: Mapping[str, str]) -> Any:
+    method = oauth.get("sasl.oauthbearer.method", "default").lower()
+    if method != "oidc":
+        raise UnsupportedRawSetting(
+            "sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.method=oidc (a token endpoint); "
+            f"the method {method!r} (unsecured tokens or a callback) is not supported here"
+        )
+    needed = (
+        "sasl.oauthbearer.token.endpoint.url",
+        "sasl.oauthbearer.client.id",
+        "sasl.oauthbearer.client.secret",
+    )
+    missing = [k for k in needed if not oauth.get(k)]
+    if missing:
+        raise UnsupportedRawSetting(
+            f"sasl.oauthbearer.method=oidc needs the setting(s) {', '.join(missing)}"
+        )
+    from kafka_archive.kafka_protocol.oauth import OidcTokenProvider
+
+    return OidcTokenProvider(
+        oauth["sasl.oauthbearer.token.endpoint.url"],
+        oauth["sasl.oauthbearer.client.id"],
+        oauth["sasl.oauthbearer.client.secret"],
+        scope=oauth.get("sasl.oauthbearer.scope") or None,
+        extensions=_extensions(oauth.get("sasl.oauthbearer.extensions", "")),
+    )
+
+
+def _extensions(text: str) -> dict[str, str]:
+    """librdkafka's ``sasl.oauthbearer.extensions``: ``key=value`` pairs, comma separated."""
+    out: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UnsupportedRawSetting(
+                "sasl.oauthbearer.extensions must be key=value pairs separated by commas"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _msk_iam_provider(oauth: Mapping[str, str]) -> Any:
+    region = (
+        oauth.get("sasl.aws.region")
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+    )
+    if not region:
+        raise UnsupportedRawSetting(
+            f"sasl.mechanism {MSK_IAM} needs the cluster's AWS region: "
+            "-X sasl.aws.region=REGION, or AWS_REGION in the environment"
+        )
+    from kafka_archive.kafka_protocol.oauth import MskIamTokenProvider
+
+    return MskIamTokenProvider(
+        region,
+        profile=oauth.get("sasl.aws.profile") or None,
+        role_arn=oauth.get("sasl.aws.role.arn") or None,
+    )
 
 
 def _int_setting(key: str, value: Any) -> int:

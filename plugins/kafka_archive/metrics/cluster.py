@@ -53,12 +53,13 @@ def cluster_ends(
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
+    from kafka_archive.kafka_protocol.config import librdkafka_config
     from kafka_archive.redact import redact_text
 
     answer = ClusterEnds(target.name)
     conf: dict[str, Any] = {"bootstrap.servers": target.bootstrap, **dict(target.config)}
     try:
-        admin = AdminClient(conf)
+        admin = AdminClient(librdkafka_config(conf))
         wanted = set(partitions)
         topics = {t for t, _ in wanted}
         if with_consumer_offsets:

@@ -53,6 +53,7 @@ from sqlalchemy.orm import Session
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, FollowerPosition
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.offsets_follower.raw_batches import (
     kafka_python_config,
 )
@@ -366,7 +367,7 @@ def probe_cluster(bootstrap: str, extra: Mapping[str, str] | None = None) -> Non
     from kafka_archive.client_log import reach_metadata
 
     kafka_python_config(consumer_config(bootstrap, extra))
-    consumer = Consumer(consumer_config(bootstrap, extra))
+    consumer = Consumer(librdkafka_config(consumer_config(bootstrap, extra)))
     try:
         reach_metadata(consumer, None, what=f"the cluster at {bootstrap}")
     finally:

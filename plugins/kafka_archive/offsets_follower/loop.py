@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from kafka_archive.catalog.db import Catalog
+from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.offsets_follower.follower import (
     CONSUMER_OFFSETS_TOPIC,
     BatchResult,
@@ -29,7 +31,7 @@ from kafka_archive.offsets_follower.follower import (
 from kafka_archive.offsets_follower.raw_batches import KafkaRawBatchReader, RawBatchSource
 from kafka_archive.offsets_follower.txn_moments import TxnMomentResolver
 
-__all__ = ["FollowLoop", "follow_offsets"]
+__all__ = ["FollowLoop", "FollowerNotAuthorized", "follow_offsets"]
 
 log = logging.getLogger(__name__)
 
@@ -218,11 +220,26 @@ class FollowLoop:
         return True
 
 
+class FollowerNotAuthorized(KafkaArchiveError, PermissionError):
+    """The cluster refused the follower's principal ``__consumer_offsets`` (an ACL missing)."""
+
+
+#: librdkafka's codes of a topic the principal may not describe
+_NOT_AUTHORIZED: Final = frozenset({29})  # TOPIC_AUTHORIZATION_FAILED
+
+
 def _partitions(consumer: Any, timeout_s: float) -> list[int]:
     from kafka_archive.client_log import reach_metadata
 
     md = reach_metadata(consumer, CONSUMER_OFFSETS_TOPIC, timeout_s=timeout_s)
     t = md.topics.get(CONSUMER_OFFSETS_TOPIC)
+    if t is not None and t.error is not None and t.error.code() in _NOT_AUTHORIZED:
+        # not "no topic yet": a principal without ACLs would otherwise be told it caught up
+        raise FollowerNotAuthorized(
+            f"not authorized to read {CONSUMER_OFFSETS_TOPIC} ({t.error.name()}): the "
+            f"follower's principal needs Read on topic {CONSUMER_OFFSETS_TOPIC} "
+            "(docs/security.md)"
+        )
     if t is None or t.error is not None:
         return []  # created lazily by the first group: nothing to follow yet
     return sorted(t.partitions)
@@ -276,7 +293,7 @@ def follow_offsets(
         if raw_source is not None
         else KafkaRawBatchReader(consumer_config(bootstrap, config))
     )
-    consumer = Consumer(consumer_config(bootstrap, config))
+    consumer = Consumer(librdkafka_config(consumer_config(bootstrap, config)))
     try:
         parts = _wait_for_partitions(consumer, stop, expired, until_caught_up=until_caught_up)
         report.partitions = len(parts)

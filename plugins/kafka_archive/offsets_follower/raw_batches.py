@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kafka_archive.errors import InternalSignal, KafkaArchiveError
+from kafka_archive.kafka_protocol.client import error_name, fail_fast_on_authentication
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from kafka_archive.kafka_protocol.fetch import LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from segment_lib.control import ControlType, decode_control_record
@@ -139,6 +140,7 @@ class KafkaRawBatchReader:
         self._args.setdefault("client_id", "kafka-archive-offsets-follower-raw")
         self._timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**self._args)
+        fail_fast_on_authentication(self._client)
         self._leaders: dict[int, int] = {}
 
     def close(self) -> None:
@@ -159,6 +161,8 @@ class KafkaRawBatchReader:
             )
             for t in md.topics:
                 if t.name == TOPIC:
+                    if t.error_code:  # e.g. TOPIC_AUTHORIZATION_FAILED: no Describe/Read ACL
+                        raise RawFetchError(f"{TOPIC}: {error_name(t.error_code)}")
                     for p in t.partitions:
                         self._leaders[p.partition_index] = p.leader_id
         if partition not in self._leaders or self._leaders[partition] < 0:

@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 from pydantic import BaseModel
 
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.bookkeeping.lifecycle import replay_run
 from kafka_archive.replay.errors import ReplayError, ReplayTargetError
@@ -154,12 +155,14 @@ def claim_run(plan: ReplayPlan) -> RunClaim:
     this returns, so any run that checks after its own ``init_transactions`` sees it."""
     spec = plan.spec
     producer = Producer(
-        {
-            **CLIENT_DEFAULTS,
-            **spec.target.client_config(),
-            "enable.idempotence": True,
-            "acks": "all",
-        }
+        librdkafka_config(
+            {
+                **CLIENT_DEFAULTS,
+                **spec.target.client_config(),
+                "enable.idempotence": True,
+                "acks": "all",
+            }
+        )
     )
     md = producer.list_topics(spec.progress_topic, timeout=30)
     meta = md.topics.get(spec.progress_topic)

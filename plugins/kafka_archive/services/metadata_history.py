@@ -244,10 +244,11 @@ class MetadataHistoryService(ResourceService):
         from confluent_kafka.admin import AdminClient
 
         from kafka_archive.client_log import CLIENT_LOG_SETTINGS
+        from kafka_archive.kafka_protocol.config import librdkafka_config
         from kafka_archive.metadata_history.admin import read_admin_state, record_admin_snapshot
 
         # the cluster is asked first: an unreachable one creates no catalog
-        admin = AdminClient({**CLIENT_LOG_SETTINGS, **client_config})
+        admin = AdminClient(librdkafka_config({**CLIENT_LOG_SETTINGS, **client_config}))
         taken = now_ms() if at_ms is None else at_ms
         snap = read_admin_state(admin, timeout_s=timeout_s)
         with self.resources.catalog(create=True).engine.begin() as conn:

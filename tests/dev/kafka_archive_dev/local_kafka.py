@@ -10,6 +10,12 @@ Segments roll quickly (``log.roll.ms``, small ``log.segment.bytes`` where the re
 so tests see rolled segments within seconds, and the log dirs (:attr:`LocalKafkaCluster.log_dirs`)
 are plain folders the archiver can read while the brokers run.
 
+A cluster may also get a secured listener (:class:`SaslSslListener`): SASL_SSL with SCRAM-SHA-512
+users created at format time, TLS from a keystore, and ACLs enforced by KRaft's
+``StandardAuthorizer``. The PLAINTEXT and controller listeners stay for the brokers themselves and
+the harness (their principal, ``User:ANONYMOUS``, is a super user): what a test checks about
+permissions goes through the SASL_SSL listener (:attr:`LocalKafkaCluster.sasl_bootstrap_servers`).
+
 Used by the tests (a session fixture), the demo (the source and the target cluster) and the
 benchmarks. Everything lives under ``workdir``; :meth:`LocalKafkaCluster.stop` kills the JVMs
 (also at interpreter exit), and the folder can be removed afterwards.
@@ -39,6 +45,7 @@ __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "KafkaUnavailableError",
     "LocalKafkaCluster",
+    "SaslSslListener",
     "ensure_kafka_jars",
     "kafka_unavailable_reason",
 ]
@@ -112,6 +119,22 @@ def _port_open(port: int) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class SaslSslListener:
+    """A SASL_SSL listener (SCRAM-SHA-512) on every node, with ACLs enforced.
+
+    ``keystore``: the brokers' PKCS12 keystore (:func:`kafka_archive_dev.tls.make_tls`);
+    ``users``: SCRAM-SHA-512 user name -> password, created when the storage is formatted;
+    ``super_users``: user names allowed everything (besides ``ANONYMOUS``, the PLAINTEXT and
+    controller listeners' principal).
+    """
+
+    keystore: Path
+    keystore_password: str
+    users: Mapping[str, str]
+    super_users: Sequence[str] = ("admin",)
+
+
 @dataclass
 class _Node:
     node_id: int
@@ -119,6 +142,7 @@ class _Node:
     controller_port: int
     home: Path
     log_dir: Path
+    sasl_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     log_file: Path = field(init=False)
 
@@ -143,21 +167,24 @@ class LocalKafkaCluster:
         broker_config: Mapping[str, str] | None = None,
         heap: str = "384m",
         log_level: str = "WARN",
+        sasl_ssl: SaslSslListener | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.version = version
         self.heap = heap
         self.log_level = log_level
+        self.sasl_ssl = sasl_ssl
         self.cluster_id = ""
         self._libs: Path | None = None
-        ports = _free_ports(2 * brokers)
+        ports = _free_ports(3 * brokers)
         self.nodes = {
             i: _Node(
                 node_id=i,
-                port=ports[2 * (i - 1)],
-                controller_port=ports[2 * (i - 1) + 1],
+                port=ports[3 * (i - 1)],
+                controller_port=ports[3 * (i - 1) + 1],
                 home=self.workdir / f"node-{i}",
                 log_dir=self.workdir / f"node-{i}" / "data",
+                sasl_port=ports[3 * (i - 1) + 2] if sasl_ssl else 0,
             )
             for i in range(1, brokers + 1)
         }
@@ -205,6 +232,13 @@ class LocalKafkaCluster:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values())
 
     @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_SSL listeners (only with ``sasl_ssl``)."""
+        if self.sasl_ssl is None:
+            raise KafkaUnavailableError("this cluster has no SASL_SSL listener")
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes.values())
+
+    @property
     def log_dirs(self) -> dict[int, Path]:
         """Node id -> that broker's ``log.dirs`` folder (one per broker)."""
         return {i: n.log_dir for i, n in self.nodes.items()}
@@ -234,9 +268,37 @@ class LocalKafkaCluster:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.log_dir),
+            **self._security(node),
             **self.config,
         }
         return "".join(f"{k}={v}\n" for k, v in props.items())
+
+    def _security(self, node: _Node) -> dict[str, str]:
+        """The SASL_SSL listener's and the authorizer's settings (none without ``sasl_ssl``)."""
+        sec = self.sasl_ssl
+        if sec is None:
+            return {}
+        sasl = f"SASL_SSL://127.0.0.1:{node.sasl_port}"
+        supers = ["User:ANONYMOUS", *(f"User:{u}" for u in sec.super_users)]
+        return {
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:"
+            f"{node.controller_port},{sasl}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},{sasl}",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL"
+            ),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(sec.keystore),
+            "ssl.keystore.password": sec.keystore_password,
+            "ssl.key.password": sec.keystore_password,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": ";".join(supers),
+        }
 
     def _java(self, main: str, args: Sequence[str], *, node: _Node | None = None) -> list[str]:
         log = (node.log_file if node else self.workdir / "tools.log").as_posix()
@@ -336,9 +398,14 @@ class LocalKafkaCluster:
             props = node.home / "server.properties"
             props.write_text(self._properties(node))
             # "--cluster-id=ID": a random id may start with "-", which argparse reads as an option
+            scram = [
+                arg
+                for user, password in (self.sasl_ssl.users.items() if self.sasl_ssl else ())
+                for arg in ("--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]")
+            ]
             self.run_tool(
                 "kafka.tools.StorageTool",
-                ["format", f"--cluster-id={self.cluster_id}", "-c", str(props)],
+                ["format", f"--cluster-id={self.cluster_id}", "-c", str(props), *scram],
             )
 
     def start(self, timeout_s: float = 90.0) -> LocalKafkaCluster:

@@ -55,6 +55,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
 from kafka_archive.replay.execution import txn_calls
@@ -274,7 +275,7 @@ class PartitionReplay:
 
     def _new_producer(self) -> Any:
         """The producer (made by :meth:`connect`: it must not block)."""
-        return Producer(self.producer_config)
+        return Producer(librdkafka_config(self.producer_config))
 
     def _initialise(self, producer: Any) -> None:
         """Make ``producer`` this partition's only live producer (``init_transactions``)."""

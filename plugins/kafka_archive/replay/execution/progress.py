@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.replay.errors import ReplayTargetError
 from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS
 from kafka_archive.replay.target.murmur2 import murmur2_partition
@@ -233,17 +234,19 @@ class KafkaCommittedReader:
 
     def _consumer(self, isolation: str) -> Consumer:
         return Consumer(
-            {
-                **CLIENT_DEFAULTS,
-                **self.config,
-                "group.id": "kafka-archive-replay-progress-reader",
-                "enable.auto.commit": False,
-                "isolation.level": isolation,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "earliest",
-                # progress partitions are small: do not let the broker hold fetches back
-                "fetch.wait.max.ms": 10,
-            }
+            librdkafka_config(
+                {
+                    **CLIENT_DEFAULTS,
+                    **self.config,
+                    "group.id": "kafka-archive-replay-progress-reader",
+                    "enable.auto.commit": False,
+                    "isolation.level": isolation,
+                    "enable.partition.eof": True,
+                    "auto.offset.reset": "earliest",
+                    # progress partitions are small: do not let the broker hold fetches back
+                    "fetch.wait.max.ms": 10,
+                }
+            )
         )
 
     def _consumers(self) -> tuple[Consumer, Consumer]:

@@ -211,6 +211,7 @@ def fence(plan: ReplayPlan) -> list[str]:
     """
     from confluent_kafka import Producer
 
+    from kafka_archive.kafka_protocol.config import librdkafka_config
     from kafka_archive.replay.execution import txn_calls
     from kafka_archive.replay.execution.engine import transactional_id
     from kafka_archive.replay.execution.progress import CLIENT_DEFAULTS
@@ -219,12 +220,14 @@ def fence(plan: ReplayPlan) -> list[str]:
     for pp in plan.partitions:
         tid = transactional_id(plan.txn_base, pp.partition)
         producer = Producer(
-            {
-                **CLIENT_DEFAULTS,
-                **plan.spec.target.client_config(),
-                "transactional.id": tid,
-                "enable.idempotence": True,
-            }
+            librdkafka_config(
+                {
+                    **CLIENT_DEFAULTS,
+                    **plan.spec.target.client_config(),
+                    "transactional.id": tid,
+                    "enable.idempotence": True,
+                }
+            )
         )
         try:
             txn_calls.init_transactions(producer, tid)

@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kafka_archive.client_log import ClusterUnreachable, reach_metadata
+from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.replay.errors import (
     PartitionMappingError,
     ReplayTargetError,
@@ -133,7 +134,7 @@ def _reach(consumer: Consumer, topic: str) -> Any:
 def _create_topic(
     client_config: dict[str, str], topic: str, partitions: int, config: dict[str, str] | None = None
 ) -> None:
-    admin = AdminClient(dict(client_config))  # type: ignore[arg-type]
+    admin = AdminClient(librdkafka_config(client_config))
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config or {})],
         operation_timeout=30,

@@ -20,11 +20,12 @@ def new_client(factory: Callable[[dict[str, Any]], T], config: dict[str, Any]) -
     librdkafka rejects (unknown name, bad value) reported as a
     :class:`~.errors.ReplayConfigError` naming it, instead of a bare ``KafkaException``.
     Secret values never appear in the message."""
+    from kafka_archive.kafka_protocol.config import librdkafka_config
     from kafka_archive.replay.errors import ReplayConfigError
     from kafka_archive.replay.planning.plan import REDACTED, is_secret_setting
 
     try:
-        return factory(config)
+        return factory(librdkafka_config(config))
     except (KafkaException, ValueError, TypeError) as exc:
         err = exc.args[0] if exc.args else exc
         text = err.str() if isinstance(err, KafkaError) else str(err)
