@@ -16,9 +16,10 @@ Measured, interleaved, ``--reps`` times (median), each into a fresh target topic
 beforehand (so neither side pays for topic creation):
 
 * ``e2e``: into a fresh store and catalog, ``run_archive`` over each broker's log dir (every
-  replica, as the per-broker archivers do), then :class:`~kafka_archive.services.
-  catalog_build.CatalogBuildService` ``.build()`` with the default engine (``auto``: the report
-  says which ran and why), then :class:`~kafka_archive.services.replay.ReplayService`
+  replica, as the per-broker archivers do; ``topics=[source topic]``: the replays' target
+  topics are not read, ``__consumer_offsets`` and the metadata log are), then
+  :class:`~kafka_archive.services.catalog_build.CatalogBuildService` ``.build()`` with the
+  default engine (``auto``: the report says which ran and why), then :class:`~kafka_archive.services.replay.ReplayService`
   ``.plan()`` + ``.run()`` of the whole topic (what ``kafka-archive replay run`` does, minus the
   process start). Each part timed: ``archive_s``, ``catalog_s``, ``replay_s``.
 * ``replay``: the same replay alone, from a store and catalog built once before the
@@ -104,39 +105,21 @@ def produce_source(bootstrap: str, args: argparse.Namespace) -> None:
     time.sleep(2.0)  # followers append (and roll) too; checkpoints are written every second
 
 
-def source_view(cluster: LocalKafkaCluster, root: Path) -> dict[int, Path]:
-    """Each broker's log dir as the archiver should see it here: its own files and the source
-    topic's partition directories only, hard-linked under ``root`` (the cluster also holds the
-    replays' target topics, which a production archiver would archive too, but which are not
-    part of this job). Kafka never rewrites a rolled segment in place, so the links hold the
-    bytes the broker held."""
-    views = {}
-    for node, log_dir in sorted(cluster.log_dirs.items()):
-        view = root / str(node)
-        view.mkdir(parents=True)
-        for entry in log_dir.iterdir():
-            if entry.is_file():
-                os.link(entry, view / entry.name)
-            elif entry.is_dir() and entry.name.rsplit("-", 1)[0] == TOPIC:
-                (view / entry.name).mkdir()
-                for f in entry.iterdir():
-                    if f.is_file():
-                        os.link(f, view / entry.name / f.name)
-        views[node] = view
-    return views
-
-
-def archive(views: dict[int, Path], store_uri: str, state: Path) -> int:
-    """Archive every broker's (viewed) log dir; returns the segments archived."""
+def archive(cluster: LocalKafkaCluster, store_uri: str, state: Path) -> int:
+    """Archive every broker's log dir, the source topic only (``--topics``: the cluster also
+    holds the replays' target topics, which a production archiver would archive too, but which
+    are not part of this job; ``__consumer_offsets`` and the metadata log are archived as
+    always); returns the segments archived."""
     store = open_store(store_uri)
     n = 0
-    for node, log_dir in sorted(views.items()):
+    for node, log_dir in sorted(cluster.log_dirs.items()):
         report = run_archive(
             cluster=CLUSTER,
             broker_id=node,
             log_dirs=[str(log_dir)],
             store=store,
             state_dir=str(state / str(node)),
+            topics=[TOPIC],
         )
         if not report.ok:
             raise SystemExit(f"archive failed: {report.failures}")
@@ -340,9 +323,8 @@ def main() -> None:  # noqa: PLR0915
         def e2e(tag: str) -> dict[str, Any]:
             settings = fresh_settings(tag)
             target = fresh_target()
-            views = source_view(cluster, work / tag / "logs")
             t0 = time.perf_counter()
-            segments = archive(views, str(settings.store), work / tag / "state")
+            segments = archive(cluster, str(settings.store), work / tag / "state")
             t1 = time.perf_counter()
             with CatalogBuildService(settings) as service:
                 built = service.build(engine=args.catalog_engine)
@@ -363,9 +345,7 @@ def main() -> None:  # noqa: PLR0915
 
         warm = e2e("warm")  # imports, SQLAlchemy compiles, the brokers' page cache
         base = fresh_settings("base")
-        archive(
-            source_view(cluster, work / "base" / "logs"), str(base.store), work / "base" / "state"
-        )
+        archive(cluster, str(base.store), work / "base" / "state")
         with CatalogBuildService(base) as service:
             service.build()
         print(f"warm-up e2e: {json.dumps(warm)}", flush=True)
