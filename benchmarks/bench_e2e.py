@@ -19,9 +19,10 @@ beforehand (so neither side pays for topic creation):
   replica, as the per-broker archivers do; ``topics=[source topic]``: the replays' target
   topics are not read, ``__consumer_offsets`` and the metadata log are), then
   :class:`~kafka_archive.services.catalog_build.CatalogBuildService` ``.build()`` with the
-  default engine (``auto``: the report says which ran and why), then :class:`~kafka_archive.services.replay.ReplayService`
-  ``.plan()`` + ``.run()`` of the whole topic (what ``kafka-archive replay run`` does, minus the
-  process start). Each part timed: ``archive_s``, ``catalog_s``, ``replay_s``.
+  default engine (``auto``: the report says which ran and why), then
+  :class:`~kafka_archive.services.replay.ReplayService` ``.plan()`` + ``.run()`` of the whole
+  topic (what ``kafka-archive replay run`` does, minus the process start). Each part timed:
+  ``archive_s``, ``catalog_s``, ``replay_s``.
 * ``replay``: the same replay alone, from a store and catalog built once before the
   repetitions.
 
