@@ -325,6 +325,10 @@ class ReplayService(ResourceService):
         is sent."""
         from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
 
+        if choose_execution(execution, plan.total_bytes, spark_threshold_bytes) == "in-process":
+            from kafka_archive.replay.execution.batch_engine import probe_ahead
+
+            probe_ahead(plan)  # which path the partitions take, asked while the leases are taken
         ranges = lease_ranges(plan)
         holder = lease_holder(plan)
         leases = self._leases()

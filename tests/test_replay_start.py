@@ -1,6 +1,8 @@
-"""The run's claim is announced while the partitions start (issue 27: its ``acks=all`` round trip
-was on every replay's way to its first record), and is still acknowledged before any partition
-checks it or produces anything (see ``runner._execute`` and ``PartitionReplay._check_claim``).
+"""A replay's start (issue 27: no fixed costs before the first record). The run's claim is
+announced while the partitions start (its ``acks=all`` round trip was on every replay's way to
+its first record), and is still acknowledged before any partition checks it or produces
+anything (see ``runner._execute`` and ``PartitionReplay._check_claim``); the replay path's probe
+of the target runs ahead, while the service takes its leases, and only once.
 
 On librdkafka's mock cluster (the record path); the two-runs-at-once and fencing guarantees are
 tested on a real cluster in ``tests/real_kafka/test_replay_real.py``.
@@ -14,12 +16,15 @@ from typing import Any
 import pytest
 from kafka_archive.replay import runner
 from kafka_archive.replay.errors import ReplayTargetError
-from kafka_archive.replay.execution import engine, txn_calls
+from kafka_archive.replay.execution import batch_engine, engine, txn_calls
 from kafka_archive.replay.execution.progress import RunClaim
+from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, parse_position
 from kafka_archive.replay.runner import execute
+from kafka_archive.services.replay import ReplayService
+from kafka_archive.settings import load_settings
 
 from tests.support.kafka_mock import MarkerAwareReader, MockCluster, committed_records
-from tests.test_replay_mock import Source, _plan, fresh_topic, mock, src, view
+from tests.test_replay_mock import CLUSTER, TOPIC, Source, _plan, fresh_topic, mock, src, view
 
 __all__ = ["mock", "src"]  # the fixtures, shared with test_replay_mock
 
@@ -102,3 +107,30 @@ def test_a_failed_claim_fails_the_run_and_sends_nothing(
     assert points == []  # no transaction begun, nothing produced
     for p in src.parts:
         assert committed_records(mock.bootstrap_servers, target, p) == []
+
+
+def test_the_path_probe_runs_ahead_of_the_run_and_once(
+    src: Source, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ReplayService.run`` asks which path the partitions take in a thread of its own, before
+    the leases and the target checks; the runner takes that answer (cached), not a second
+    probe. (On the mock cluster the answer is the record path: kafka-python cannot talk to it.)"""
+    asked: list[str] = []
+    real = batch_engine._probe
+
+    def probe(config: dict[str, Any]) -> str | None:
+        asked.append(threading.current_thread().name)
+        return real(config)
+
+    monkeypatch.setattr(batch_engine, "_probed", {})
+    monkeypatch.setattr(batch_engine, "_probe", probe)
+    target = fresh_topic(mock)
+    spec = ReplaySpec.model_validate(
+        {"cluster": CLUSTER, "topic": TOPIC, "from": parse_position("earliest"),
+         "target": TargetSpec(bootstrap_servers=mock.bootstrap_servers), "target_topic": target}
+    )  # fmt: skip
+    service = ReplayService(load_settings(env={}), catalog=src.catalog, store=src.store)
+    report = service.run(service.plan(spec))
+    assert report.status == "complete", report
+    assert asked == ["replay-path-probe"]
+    assert report.replay_path == "records" and "mock cluster" in " ".join(report.path_notes)
