@@ -36,7 +36,10 @@ to its first record at the target: a read_uncommitted consumer assigned to the t
 as a fresh process (``first_record_cli_s``: interpreter start, imports, planning, target checks,
 ``init_transactions``, the first transaction's records; with a bytecode cache, as an installed
 wheel has: ``_data.cli_environment``) and for ``plan()`` + ``run()`` in this warm process
-(``first_record_inproc_s``). ``--profile`` adds where the start-up goes: the wall clock, in
+(``first_record_inproc_s``); with ``--reference-src DIR`` (another checkout's sources, e.g.
+the commit before a change), that checkout's command too, interleaved with this one's
+(``first_record_cli_ref_s``, ``first_record_cli_over_ref``: the load of a shared machine moves
+both). ``--profile`` adds where the start-up goes: the wall clock, in
 this process, at which each step begins and ends (planning, target check, ``execute``,
 ``init_transactions``, the first record), and for the CLI the largest top-level imports
 (``-X importtime``) and the functions with the most cumulative time (cProfile).
@@ -194,8 +197,13 @@ def first_record(
     return watch.at - t0, total
 
 
-def cli_replay(settings: Settings, bootstrap: str, target: str) -> None:
+def cli_replay(settings: Settings, bootstrap: str, target: str, source: Path | None = None) -> None:
+    """``kafka-archive replay run`` as a fresh process; ``source``: another checkout's sources
+    (``--reference-src``) imported instead of this one's."""
     env: dict[str, str] = _data.cli_environment(Path(str(settings.db)).parent)
+    if source is not None:
+        # found before this checkout's editable install (a finder appended to sys.meta_path)
+        env["PYTHONPATH"] = os.pathsep.join([str(source / "plugins"), str(source)])
     cmd = [
         str(Path(sys.executable).with_name("kafka-archive")),
         *replay_args(settings, bootstrap, target),
@@ -297,6 +305,12 @@ def main() -> None:  # noqa: PLR0915
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--first-reps", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="where the start-up time goes")
+    ap.add_argument(
+        "--reference-src", type=Path, default=None,
+        help="another checkout's sources (git archive COMMIT | tar -x -C DIR; copy in "
+        "segment_lib's compiled modules): its `replay run` is timed to the first record "
+        "too, interleaved with this one's (first_record_cli_over_ref)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=_data.RESULTS_DIR)
     args = ap.parse_args()
 
@@ -365,18 +379,28 @@ def main() -> None:  # noqa: PLR0915
                 print(f"rep {rep} {kind:7s} {json.dumps(m)}", flush=True)
 
         cli_replay(base, bootstrap, fresh_target())  # warm: the CLI's files in the page cache
+        if args.reference_src is not None:
+            cli_replay(base, bootstrap, fresh_target(), args.reference_src)
         for rep in range(args.first_reps):
-            target = fresh_target()
-            first, total = first_record(
-                bootstrap, target, args.partitions, partial(cli_replay, base, bootstrap, target)
-            )
-            firsts["cli"].append({"first_record_s": first, "total_s": total})
+            kinds = [("cli", None)]
+            if args.reference_src is not None:
+                kinds.insert(rep % 2, ("cli_ref", args.reference_src))
+            for kind, source in kinds:
+                target = fresh_target()
+                first, total = first_record(
+                    bootstrap,
+                    target,
+                    args.partitions,
+                    partial(cli_replay, base, bootstrap, target, source),
+                )
+                firsts.setdefault(kind, []).append({"first_record_s": first, "total_s": total})
             target = fresh_target()
             first, total = first_record(
                 bootstrap, target, args.partitions, partial(replay, base, bootstrap, target)
             )
             firsts["inproc"].append({"first_record_s": first, "total_s": total})
-            print(f"rep {rep} first record: cli {firsts['cli'][-1]} inproc {first:.3f}s")
+            ref = f" cli_ref {firsts['cli_ref'][-1]}" if "cli_ref" in firsts else ""
+            print(f"rep {rep} first record: cli {firsts['cli'][-1]}{ref} inproc {first:.3f}s")
 
         if args.profile:
             steps: dict[str, float] = {}
@@ -400,7 +424,7 @@ def main() -> None:  # noqa: PLR0915
     def med(kind: str, key: str = "seconds") -> float:
         return float(statistics.median(m[key] for m in runs[kind]))
 
-    summary = {
+    summary: dict[str, Any] = {
         "e2e_s": med("e2e"),
         "replay_s": med("replay"),
         "ratio_e2e_over_replay": med("e2e") / med("replay"),
@@ -414,6 +438,11 @@ def main() -> None:  # noqa: PLR0915
         if firsts["inproc"]
         else None,
     }
+    if firsts.get("cli_ref"):
+        ref_s = statistics.median(f["first_record_s"] for f in firsts["cli_ref"])
+        cli_s = statistics.median(f["first_record_s"] for f in firsts["cli"])
+        summary["first_record_cli_ref_s"] = ref_s
+        summary["first_record_cli_over_ref"] = cli_s / ref_s
     print(json.dumps(summary, indent=1))
     out = _data.result_file("e2e", args.out)
     out.write_text(
