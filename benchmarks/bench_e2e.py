@@ -39,8 +39,9 @@ wheel has: ``_data.cli_environment``) and for ``plan()`` + ``run()`` in this war
 (``first_record_inproc_s``); with ``--reference-src DIR`` (another checkout's sources, e.g.
 the commit before a change), that checkout's command too, interleaved with this one's
 (``first_record_cli_ref_s``, ``first_record_cli_over_ref``: the load of a shared machine moves
-both). ``--profile`` adds where the start-up goes: the wall clock, in
-this process, at which each step begins and ends (planning, target check, ``execute``,
+both; and each command's CPU time, user + system, whole run: ``cpu_cli_s``, ``cpu_cli_ref_s``).
+``--profile`` adds where the start-up goes: the wall clock, in this process, at which each step
+begins and ends (planning, target check, ``execute``,
 ``init_transactions``, the first record), and for the CLI the largest top-level imports
 (``-X importtime``) and the functions with the most cumulative time (cProfile).
 
@@ -54,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -387,13 +389,18 @@ def main() -> None:  # noqa: PLR0915
                 kinds.insert(rep % 2, ("cli_ref", args.reference_src))
             for kind, source in kinds:
                 target = fresh_target()
+                cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 first, total = first_record(
                     bootstrap,
                     target,
                     args.partitions,
                     partial(cli_replay, base, bootstrap, target, source),
                 )
-                firsts.setdefault(kind, []).append({"first_record_s": first, "total_s": total})
+                cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+                firsts.setdefault(kind, []).append(
+                    {"first_record_s": first, "total_s": total, "cpu_s": cpu}
+                )
             target = fresh_target()
             first, total = first_record(
                 bootstrap, target, args.partitions, partial(replay, base, bootstrap, target)
@@ -443,6 +450,9 @@ def main() -> None:  # noqa: PLR0915
         cli_s = statistics.median(f["first_record_s"] for f in firsts["cli"])
         summary["first_record_cli_ref_s"] = ref_s
         summary["first_record_cli_over_ref"] = cli_s / ref_s
+        summary["cpu_cli_s"], summary["cpu_cli_ref_s"] = (
+            statistics.median(f["cpu_s"] for f in firsts[k]) for k in ("cli", "cli_ref")
+        )
     print(json.dumps(summary, indent=1))
     out = _data.result_file("e2e", args.out)
     out.write_text(

@@ -2,7 +2,7 @@
 announced while the partitions start (its ``acks=all`` round trip was on every replay's way to
 its first record), and is still acknowledged before any partition checks it or produces
 anything (see ``runner._execute`` and ``PartitionReplay._check_claim``); the replay path's probe
-of the target runs ahead, while the service takes its leases, and only once.
+of the target runs ahead, during the service's target checks, and only once.
 
 On librdkafka's mock cluster (the record path); the two-runs-at-once and fencing guarantees are
 tested on a real cluster in ``tests/real_kafka/test_replay_real.py``.
@@ -112,8 +112,8 @@ def test_a_failed_claim_fails_the_run_and_sends_nothing(
 def test_the_path_probe_runs_ahead_of_the_run_and_once(
     src: Source, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``ReplayService.run`` asks which path the partitions take in a thread of its own, before
-    the leases and the target checks; the runner takes that answer (cached), not a second
+    """``ReplayService.run`` asks which path the partitions take in a thread of its own, during
+    the target checks; the runner takes that answer (cached), not a second
     probe. (On the mock cluster the answer is the record path: kafka-python cannot talk to it.)"""
     asked: list[str] = []
     real = batch_engine._probe

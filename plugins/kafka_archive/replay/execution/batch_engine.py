@@ -142,10 +142,11 @@ def _probe(client_config: dict[str, Any]) -> str | None:
 def probe_ahead(plan: ReplayPlan) -> None:
     """Start asking :func:`reachable` for ``plan``'s target in a thread, when its request could
     go by batches: the probe (a metadata request, kafka-python's import and bootstrap: ~0.2 s
-    measured) then overlaps the caller's other start-up work (leases, the target checks)
-    instead of delaying the partitions' start. The answer is cached, so the runner's own
-    :func:`replay_path_refusal` takes it, waiting for it if it is still under way; a probe that
-    fails unexpectedly is not cached and is asked again there, where its error surfaces.
+    measured) then overlaps the caller's other start-up work (the target checks: round trips
+    waited for outside the GIL) instead of delaying the partitions' start. The answer is
+    cached, so the runner's own :func:`replay_path_refusal` takes it, waiting for it if it is
+    still under way; a probe that fails unexpectedly is not cached and is asked again there,
+    where its error surfaces.
     Nothing is written. Not a daemon: the process waits for it (at most the probe's time)."""
     config = plan.spec.target.client_config()
     if batch_level(plan.spec, config) is not None:
