@@ -11,7 +11,9 @@ The same three steps run from the CLI, the Airflow DAG and the Spark job:
    (in-process) or as Spark tasks (``spark_jobs/replay.py`` calls :func:`run_partition` on the
    executors); the driver collects per-partition results into a :class:`ReplayReport`. With
    fewer threads than partitions, the partition that starts next is prepared (producer,
-   ``init_transactions``, committed progress) while the current one produces.
+   ``init_transactions``, committed progress) while the current one produces. The run's claim
+   (:func:`claim_run`) is announced in the background while the partitions start; each waits
+   for its acknowledgement before checking it, and so before producing anything.
 
 A dry run stops after step 1 (and, when the target is reachable, step 2) and reports the plan.
 """
