@@ -39,7 +39,8 @@ wheel has: ``_data.cli_environment``) and for ``plan()`` + ``run()`` in this war
 (``first_record_inproc_s``); with ``--reference-src DIR`` (another checkout's sources, e.g.
 the commit before a change), that checkout's command too, interleaved with this one's
 (``first_record_cli_ref_s``, ``first_record_cli_over_ref``, and the median of the pairs'
-ratios ``first_record_cli_over_ref_paired``: the load of a shared machine moves both; and each command's CPU time, user + system, whole run: ``cpu_cli_s``, ``cpu_cli_ref_s``).
+ratios ``first_record_cli_over_ref_paired``: the load of a shared machine moves both; and each
+command's CPU time, user + system, whole run: ``cpu_cli_s``, ``cpu_cli_ref_s``).
 ``--profile`` adds where the start-up goes: the wall clock, in this process, at which each step
 begins and ends (planning, target check, ``execute``,
 ``init_transactions``, the first record), and for the CLI the largest top-level imports
