@@ -41,10 +41,11 @@ the commit before a change), that checkout's command too, interleaved with this 
 (``first_record_cli_ref_s``, ``first_record_cli_over_ref``, and the median of the pairs'
 ratios ``first_record_cli_over_ref_paired``: the load of a shared machine moves both; and each
 command's CPU time, user + system, whole run: ``cpu_cli_s``, ``cpu_cli_ref_s``).
-``--profile`` adds where the start-up goes: the wall clock, in this process, at which each step
-begins and ends (planning, target check, ``execute``,
-``init_transactions``, the first record), and for the CLI the largest top-level imports
-(``-X importtime``) and the functions with the most cumulative time (cProfile).
+``--profile`` adds where the start-up goes: for three replays in this process, the wall clock at
+which each step begins and ends (planning, target check, ``execute``, the claim, the path
+probe, ``init_transactions`` on either path, the claim check, the first record), and for the
+CLI the largest top-level imports (``-X importtime``) and the functions with the most
+cumulative time (cProfile).
 
     .venv/bin/python benchmarks/bench_e2e.py
     .venv/bin/python benchmarks/bench_e2e.py --reps 5 --first-reps 5 --profile
