@@ -16,11 +16,13 @@ Measured, interleaved, ``--reps`` times (median), each into a fresh target topic
 beforehand (so neither side pays for topic creation):
 
 * ``e2e``: into a fresh store and catalog, ``run_archive`` over each broker's log dir (every
-  replica, as the per-broker archivers do), then :class:`~kafka_archive.services.
-  catalog_build.CatalogBuildService` ``.build()`` with the default engine (``auto``: the report
-  says which ran and why), then :class:`~kafka_archive.services.replay.ReplayService`
-  ``.plan()`` + ``.run()`` of the whole topic (what ``kafka-archive replay run`` does, minus the
-  process start). Each part timed: ``archive_s``, ``catalog_s``, ``replay_s``.
+  replica, as the per-broker archivers do; ``topics=[source topic]``: the replays' target
+  topics are not read, ``__consumer_offsets`` and the metadata log are), then
+  :class:`~kafka_archive.services.catalog_build.CatalogBuildService` ``.build()`` with the
+  default engine (``auto``: the report says which ran and why), then
+  :class:`~kafka_archive.services.replay.ReplayService` ``.plan()`` + ``.run()`` of the whole
+  topic (what ``kafka-archive replay run`` does, minus the process start). Each part timed:
+  ``archive_s``, ``catalog_s``, ``replay_s``.
 * ``replay``: the same replay alone, from a store and catalog built once before the
   repetitions.
 
@@ -34,10 +36,16 @@ to its first record at the target: a read_uncommitted consumer assigned to the t
 as a fresh process (``first_record_cli_s``: interpreter start, imports, planning, target checks,
 ``init_transactions``, the first transaction's records; with a bytecode cache, as an installed
 wheel has: ``_data.cli_environment``) and for ``plan()`` + ``run()`` in this warm process
-(``first_record_inproc_s``). ``--profile`` adds where the start-up goes: the wall clock, in
-this process, at which each step begins and ends (planning, target check, ``execute``,
-``init_transactions``, the first record), and for the CLI the largest top-level imports
-(``-X importtime``) and the functions with the most cumulative time (cProfile).
+(``first_record_inproc_s``); with ``--reference-src DIR`` (another checkout's sources, e.g.
+the commit before a change), that checkout's command too, interleaved with this one's
+(``first_record_cli_ref_s``, ``first_record_cli_over_ref``, and the median of the pairs'
+ratios ``first_record_cli_over_ref_paired``: the load of a shared machine moves both; and each
+command's CPU time, user + system, whole run: ``cpu_cli_s``, ``cpu_cli_ref_s``).
+``--profile`` adds where the start-up goes: for three replays in this process, the wall clock at
+which each step begins and ends (planning, target check, ``execute``, the claim, the path
+probe, ``init_transactions`` on either path, the claim check, the first record), and for the
+CLI the largest top-level imports (``-X importtime``) and the functions with the most
+cumulative time (cProfile).
 
     .venv/bin/python benchmarks/bench_e2e.py
     .venv/bin/python benchmarks/bench_e2e.py --reps 5 --first-reps 5 --profile
@@ -49,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,39 +113,21 @@ def produce_source(bootstrap: str, args: argparse.Namespace) -> None:
     time.sleep(2.0)  # followers append (and roll) too; checkpoints are written every second
 
 
-def source_view(cluster: LocalKafkaCluster, root: Path) -> dict[int, Path]:
-    """Each broker's log dir as the archiver should see it here: its own files and the source
-    topic's partition directories only, hard-linked under ``root`` (the cluster also holds the
-    replays' target topics, which a production archiver would archive too, but which are not
-    part of this job). Kafka never rewrites a rolled segment in place, so the links hold the
-    bytes the broker held."""
-    views = {}
-    for node, log_dir in sorted(cluster.log_dirs.items()):
-        view = root / str(node)
-        view.mkdir(parents=True)
-        for entry in log_dir.iterdir():
-            if entry.is_file():
-                os.link(entry, view / entry.name)
-            elif entry.is_dir() and entry.name.rsplit("-", 1)[0] == TOPIC:
-                (view / entry.name).mkdir()
-                for f in entry.iterdir():
-                    if f.is_file():
-                        os.link(f, view / entry.name / f.name)
-        views[node] = view
-    return views
-
-
-def archive(views: dict[int, Path], store_uri: str, state: Path) -> int:
-    """Archive every broker's (viewed) log dir; returns the segments archived."""
+def archive(cluster: LocalKafkaCluster, store_uri: str, state: Path) -> int:
+    """Archive every broker's log dir, the source topic only (``--topics``: the cluster also
+    holds the replays' target topics, which a production archiver would archive too, but which
+    are not part of this job; ``__consumer_offsets`` and the metadata log are archived as
+    always); returns the segments archived."""
     store = open_store(store_uri)
     n = 0
-    for node, log_dir in sorted(views.items()):
+    for node, log_dir in sorted(cluster.log_dirs.items()):
         report = run_archive(
             cluster=CLUSTER,
             broker_id=node,
             log_dirs=[str(log_dir)],
             store=store,
             state_dir=str(state / str(node)),
+            topics=[TOPIC],
         )
         if not report.ok:
             raise SystemExit(f"archive failed: {report.failures}")
@@ -210,8 +201,13 @@ def first_record(
     return watch.at - t0, total
 
 
-def cli_replay(settings: Settings, bootstrap: str, target: str) -> None:
+def cli_replay(settings: Settings, bootstrap: str, target: str, source: Path | None = None) -> None:
+    """``kafka-archive replay run`` as a fresh process; ``source``: another checkout's sources
+    (``--reference-src``) imported instead of this one's."""
     env: dict[str, str] = _data.cli_environment(Path(str(settings.db)).parent)
+    if source is not None:
+        # found before this checkout's editable install (a finder appended to sys.meta_path)
+        env["PYTHONPATH"] = os.pathsep.join([str(source / "plugins"), str(source)])
     cmd = [
         str(Path(sys.executable).with_name("kafka-archive")),
         *replay_args(settings, bootstrap, target),
@@ -225,8 +221,11 @@ def cli_replay(settings: Settings, bootstrap: str, target: str) -> None:
 def step_clock(t0: list[float], steps: dict[str, float]) -> Iterator[None]:
     """Wall clock, from ``t0[0]``, at which each start-up step of a replay begins and ends
     (wrapping the functions the service calls; nothing under replay/execution is changed)."""
+    import kafka_archive.replay.execution.batch_engine as batch_engine
+    import kafka_archive.replay.execution.engine as engine
     import kafka_archive.replay.execution.txn_calls as txn_calls
     import kafka_archive.replay.runner as runner
+    from kafka_archive.kafka_protocol.transactions import TxnBatchProducer
 
     patched: list[tuple[Any, str, Any]] = []
 
@@ -247,11 +246,35 @@ def step_clock(t0: list[float], steps: dict[str, float]) -> Iterator[None]:
     wrap(runner, "check_target", "check_target")
     wrap(runner, "execute", "execute")
     wrap(txn_calls, "init_transactions", "init_transactions")
+    wrap(runner, "claim_run", "claim")  # (in the background since issue 27's second pass)
+    wrap(batch_engine, "replay_path_refusal", "path_probe")
+    wrap(TxnBatchProducer, "init", "batch_init_transactions")  # the batch path's first
+    wrap(engine.PartitionReplay, "_check_claim", "check_claim")
     try:
         yield
     finally:
         for owner, name, original in reversed(patched):
             setattr(owner, name, original)
+
+
+def inproc_steps(
+    settings: Settings, bootstrap: str, target: str, partitions: int
+) -> dict[str, float]:
+    """One in-process replay into ``target`` under :func:`step_clock`, with its first record."""
+    steps: dict[str, float] = {}
+    clock = [0.0]
+    with step_clock(clock, steps):
+        watch = FirstRecord(bootstrap, target, partitions)
+        watch.start()
+        clock[0] = time.perf_counter()
+        replay(settings, bootstrap, target)
+        watch.done.set()
+        watch.join(30)
+    if watch.at is not None:
+        steps["first_record"] = watch.at - clock[0]
+    ordered = dict(sorted(steps.items(), key=lambda kv: kv[1]))
+    print(json.dumps({k: round(v, 3) for k, v in ordered.items()}), flush=True)
+    return ordered
 
 
 def replay_args(settings: Settings, bootstrap: str, target: str) -> list[str]:
@@ -313,6 +336,12 @@ def main() -> None:  # noqa: PLR0915
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--first-reps", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="where the start-up time goes")
+    ap.add_argument(
+        "--reference-src", type=Path, default=None,
+        help="another checkout's sources (git archive COMMIT | tar -x -C DIR; copy in "
+        "segment_lib's compiled modules): its `replay run` is timed to the first record "
+        "too, interleaved with this one's (first_record_cli_over_ref)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=_data.RESULTS_DIR)
     args = ap.parse_args()
 
@@ -340,9 +369,8 @@ def main() -> None:  # noqa: PLR0915
         def e2e(tag: str) -> dict[str, Any]:
             settings = fresh_settings(tag)
             target = fresh_target()
-            views = source_view(cluster, work / tag / "logs")
             t0 = time.perf_counter()
-            segments = archive(views, str(settings.store), work / tag / "state")
+            segments = archive(cluster, str(settings.store), work / tag / "state")
             t1 = time.perf_counter()
             with CatalogBuildService(settings) as service:
                 built = service.build(engine=args.catalog_engine)
@@ -363,9 +391,7 @@ def main() -> None:  # noqa: PLR0915
 
         warm = e2e("warm")  # imports, SQLAlchemy compiles, the brokers' page cache
         base = fresh_settings("base")
-        archive(
-            source_view(cluster, work / "base" / "logs"), str(base.store), work / "base" / "state"
-        )
+        archive(cluster, str(base.store), work / "base" / "state")
         with CatalogBuildService(base) as service:
             service.build()
         print(f"warm-up e2e: {json.dumps(warm)}", flush=True)
@@ -384,33 +410,39 @@ def main() -> None:  # noqa: PLR0915
                 print(f"rep {rep} {kind:7s} {json.dumps(m)}", flush=True)
 
         cli_replay(base, bootstrap, fresh_target())  # warm: the CLI's files in the page cache
+        if args.reference_src is not None:
+            cli_replay(base, bootstrap, fresh_target(), args.reference_src)
         for rep in range(args.first_reps):
-            target = fresh_target()
-            first, total = first_record(
-                bootstrap, target, args.partitions, partial(cli_replay, base, bootstrap, target)
-            )
-            firsts["cli"].append({"first_record_s": first, "total_s": total})
+            kinds = [("cli", None)]
+            if args.reference_src is not None:
+                kinds.insert(rep % 2, ("cli_ref", args.reference_src))
+            for kind, source in kinds:
+                target = fresh_target()
+                cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                first, total = first_record(
+                    bootstrap,
+                    target,
+                    args.partitions,
+                    partial(cli_replay, base, bootstrap, target, source),
+                )
+                cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+                firsts.setdefault(kind, []).append(
+                    {"first_record_s": first, "total_s": total, "cpu_s": cpu}
+                )
             target = fresh_target()
             first, total = first_record(
                 bootstrap, target, args.partitions, partial(replay, base, bootstrap, target)
             )
             firsts["inproc"].append({"first_record_s": first, "total_s": total})
-            print(f"rep {rep} first record: cli {firsts['cli'][-1]} inproc {first:.3f}s")
+            ref = f" cli_ref {firsts['cli_ref'][-1]}" if "cli_ref" in firsts else ""
+            print(f"rep {rep} first record: cli {firsts['cli'][-1]}{ref} inproc {first:.3f}s")
 
         if args.profile:
-            steps: dict[str, float] = {}
-            clock = [0.0]
-            target = fresh_target()
-            with step_clock(clock, steps):
-                watch = FirstRecord(bootstrap, target, args.partitions)
-                watch.start()
-                clock[0] = time.perf_counter()
-                replay(base, bootstrap, target)
-                watch.done.set()
-                watch.join(30)
-            if watch.at is not None:
-                steps["first_record"] = watch.at - clock[0]
-            result["startup_steps_s"] = dict(sorted(steps.items(), key=lambda kv: kv[1]))
+            result["startup_steps_s"] = [
+                inproc_steps(base, bootstrap, fresh_target(), args.partitions)
+                for _ in range(3)  # in-process start-ups vary by hundreds of ms under load
+            ]
             result["cli_profile"] = cli_profile(base, bootstrap, iter(fresh_target, None))
             print(json.dumps(result, indent=1), flush=True)
     finally:
@@ -419,7 +451,7 @@ def main() -> None:  # noqa: PLR0915
     def med(kind: str, key: str = "seconds") -> float:
         return float(statistics.median(m[key] for m in runs[kind]))
 
-    summary = {
+    summary: dict[str, Any] = {
         "e2e_s": med("e2e"),
         "replay_s": med("replay"),
         "ratio_e2e_over_replay": med("e2e") / med("replay"),
@@ -433,6 +465,19 @@ def main() -> None:  # noqa: PLR0915
         if firsts["inproc"]
         else None,
     }
+    if firsts.get("cli_ref"):
+        ref_s = statistics.median(f["first_record_s"] for f in firsts["cli_ref"])
+        cli_s = statistics.median(f["first_record_s"] for f in firsts["cli"])
+        summary["first_record_cli_ref_s"] = ref_s
+        summary["first_record_cli_over_ref"] = cli_s / ref_s
+        # each pair ran back to back, so the load moved both: the median of the pairs' ratios
+        summary["first_record_cli_over_ref_paired"] = statistics.median(
+            a["first_record_s"] / b["first_record_s"]
+            for a, b in zip(firsts["cli"], firsts["cli_ref"], strict=True)
+        )
+        summary["cpu_cli_s"], summary["cpu_cli_ref_s"] = (
+            statistics.median(f["cpu_s"] for f in firsts[k]) for k in ("cli", "cli_ref")
+        )
     print(json.dumps(summary, indent=1))
     out = _data.result_file("e2e", args.out)
     out.write_text(

@@ -471,6 +471,7 @@ def test_minio_example_endpoint_static_keys_and_egress_to_minio_only() -> None:
         "clusters": [
             {
                 "name": "onprem",
+                "topics": ["orders-*", "payments"],
                 "brokers": [
                     {
                         "id": 0,
@@ -491,6 +492,8 @@ def test_minio_example_endpoint_static_keys_and_egress_to_minio_only() -> None:
     }
     config = archive_config(render(values, release=RELEASE, namespace=NAMESPACE))
     assert config.store_uri == "s3://kafka-archive/prod"
+    # ... and so does the cluster's topic selection, to every (broker, log dir) task
+    assert [t.topics for t in config.targets()] == [["orders-*", "payments"]]
     assert config.store_options == {
         "region": "us-east-1",
         "endpoint_url": "http://minio.minio.svc.cluster.local:9000",

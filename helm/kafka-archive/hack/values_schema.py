@@ -384,6 +384,12 @@ CLUSTER = described(
                 string(pattern=optional(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$")),
                 "Overrides the store URI for this cluster.",
             ),
+            "topics": described(
+                array(string(min_length=1)),
+                "Archive only the topics matching these globs (case-sensitive, whole name; "
+                "empty: every topic). __consumer_offsets and __cluster_metadata are archived "
+                "whatever the selection.",
+            ),
             "brokers": described(array(BROKER, minItems=1), "The cluster's brokers."),
         },
     },

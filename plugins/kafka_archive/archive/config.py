@@ -10,6 +10,7 @@ the same structure)::
     state_dir: /var/cache/kafka-archive             # digest cache on each worker (optional)
     clusters:
       - name: prod-eu
+        topics: ["orders", "payments-*"]              # optional globs (default: every topic)
         brokers:
           - {id: 1, log_dirs: [/var/lib/kafka/data-1, /var/lib/kafka/data-2], queue: kafka-broker-1}
           - {id: 2, log_dirs: [/var/lib/kafka/data-1], queue: kafka-broker-2}
@@ -118,6 +119,9 @@ class ClusterConfig(FrozenModel):
     brokers: list[BrokerConfig] = Field(min_length=1)
     #: overrides :attr:`ArchiveConfig.store_uri` for this cluster
     store_uri: str | None = None
+    #: glob patterns of the topics to archive (empty: every topic; the internal topics always:
+    #: :mod:`kafka_archive.archive.topic_selection`)
+    topics: list[str] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod
@@ -143,6 +147,8 @@ class ArchiveTarget(FrozenModel):
     log_dir: str
     queue: str | None = None
     store_uri: str
+    #: glob patterns of the topics to archive (empty: every topic)
+    topics: list[str] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -192,6 +198,7 @@ class ArchiveConfig(FrozenModel):
                 log_dir=d,
                 queue=b.queue,
                 store_uri=c.store_uri or self.store_uri,
+                topics=list(c.topics),
             )
             for c in self.clusters
             if wanted is None or c.name in wanted

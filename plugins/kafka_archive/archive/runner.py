@@ -86,8 +86,12 @@ def run_archive(
     concurrency: int = 4,
     state_dir: str | None = None,
     progress: Progress | None = None,
+    topics: Sequence[str] = (),
 ) -> ArchiveReport:
     """Archive the rolled segments of one broker's log dirs into ``store``.
+
+    ``topics``: glob patterns of the topics to archive (empty: every topic); the partitions of
+    other topics are neither read nor listed (:mod:`~kafka_archive.archive.topic_selection`).
 
     Manifests already in the store are consulted, so ranges archived from another broker are
     skipped (``other_replica``) and segments archived before are not touched.
@@ -104,7 +108,12 @@ def run_archive(
     with DigestCache(state_dir) as digests:
         discoveries = [
             discover_log_dir(
-                cluster, broker_id, d, digests=digests, on_segment=progress.on_discover
+                cluster,
+                broker_id,
+                d,
+                digests=digests,
+                on_segment=progress.on_discover,
+                topics=topics,
             )
             for d in log_dirs
         ]

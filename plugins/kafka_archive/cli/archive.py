@@ -280,6 +280,16 @@ def archive(
             "multipart_chunksize=67108864 (repeatable).",
         ),
     ] = None,
+    topics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topics",
+            metavar="GLOB",
+            help="Archive only topics matching this glob, case-sensitive, e.g. 'orders-*' "
+            "(repeatable; default: every topic). __consumer_offsets and __cluster_metadata "
+            "are archived whatever the selection; other partitions are not read.",
+        ),
+    ] = None,
 ) -> None:
     from kafka_archive.archive.runner import Progress as RunProgress
     from kafka_archive.cli.context import cli_settings
@@ -321,6 +331,7 @@ def archive(
                     dry_run=dry_run,
                     concurrency=concurrency,
                     progress=RunProgress(bar.on_discover, bar.on_planned, bar.on_outcome),
+                    topics=topics or (),
                 )
         else:
             report = service.archive_broker(
@@ -330,6 +341,7 @@ def archive(
                 store=object_store,
                 dry_run=dry_run,
                 concurrency=concurrency,
+                topics=topics or (),
             )
     except ValueError as exc:  # a bad cluster name or similar input
         fail(str(exc), code=2, as_json=as_json)

@@ -105,9 +105,11 @@ class ArchiveService:
         dry_run: bool = False,
         concurrency: int = 4,
         progress: Progress | None = None,
+        topics: Sequence[str] = (),
     ) -> ArchiveReport:
         """Archive the rolled segments of one broker's log dirs into ``store`` (see
-        :func:`kafka_archive.archive.runner.run_archive`). Digests and manifests are cached
+        :func:`kafka_archive.archive.runner.run_archive`; ``topics``: glob patterns, empty for
+        every topic). Digests and manifests are cached
         only in a ``state_dir`` the settings name (a one-off run keeps nothing behind)."""
         from kafka_archive.archive.runner import run_archive
 
@@ -120,6 +122,7 @@ class ArchiveService:
             concurrency=concurrency,
             state_dir=self.settings.state_dir,
             progress=progress,
+            topics=topics,
         )
 
     # -- the steps (DAG) --------------------------------------------------------------------
@@ -131,7 +134,11 @@ class ArchiveService:
 
         with DigestCache(self.state_dir) as digests:
             return discover_log_dir(
-                target.cluster, target.broker_id, target.log_dir, digests=digests
+                target.cluster,
+                target.broker_id,
+                target.log_dir,
+                digests=digests,
+                topics=target.topics,
             )
 
     def plan(self, discoveries: Mapping[str, Sequence[LogDirDiscovery]]) -> list[ArchivePlan]:

@@ -371,6 +371,13 @@ class ReplayService(ResourceService):
         from kafka_archive.replay.runner import check_target
 
         where = choose_execution(execution, plan.total_bytes, spark_threshold_bytes)
+        if where == "in-process":
+            from kafka_archive.replay.execution.batch_engine import probe_ahead
+
+            # which path the partitions take, asked during the target checks' round trips (not
+            # during the lease's SQLite calls: each gives up the GIL, and a thread busy importing
+            # kafka-python holds it up to a switch interval each time)
+            probe_ahead(plan)
         target = check_target(plan)
         if target.config_check is not None and on_warning is not None:
             for line in target.config_check.warnings():

@@ -198,6 +198,8 @@ class LogDirDiscovery(FrozenModel):
     kafka_cluster_id: str | None = None
     directory_id: str | None = None
     partitions: int = 0
+    #: partition directories of topics the run was not asked for (never opened)
+    unselected_partitions: int = 0
     rolled_segments: int = 0
     candidates: list[SegmentCandidate] = Field(default_factory=list)
     skipped: list[SkippedItem] = Field(default_factory=list)

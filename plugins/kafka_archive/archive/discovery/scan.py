@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka_archive.archive.digests import DigestCache
@@ -38,6 +38,7 @@ from kafka_archive.archive.discovery.side_files import (
 )
 from kafka_archive.archive.manifest import utc_now
 from kafka_archive.archive.strays import OddFile, inspect_partition, log_dir_entry_problem
+from kafka_archive.archive.topic_selection import TopicSelection
 from segment_lib.checkpoints import EpochEntry, read_offset_checkpoint
 from segment_lib.errors import InvalidFileNameError, SegmentError
 from segment_lib.metadata_files import read_meta_properties
@@ -57,7 +58,10 @@ class _Discoverer:
         log_dir: Path,
         digests: DigestCache,
         on_segment: Callable[[str], None] | None,
+        topics: TopicSelection,
     ) -> None:
+        self.topics = topics
+        self.unselected = 0
         self.cluster = cluster
         self.broker_id = broker_id
         self.log_dir = log_dir
@@ -110,6 +114,9 @@ class _Discoverer:
                 if odd is not None:
                     self.skip(SkipReason(odd.reason), odd.path, odd.detail)
                 continue
+            if self.topics and not self._selected(entry.name):
+                self.unselected += 1  # not asked for: never opened (topic_selection)
+                continue
             try:
                 self._partition_dir(Path(entry.path), rp, hw)
             except FileNotFoundError:
@@ -120,6 +127,15 @@ class _Discoverer:
                     Path(entry.path),
                     "partition directory disappeared during discovery",
                 )
+
+    def _selected(self, name: str) -> bool:
+        """Whether the directory ``name`` belongs to a selected topic (by its name only; a
+        name that is no partition's is left to :meth:`_open_partition` to report)."""
+        try:
+            topic = parse_partition_dir_name(name).topic
+        except InvalidFileNameError:
+            return True
+        return self.topics.selects(topic)
 
     def _check_meta(self) -> bool:
         path = self.log_dir / META_PROPERTIES
@@ -312,14 +328,19 @@ def discover_log_dir(
     *,
     digests: DigestCache | None = None,
     on_segment: Callable[[str], None] | None = None,
+    topics: Sequence[str] = (),
 ) -> LogDirDiscovery:
     """Discover the archivable segments of one broker log dir (see the module docstring).
 
     ``on_segment`` is called with each candidate's path before it is hashed (progress display).
+    ``topics``: glob patterns of the topics to archive (:mod:`~kafka_archive.archive.
+    topic_selection`; empty: every topic); other partition directories are not opened.
     """
     cache = digests or DigestCache(None)
     hits, misses = cache.hits, cache.misses
-    d = _Discoverer(cluster, broker_id, Path(log_dir).absolute(), cache, on_segment)
+    d = _Discoverer(
+        cluster, broker_id, Path(log_dir).absolute(), cache, on_segment, TopicSelection(topics)
+    )
     d.run()
     return LogDirDiscovery(
         cluster=cluster,
@@ -330,6 +351,7 @@ def discover_log_dir(
         kafka_cluster_id=d.kafka_cluster_id,
         directory_id=d.directory_id,
         partitions=d.partitions,
+        unselected_partitions=d.unselected,
         rolled_segments=d.rolled,
         candidates=d.candidates,
         skipped=d.skipped,

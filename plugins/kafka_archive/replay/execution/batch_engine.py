@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from kafka_archive.errors import InternalSignal
@@ -64,6 +64,7 @@ __all__ = [
     "BatchPartitionReplay",
     "batch_level",
     "partition_replay",
+    "probe_ahead",
     "reachable",
     "replay_path_refusal",
 ]
@@ -149,6 +150,26 @@ def _probe(client_config: dict[str, Any]) -> tuple[str | None, bool]:
     finally:
         client.close()
     return None, True
+
+
+def probe_ahead(plan: ReplayPlan) -> None:
+    """Start asking :func:`reachable` for ``plan``'s target in a thread, when its request could
+    go by batches: the probe (a metadata request, kafka-python's import and bootstrap: ~0.2 s
+    measured) then overlaps the caller's other start-up work (the target checks: round trips
+    waited for outside the GIL) instead of delaying the partitions' start. The answer is
+    cached, so the runner's own :func:`replay_path_refusal` takes it, waiting for it if it is
+    still under way; a probe that fails unexpectedly is not cached and is asked again there,
+    where its error surfaces.
+    Nothing is written. Not a daemon: the process waits for it (at most the probe's time)."""
+    config = plan.spec.target.client_config()
+    if batch_level(plan.spec, config) is not None:
+        return  # the record path whatever the target says: nothing to ask
+
+    def ask() -> None:
+        with suppress(Exception):  # asked again by the runner, which reports it
+            reachable(config)
+
+    threading.Thread(target=ask, name="replay-path-probe").start()
 
 
 def replay_path_refusal(plan: ReplayPlan) -> str | None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any
 
@@ -182,8 +183,11 @@ class PartitionReplay:
         self.key_filter = KeyFilter.parse(self.spec.key_filter) if self.spec.key_filter else None
         self.key = progress_key(plan.replay_id, partition)
         self._progress_partitions = progress_partitions
-        #: this run's claim on the replay (see progress.RunClaim); ``None``: no run-level check
-        self.claim: RunClaim | None = None
+        #: this run's claim on the replay (see progress.RunClaim); ``None``: no run-level check.
+        #: May be the future of a claim still being acknowledged (the runner announces the claim
+        #: while the partitions start): :meth:`_check_claim`, the first of which follows this
+        #: partition's ``init_transactions``, waits for it (and fails with it).
+        self.claim: RunClaim | Future[RunClaim] | None = None
         self._committed: ProgressRecord | None = None
         self._open_txns: list[tuple[int, int]] = []
         #: this run's records, bytes and transactions, across new producers (see run())
@@ -362,9 +366,12 @@ class PartitionReplay:
 
     def _check_claim(self) -> None:
         """Refuse to go on when a newer run of this replay has claimed it."""
-        if self.claim is None:
+        claim = self.claim
+        if claim is None:
             return
-        newer = newer_claim(self.reader_of_progress, self.spec.progress_topic, self.claim)
+        if isinstance(claim, Future):
+            claim = self.claim = claim.result()  # acknowledged by every in-sync replica
+        newer = newer_claim(self.reader_of_progress, self.spec.progress_topic, claim)
         if newer is not None:
             raise ReplayFencedError(
                 f"partition {self.partition}: another run of replay {self.plan.replay_id} "
