@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import crc32c
 
@@ -47,6 +47,27 @@ class LogScan:
     transactional_batches: int = 0
     control_batches: int = 0
     leader_epochs: set[int] = field(default_factory=set)
+
+    def manifest_fields(self) -> dict[str, Any]:
+        """The segment manifest's fields this scan found (offsets, counts, timestamps, codecs,
+        the batches' leader epochs, the ``.log``'s SHA-256), for
+        :class:`~kafka_archive.archive.manifest.SegmentManifest`; both archivers (disk and
+        fetch) describe their segments with them."""
+        return {
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "batch_count": self.batch_count,
+            "record_count": self.record_count,
+            "first_timestamp": self.first_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "offset_of_max_timestamp": self.offset_of_max_timestamp,
+            "magics": sorted(self.magics),
+            "codecs": sorted(self.codecs),
+            "transactional_batches": self.transactional_batches,
+            "control_batches": self.control_batches,
+            "batch_leader_epochs": sorted(self.leader_epochs),
+            "segment_sha256": self.digest.sha256,
+        }
 
 
 def scan_log(
