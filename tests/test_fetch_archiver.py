@@ -313,7 +313,6 @@ def test_help_teaches_with_examples() -> None:
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        (["--topics", "orders["], "not a regular expression"),
         (["-X", "segment.bytes=lots"], "segment.bytes must be a positive integer"),
         (["-X", "nonsense"], "is not NAME=VALUE"),
         (["--duration", "forever"], "--duration"),
@@ -410,3 +409,31 @@ def test_a_hole_ending_inside_a_batch_keeps_that_batch_whole(tmp_path: Path) -> 
     report = _run(cluster, store)
     assert report.ok and report.holes == [Hole(TOPIC, 0, end, end + 5)]
     assert _stored_batches(store)[-2:] == cluster.logs[0]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "chosen"),
+    [
+        ((), {"orders-eu", "orders-us", "payments"}),
+        (("orders-*",), {"orders-eu", "orders-us"}),
+        (("orders-eu", "pay*"), {"orders-eu", "payments"}),
+        (("ORDERS-*",), set()),  # case-sensitive, as archive --topics
+        (("*",), {"orders-eu", "orders-us", "payments"}),  # a wildcard never takes internals
+        (("*", "__consumer_offsets"), {"orders-eu", "orders-us", "payments", "__consumer_offsets"}),
+    ],
+)
+def test_topics_are_globs_and_internal_topics_only_by_name(
+    patterns: tuple[str, ...], chosen: set[str]
+) -> None:
+    """``archive fetch --topics`` selects as ``archive --topics`` does (shell-style globs on the
+    whole name), except that an internal topic is taken only when named exactly."""
+    from kafka_archive.archive.fetch.runner import _selected
+    from kafka_archive.archive.topic_selection import TopicSelection
+    from kafka_archive.kafka_protocol.fetch import TopicInfo
+
+    topics = [
+        TopicInfo(n, None, n.startswith("__"), {0: 1})
+        for n in ("orders-eu", "orders-us", "payments", "__consumer_offsets", "__transaction_state")
+    ]
+    selection = TopicSelection(patterns)
+    assert {t.name for t in topics if _selected(t, selection)} == chosen

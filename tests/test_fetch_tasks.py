@@ -32,7 +32,7 @@ def _variable(**over: Any) -> str:
             {
                 "cluster": "prod",
                 "bootstrap": "kafka-1:9093",
-                "topics": "orders.*",
+                "topics": ["orders.*"],
                 "client_config": {"security.protocol": "SASL_SSL"},
             }
         ],
@@ -49,7 +49,7 @@ def test_the_variable_gives_store_clusters_and_max_seconds() -> None:
     assert config.store == "file:///srv/archive"
     assert config.max_seconds == 60
     (c,) = config.clusters
-    assert (c.cluster, c.bootstrap, c.topics) == ("prod", "kafka-1:9093", "orders.*")
+    assert (c.cluster, c.bootstrap, c.topics) == ("prod", "kafka-1:9093", ["orders.*"])
     assert c.client_config == {"security.protocol": "SASL_SSL"}
 
 
@@ -58,12 +58,12 @@ def test_the_environment_gives_one_cluster_and_wins_for_the_store() -> None:
         "KAFKA_ARCHIVE_STORE": "file:///env/store",
         "KAFKA_ARCHIVE_FETCH_CLUSTER": "legacy",
         "KAFKA_ARCHIVE_FETCH_BOOTSTRAP": "k:9092",
-        "KAFKA_ARCHIVE_FETCH_TOPICS": "a|b",
+        "KAFKA_ARCHIVE_FETCH_TOPICS": "a, b-*",  # comma-separated globs
     }
     config = load_fetch_config(None, env=env)
     assert config.store == "file:///env/store"
     assert [(c.cluster, c.bootstrap, c.topics) for c in config.clusters] == [
-        ("legacy", "k:9092", "a|b")
+        ("legacy", "k:9092", ["a", "b-*"])
     ]
     assert config.max_seconds == 240  # the default fits the 5-minute schedule
     # the environment wins over the Variable's store (the platform's one precedence)
@@ -198,7 +198,9 @@ def _config(*names: str, **client: str) -> FetchJobConfig:
     return FetchJobConfig(
         store="file:///fake",
         clusters=[
-            FetchedCluster(cluster=n, bootstrap=f"{n}:9092", topics="orders", client_config=client)
+            FetchedCluster(
+                cluster=n, bootstrap=f"{n}:9092", topics=["orders"], client_config=client
+            )
             for n in names
         ],
         max_seconds=30,
@@ -218,7 +220,7 @@ def test_each_cluster_is_archived_until_caught_up_with_a_small_report() -> None:
     assert call["bootstrap"] == "a:9092" and call["store"] is service.store
     assert call["config"] == {"security.protocol": "SSL"}
     opts = call["options"]
-    assert (opts.topics, opts.until_caught_up, opts.duration_s) == ("orders", True, 30)
+    assert (opts.topics, opts.until_caught_up, opts.duration_s) == (("orders",), True, 30)
     assert dict(opts.segment_overrides) == {"segment.ms": 60000}
     assert reports[0] == {
         "cluster": "a",

@@ -215,8 +215,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     Setting(
         "fetch_topics",
-        "Regular expression of the topics the fetch DAG archives from that cluster (unset: "
-        "every topic).",
+        "Globs of the topics the fetch DAG archives from that cluster, comma-separated, as "
+        "`archive fetch --topics` (unset: every topic).",
         used_by="fetch DAG",
     ),
     Setting(

@@ -54,7 +54,7 @@ def _fetch(bootstrap: str, store_uri: str, prefix: str) -> dict[str, object]:
         app,
         [
             "archive", "fetch", "--cluster", CLUSTER, "--bootstrap", bootstrap,
-            "--store", store_uri, "--topics", f"{prefix}-.*", "--until-caught-up", "--json",
+            "--store", store_uri, "--topics", f"{prefix}-*", "--until-caught-up", "--json",
         ],
     )  # fmt: skip
     assert out.exit_code == 0, out.output

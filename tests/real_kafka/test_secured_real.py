@@ -304,7 +304,7 @@ def test_archive_fetch_on_a_sasl_ssl_cluster_with_the_minimum_acls(
         return _run(
             "archive", "fetch", "--cluster", "secured",
             "--bootstrap", sec.cluster.sasl_bootstrap_servers,
-            "--store", str(tmp_path / "store"), "--topics", f"{prefix}-.*",
+            "--store", str(tmp_path / "store"), "--topics", f"{prefix}-*",
             "--until-caught-up", "--json", "-X", settings,
         )  # fmt: skip
 

@@ -415,7 +415,10 @@ FETCH_CLUSTER = described(
                 "Bootstrap servers, HOST:PORT[,HOST:PORT...].",
             ),
             "topics": described(
-                string(), "Regular expression of whole topic names (empty: every topic)."
+                array(string(min_length=1)),
+                "Archive only the topics matching these globs (case-sensitive, whole name, as "
+                "`archive fetch --topics`; empty: every non-internal topic; internal topics "
+                "only by their exact name).",
             ),
             "clientConfig": described(
                 {

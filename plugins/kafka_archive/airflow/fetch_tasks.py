@@ -6,7 +6,7 @@ Configuration (:class:`FetchJobConfig`), from the Airflow Variable ``kafka_archi
     {"store": "s3://bucket/kafka",                    # or $KAFKA_ARCHIVE_STORE
      "clusters": [{"cluster": "prod",                 # or $KAFKA_ARCHIVE_FETCH_CLUSTER
                    "bootstrap": "kafka-1:9093",        # or $KAFKA_ARCHIVE_FETCH_BOOTSTRAP
-                   "topics": "orders.*",               # or $KAFKA_ARCHIVE_FETCH_TOPICS
+                   "topics": ["orders-*"],             # or $KAFKA_ARCHIVE_FETCH_TOPICS
                    "client_config": {"security.protocol": "SASL_SSL",
                                      "sasl.mechanism": "SCRAM-SHA-512"},
                    "connection": "kafka_prod",         # Airflow connection: the secrets
@@ -36,7 +36,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.frozen import FrozenModel
@@ -80,8 +80,19 @@ class FetchedCluster(FrozenModel):
     cluster: str
     #: bootstrap servers; unset: the host of ``connection``
     bootstrap: str | None = None
-    #: regular expression of the topics (whole names); unset: every non-internal topic
-    topics: str | None = None
+    #: globs of the topics (whole names, as ``archive fetch --topics``; a string: comma-separated,
+    #: as the setting ``fetch_topics`` gives them); empty: every non-internal topic
+    topics: list[str] = Field(default_factory=list)
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
     #: librdkafka settings without secrets (and the segment configs to force)
     client_config: dict[str, str] = Field(default_factory=dict)
     #: an Airflow connection id holding the secrets (and possibly the bootstrap servers)
@@ -257,7 +268,7 @@ def run_fetch(
                 bootstrap, client = cluster_client(c, connection_getter=connection_getter, env=env)
                 overrides, client = split_segment_overrides(client)
                 options = FetchOptions(
-                    topics=c.topics,
+                    topics=tuple(c.topics),
                     until_caught_up=True,
                     duration_s=config.max_seconds,
                     segment_overrides=overrides,

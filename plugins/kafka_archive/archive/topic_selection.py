@@ -38,7 +38,12 @@ class TopicSelection:
         return bool(self.patterns)
 
     def selects(self, topic: str) -> bool:
-        """Whether ``topic``'s partitions are archived."""
+        """Whether ``topic``'s partitions are archived (by the disk archiver)."""
         if not self.patterns or topic in ALWAYS_ARCHIVED:
             return True
+        return self.matches(topic)
+
+    def matches(self, topic: str) -> bool:
+        """Whether a pattern matches ``topic`` (no internal-topic rule: the fetch archiver
+        has its own, :func:`kafka_archive.archive.fetch.runner.run_fetch_archive`)."""
         return any(fnmatch.fnmatchcase(topic, p) for p in self.patterns)

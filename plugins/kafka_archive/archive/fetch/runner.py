@@ -2,9 +2,10 @@
 
 :func:`run_fetch_archive`:
 
-1. asks Metadata for every topic and keeps those ``topics`` (a regular expression, matched
-   against the whole name) selects; internal topics (``__consumer_offsets``,
-   ``__transaction_state``) only when the pattern names them literally;
+1. asks Metadata for every topic and keeps those ``topics`` selects - shell-style globs matched
+   against the whole name, as ``archive --topics`` (:mod:`~kafka_archive.archive.
+   topic_selection`); internal topics (``__consumer_offsets``, ``__transaction_state``) only
+   when a pattern is their exact name;
 2. per topic, the segment configs (DescribeConfigs ``segment.bytes``, ``segment.ms``,
    ``index.interval.bytes``, ``segment.index.bytes``; each overridable);
 3. per partition, the resume point (:func:`~kafka_archive.archive.fetch.store_side.
@@ -27,7 +28,6 @@ manifests, and the next run resumes from them.
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import tempfile
 import threading
@@ -44,6 +44,7 @@ from kafka_archive.archive.fetch.source import FetchSource
 from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.layout import check_cluster
 from kafka_archive.archive.manifest import utc_now
+from kafka_archive.archive.topic_selection import TopicSelection
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.kafka_protocol.client import error_name
 from kafka_archive.kafka_protocol.fetch import (
@@ -105,7 +106,8 @@ class NoTopicSelected(KafkaArchiveError, LookupError):
 class FetchOptions:
     """What a run archives and when it stops."""
 
-    topics: str | None = None
+    #: globs of the topics (whole names, case-sensitive); empty: every non-internal topic
+    topics: tuple[str, ...] = ()
     until_caught_up: bool = False
     duration_s: float | None = None
     #: topic configs forced for every topic (names of :data:`SEGMENT_CONFIGS`)
@@ -120,12 +122,10 @@ class FetchOptions:
     stall_s: float = 120.0
 
 
-def _selected(info: TopicInfo, pattern: re.Pattern[str] | None, text: str | None) -> bool:
-    if pattern is None:
-        return not info.internal
-    if pattern.fullmatch(info.name) is None:
-        return False
-    return not info.internal or (text is not None and info.name in text)
+def _selected(info: TopicInfo, selection: TopicSelection) -> bool:
+    if info.internal:
+        return info.name in selection.patterns
+    return not selection or selection.matches(info.name)
 
 
 def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
@@ -150,22 +150,24 @@ def run_fetch_archive(
     """Archive the selected partitions over the Kafka protocol (module docstring).
 
     Raises:
-        ValueError: ``cluster`` cannot name a cluster, or ``options.topics`` is not a valid
-            regular expression (checked before anything is asked or written).
+        ValueError: ``cluster`` cannot name a cluster (checked before anything is asked or
+            written).
         NoTopicSelected: no topic matches.
         ProtocolConnectionError / ProtocolRequestError: the cluster cannot be reached or
             refused Metadata / DescribeConfigs / ListOffsets at the start.
         StoreError: the store failed (whatever was uploaded before stays archived).
     """
     check_cluster(cluster)
-    pattern = re.compile(options.topics) if options.topics else None
+    selection = TopicSelection(options.topics)
     stop = stop or threading.Event()
     report = FetchReport(cluster, store.uri, utc_now().isoformat())
     meta = source.topics()
-    chosen = {n: t for n, t in sorted(meta.topics.items()) if _selected(t, pattern, options.topics)}
+    chosen = {n: t for n, t in sorted(meta.topics.items()) if _selected(t, selection)}
     if not chosen:
         raise NoTopicSelected(
-            f"no topic matches {options.topics!r}" if options.topics else "the cluster has no topic"
+            f"no topic matches {' or '.join(options.topics)}"
+            if options.topics
+            else "the cluster has no topic"
         )
     host = socket.gethostname()
     with tempfile.TemporaryDirectory(prefix="kafka-archive-fetch-", dir=options.work_dir) as tmp:
