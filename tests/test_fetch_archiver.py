@@ -316,6 +316,7 @@ def test_help_teaches_with_examples() -> None:
         (["-X", "segment.bytes=lots"], "segment.bytes must be a positive integer"),
         (["-X", "nonsense"], "is not NAME=VALUE"),
         (["--duration", "forever"], "--duration"),
+        (["--store-option", "sse"], "is not NAME=VALUE"),
     ],
 )
 def test_usage_errors_exit_2_without_traceback(tmp_path: Path, extra: list[str], says: str) -> None:
@@ -437,3 +438,28 @@ def test_topics_are_globs_and_internal_topics_only_by_name(
     ]
     selection = TopicSelection(patterns)
     assert {t.name for t in topics if _selected(t, selection)} == chosen
+
+
+def test_store_options_reach_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--store-option`` is ``archive``'s: parsed the same way and handed to the store."""
+    from kafka_archive.archive.fetch import source as source_module
+    from kafka_archive.services.archive import ArchiveService
+
+    monkeypatch.setattr(
+        source_module, "KafkaFetchSource", lambda conf, **kw: FakeCluster({0: _log(2)})
+    )
+    opened: list[dict[str, Any]] = []
+    real = ArchiveService.open_store
+
+    def spy(self: ArchiveService, **options: Any) -> Any:
+        opened.append(options)
+        return real(self)
+
+    monkeypatch.setattr(ArchiveService, "open_store", spy)
+    out = _cli(
+        "--cluster", "c1", "--bootstrap", "k1:9092", "--store", tmp_path.as_uri(),
+        "--store-option", "sse=aws:kms", "--store-option", "multipart-chunksize=67108864",
+        "--until-caught-up",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert opened == [{"sse": "aws:kms", "multipart_chunksize": 67108864}]

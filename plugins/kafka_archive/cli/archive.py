@@ -22,6 +22,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.cli.store_options import STORE_OPTION, parse_store_options
 from kafka_archive.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -62,24 +63,6 @@ HELP = "\n\n".join(
         "failed, 2 usage error.",
     ]
 )
-
-
-def _parse_option(text: str) -> tuple[str, Any]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise typer.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="--store-option")
-    lowered = value.lower()
-    parsed: Any = value
-    if lowered in ("true", "false"):
-        parsed = lowered == "true"
-    else:
-        for conv in (int, float):
-            try:
-                parsed = conv(value)
-                break
-            except ValueError:
-                continue
-    return name.replace("-", "_"), parsed
 
 
 class _Bar:
@@ -272,14 +255,7 @@ def archive(
             "large brokers; env KAFKA_ARCHIVE_STATE_DIR).",
         ),
     ] = None,
-    store_option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--store-option",
-            help="Store option NAME=VALUE, e.g. sse=aws:kms or "
-            "multipart_chunksize=67108864 (repeatable).",
-        ),
-    ] = None,
+    store_option: STORE_OPTION = None,
     topics: Annotated[
         list[str] | None,
         typer.Option(
@@ -297,7 +273,7 @@ def archive(
     from kafka_archive.store import StoreError
     from segment_lib.errors import SegmentError
 
-    options = dict(_parse_option(o) for o in (store_option or []))
+    options = parse_store_options(store_option)
     service = ArchiveService(
         cli_settings(as_json, store=store, state_dir=os.fspath(state_dir) if state_dir else None)
     )

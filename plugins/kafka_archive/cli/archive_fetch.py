@@ -18,6 +18,7 @@ import typer
 
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.cli.store_options import STORE_OPTION, parse_store_options
 from kafka_archive.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def fetch_command(
             "segment.index.bytes to override every topic's. " + SETTINGS_FILE_HELP,
         ),
     ] = None,
+    store_option: STORE_OPTION = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     from kafka_archive.cli.context import cli_settings
@@ -93,6 +95,7 @@ def fetch_command(
     from kafka_archive.store import StoreError
 
     options, extra = _options(topics, until_caught_up, duration, config, as_json)
+    store_options = parse_store_options(store_option)
     service = ArchiveService(cli_settings(as_json, store=store))
     if not service.settings.store:
         fail(
@@ -102,7 +105,7 @@ def fetch_command(
             as_json=as_json,
         )
     try:
-        object_store = service.open_store()
+        object_store = service.open_store(**store_options)
     except StoreError as exc:
         fail(str(exc.message), hint=exc.hint, code=2, as_json=as_json)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

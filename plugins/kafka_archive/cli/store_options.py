@@ -1,0 +1,48 @@
+"""``--store-option NAME=VALUE``, shared by ``archive`` and ``archive fetch``: the non-secret
+options of the object store (``S3Options``: ``sse=aws:kms``, ``multipart_chunksize=...``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["STORE_OPTION", "parse_store_options"]
+
+#: the option as both commands declare it
+STORE_OPTION = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--store-option",
+        help="Store option NAME=VALUE, e.g. sse=aws:kms or "
+        "multipart_chunksize=67108864 (repeatable).",
+    ),
+]
+
+
+def parse_store_options(texts: list[str] | None) -> dict[str, Any]:
+    """``NAME=VALUE`` texts as store options: ``true``/``false`` as booleans, numbers as
+    numbers, ``-`` in names as ``_``.
+
+    Raises:
+        typer.BadParameter: a text that is not ``NAME=VALUE`` (a usage error, exit 2).
+    """
+    return dict(_parse_option(t) for t in texts or [])
+
+
+def _parse_option(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="--store-option")
+    lowered = value.lower()
+    parsed: Any = value
+    if lowered in ("true", "false"):
+        parsed = lowered == "true"
+    else:
+        for conv in (int, float):
+            try:
+                parsed = conv(value)
+                break
+            except ValueError:
+                continue
+    return name.replace("-", "_"), parsed
