@@ -150,11 +150,23 @@ def test_the_chart_command_is_one_the_cli_accepts() -> None:
     assert "--until-caught-up" in result.output  # the fetch command's own help
 
 
-def test_store_options_the_cli_does_not_apply_are_refused() -> None:
+def test_the_store_options_reach_archive_fetch_as_the_disk_archivers_get_them() -> None:
+    """SSE, the KMS key, the addressing style and the checksum rule: the archive
+    configuration's store options for the disk archivers, --store-option for the fetch ones;
+    and the real CLI takes them."""
+    from kafka_archive.cli import app
+    from typer.testing import CliRunner
+
     values = load_example("fetch-archivers-msk.yaml")
-    values["objectStore"]["encryption"] = {"type": "AES256"}
-    with pytest.raises(helm_python.HelmError, match="not applied by `archive fetch` yet"):
-        render(values)
+    values["objectStore"]["encryption"] = {"type": "aws:kms", "kmsKeyId": "alias/kafka-archive"}
+    values["objectStore"]["addressingStyle"] = "path"
+    [dep] = _fetch_objects(render(values), "Deployment")
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    given = [args[i + 1] for i, a in enumerate(args) if a == "--store-option"]
+    assert given == [
+        "addressing_style=path", "sse=aws:kms", "sse_kms_key_id=alias/kafka-archive"
+    ]  # fmt: skip
+    assert CliRunner().invoke(app, [*args, "--help"]).exit_code == 0
 
 
 def _cluster(**over: Any) -> dict[str, Any]:
