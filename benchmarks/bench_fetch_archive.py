@@ -2,7 +2,7 @@
 
 A real 3-broker Kafka KRaft cluster (``kafka_archive_dev.local_kafka``) holds one topic of
 ``--partitions`` partitions (RF 3, ``segment.bytes`` ``--segment-mb``), filled once with
-``--records`` records of ``--value-bytes`` bytes by a confluent-kafka producer (zstd, 1 MB
+``--records`` records of ``--value-bytes`` random bytes by a confluent-kafka producer (zstd, 1 MB
 batches, ``acks=all``). Then, per repetition (order rotated), each from offset 0 to the end:
 
 * ``consumer``: **the reference** - a bare confluent-kafka consumer (``read_uncommitted``,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -60,10 +61,14 @@ def produce(bootstrap: str, args: argparse.Namespace) -> int:
             "queue.buffering.max.kbytes": 512 * 1024,
         }
     )
-    value = bytes(range(256)) * (args.value_bytes // 256 + 1)
+    # random bytes: what is stored and fetched is about the payload's size (a repeating
+    # pattern would shrink to almost nothing under zstd, and the consumer would mostly measure
+    # decompression)
+    pool = random.Random(7).randbytes(1 << 20)
     payload = 0
     for i in range(args.records):
-        v = value[i % 256 : i % 256 + args.value_bytes]
+        start = (i * 7919) % (len(pool) - args.value_bytes)
+        v = pool[start : start + args.value_bytes]
         k = b"key-%010d" % i
         while True:
             try:
@@ -134,7 +139,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--value-bytes", type=int, default=512)
-    ap.add_argument("--segment-mb", type=int, default=16)
+    ap.add_argument("--segment-mb", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=str(_data.RESULTS_DIR))
     args = ap.parse_args()

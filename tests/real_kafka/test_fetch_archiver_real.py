@@ -277,3 +277,39 @@ def test_a_rerun_adds_nothing_then_only_new_data(fetched: Fetched) -> None:
     assert new and third["segments"] == len(new)
     assert sum(m.record_count for m in new) == 20
     assert new[0].base_offset == hw[(topic, 0)] and ms[-1].end_offset == hw[(topic, 0)] + 20
+
+
+def test_fetch_answers_over_a_megabyte(
+    kafka_cluster: LocalKafkaCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """1 MB zstd batches of random values (incompressible): Fetch answers of several MB, over
+    kafka-python's default 1,000,000-byte frame limit (which made every Fetch of such a
+    partition fail, found by benchmarks/bench_fetch_archive.py); every record is archived."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    prefix = unique_name("fetch-big")
+    topic = kafka_cluster.create_topic(f"{prefix}-t", 1)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50,
+         "batch.size": 1_000_000, "compression.type": "zstd"}
+    )  # fmt: skip
+    pool = random.Random(3).randbytes(1 << 20)
+    for i in range(12_000):
+        start = (i * 7919) % (len(pool) - 512)
+        producer.produce(topic, pool[start : start + 512], b"k%d" % i, 0)
+    assert producer.flush(60) == 0
+    del producer
+    store = LocalStore(tmp_path_factory.mktemp("fetch-big") / "store")
+    report = _fetch(bootstrap, store.uri, prefix)
+    (part,) = report["partitions"]  # type: ignore[attr-defined]
+    assert part["high_watermark"] == 12_000
+    assert sum(m.record_count for m in _manifests(store, topic, 0)) == 12_000
+    # several MB fetched, in answers of up to 4 MiB (partition_max_bytes): over the old limit
+    assert sum(len(b) for b in _stored(store, topic)) > 4_000_000
+
+
+def _stored(store: LocalStore, topic: str) -> list[bytes]:
+    out: list[bytes] = []
+    for m in _manifests(store, topic, 0):
+        log = next(f for f in m.files if f.role == "log")
+        out += list(_batches(store.get_bytes(log.key)).values())
+    return out

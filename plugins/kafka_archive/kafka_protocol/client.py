@@ -28,12 +28,16 @@ from kafka_archive.kafka_protocol.config import kafka_python_config
 
 __all__ = [
     "COORDINATOR_TRANSACTION",
+    "MAX_RESPONSE_BYTES",
     "ProtocolAuthenticationError",
     "ProtocolClient",
     "ProtocolConnectionError",
     "error_name",
     "fail_fast_on_authentication",
 ]
+
+#: the largest response accepted (see ProtocolClient.__init__)
+MAX_RESPONSE_BYTES: Final = 256 << 20
 
 #: FindCoordinator key types
 COORDINATOR_TRANSACTION: Final = 1
@@ -84,6 +88,10 @@ class ProtocolClient:
         args = kafka_python_config(conf)
         args.setdefault("client_id", client_id)
         args["max_in_flight_requests_per_connection"] = max_in_flight
+        # kafka-python's connection refuses any response over 1,000,000 bytes by default
+        # ("Invalid frame length"): a Fetch answer is up to its max_bytes (64 MiB here) plus a
+        # first batch larger than the limits, which a broker always returns whole
+        args["receive_message_max_bytes"] = MAX_RESPONSE_BYTES
         self.timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**args)
         fail_fast_on_authentication(self._client)

@@ -30,7 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kafka_archive.errors import InternalSignal, KafkaArchiveError
-from kafka_archive.kafka_protocol.client import error_name, fail_fast_on_authentication
+from kafka_archive.kafka_protocol.client import (
+    MAX_RESPONSE_BYTES,
+    error_name,
+    fail_fast_on_authentication,
+)
 from kafka_archive.kafka_protocol.config import UnsupportedRawSetting, kafka_python_config
 from kafka_archive.kafka_protocol.fetch import LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from segment_lib.control import ControlType, decode_control_record
@@ -138,6 +142,8 @@ class KafkaRawBatchReader:
 
         self._args = kafka_python_config(conf)
         self._args.setdefault("client_id", "kafka-archive-offsets-follower-raw")
+        # (a Fetch answer of FETCH_BYTES plus headers is over kafka-python's default frame limit)
+        self._args["receive_message_max_bytes"] = MAX_RESPONSE_BYTES
         self._timeout_ms = timeout_ms
         self._client: Any = KafkaNetClient(**self._args)
         fail_fast_on_authentication(self._client)
