@@ -22,7 +22,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
-from kafka_archive.cli.store_options import STORE_OPTION, parse_store_options
+from kafka_archive.cli.store_options import STORE_OPTION, open_archive_store, parse_store_options
 from kafka_archive.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -277,23 +277,7 @@ def archive(
     service = ArchiveService(
         cli_settings(as_json, store=store, state_dir=os.fspath(state_dir) if state_dir else None)
     )
-    if not service.settings.store:
-        fail(
-            "no archive store given",
-            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
-            code=2,
-            as_json=as_json,
-        )
-    try:
-        object_store = service.open_store(**options)
-    except StoreError as exc:
-        fail(
-            str(exc.message),
-            hint=exc.hint,
-            code=2,
-            as_json=as_json,
-            details={"error": type(exc).__name__},
-        )
+    object_store = open_archive_store(service, options, as_json)
     dirs = [str(d.absolute()) for d in log_dir]
     show_bar = not as_json and sys.stderr.isatty()
     try:

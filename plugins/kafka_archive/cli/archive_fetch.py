@@ -18,7 +18,7 @@ import typer
 
 from kafka_archive.cli.client_settings import SETTINGS_FILE_HELP, parse_settings
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
-from kafka_archive.cli.store_options import STORE_OPTION, parse_store_options
+from kafka_archive.cli.store_options import STORE_OPTION, open_archive_store, parse_store_options
 from kafka_archive.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -97,17 +97,7 @@ def fetch_command(
     options, extra = _options(topics, until_caught_up, duration, config, as_json)
     store_options = parse_store_options(store_option)
     service = ArchiveService(cli_settings(as_json, store=store))
-    if not service.settings.store:
-        fail(
-            "no archive store given",
-            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
-            code=2,
-            as_json=as_json,
-        )
-    try:
-        object_store = service.open_store(**store_options)
-    except StoreError as exc:
-        fail(str(exc.message), hint=exc.hint, code=2, as_json=as_json)
+    object_store = open_archive_store(service, store_options, as_json)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # kafka-python's own connection chatter: its failures reach the user as our one message
     logging.getLogger("kafka").setLevel(logging.CRITICAL)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["STORE_OPTION", "parse_store_options"]
+__all__ = ["STORE_OPTION", "open_archive_store", "parse_store_options"]
 
 #: the option as both commands declare it
 STORE_OPTION = Annotated[
@@ -28,6 +28,32 @@ def parse_store_options(texts: list[str] | None) -> dict[str, Any]:
         typer.BadParameter: a text that is not ``NAME=VALUE`` (a usage error, exit 2).
     """
     return dict(_parse_option(t) for t in texts or [])
+
+
+def open_archive_store(service: Any, options: dict[str, Any], as_json: bool) -> Any:
+    """The store of ``service`` (an :class:`~kafka_archive.services.archive.ArchiveService`)
+    opened with ``options``; no store given, or one that cannot be opened, is a usage error
+    (exit 2) with a hint."""
+    from kafka_archive.cli.output import fail
+    from kafka_archive.store import StoreError
+
+    if not service.settings.store:
+        fail(
+            "no archive store given",
+            hint="pass --store URI or set KAFKA_ARCHIVE_STORE",
+            code=2,
+            as_json=as_json,
+        )
+    try:
+        return service.open_store(**options)
+    except StoreError as exc:
+        fail(
+            str(exc.message),
+            hint=exc.hint,
+            code=2,
+            as_json=as_json,
+            details={"error": type(exc).__name__},
+        )
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
