@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kafka_archive.errors import KafkaArchiveError
@@ -113,13 +113,14 @@ def _raise_for(code: int, what: str, why: str = "") -> None:
 
 @dataclass(slots=True)
 class _Request:
-    """A Produce request in flight: per (topic, partition) its batch, record count and
-    callback."""
+    """A Produce request in flight: its one batch (a broker takes one magic 2 batch per
+    partition per request, and the replay writes one partition at a time) and its callback."""
 
     node: int
-    parts: dict[tuple[str, int], tuple[bytes | bytearray, int, OnOffset | None]] = field(
-        default_factory=dict
-    )
+    topic: str
+    partition: int
+    batch: bytes | bytearray
+    on_offset: OnOffset | None
     future: Any = None
 
 
@@ -296,7 +297,6 @@ class TxnBatchProducer:
         topic: str,
         partition: int,
         batch: bytes | bytearray,
-        records: int,
         on_offset: OnOffset | None = None,
     ) -> None:
         """Send one restamped batch (its sequence from :meth:`sequence`) in a Produce request of
@@ -306,10 +306,7 @@ class TxnBatchProducer:
             raise TxnFatal(f"{topic}-{partition} was not added to the transaction")
         # a broker takes one magic 2 batch per partition per request (LogValidator: "Compressed
         # outer record has more than one batch"), and the replay writes one partition at a time
-        req = _Request(
-            self._leader(topic, partition), {(topic, partition): (batch, records, on_offset)}
-        )
-        self._send(req)
+        self._send(_Request(self._leader(topic, partition), topic, partition, batch, on_offset))
 
     def flush(self) -> None:
         """Wait for every answer (batches' offsets are then known)."""
@@ -367,15 +364,12 @@ class TxnBatchProducer:
         while sum(1 for r in self._in_flight if r.node == req.node) >= self.max_in_flight:
             self._answer(self._in_flight.popleft())
         topic_cls = ProduceRequest.TopicProduceData
-        part_cls = topic_cls.PartitionProduceData
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), (batch, _n, _cb) in req.parts.items():
-            by_topic.setdefault(topic, []).append(part_cls(index=partition, records=batch))
+        part = topic_cls.PartitionProduceData(index=req.partition, records=req.batch)
         request = ProduceRequest(
             transactional_id=self.transactional_id,
             acks=-1,
             timeout_ms=self.client.timeout_ms,
-            topic_data=[topic_cls(name=t, partition_data=p) for t, p in by_topic.items()],
+            topic_data=[topic_cls(name=req.topic, partition_data=[part])],
             min_version=3,
             max_version=11,
         )
@@ -386,25 +380,27 @@ class TxnBatchProducer:
         self._in_flight.append(req)
 
     def _answer(self, req: _Request) -> None:
-        """Wait for ``req``'s response; hand each batch its offset, or raise the first error."""
+        """Wait for ``req``'s response; hand its batch its offset, or raise its error."""
         try:
             resp = self.client.wait(req.future, f"Produce to broker {req.node}")
         except ProtocolConnectionError as exc:
             raise TxnRetry(str(exc)) from None
-        answered: dict[tuple[str, int], tuple[int, int, str]] = {}
-        for t in resp.responses:
-            for p in t.partition_responses:
-                why = getattr(p, "error_message", None) or ""
-                answered[(t.name, p.index)] = (int(p.error_code), int(p.base_offset), why)
-        for (topic, partition), (_batch, _n, on_offset) in req.parts.items():
-            code, base, why = answered.get((topic, partition), (-1, -1, ""))
-            if code == -1:
-                raise TxnRetry(f"Produce to {topic}-{partition}: no answer for the partition")
-            if code in (6, 74, 75, 3, 5):  # leadership moved: look it up again on the retry
-                self._leaders.pop(topic, None)
-            _raise_for(code, f"Produce to {topic}-{partition}", why)
-            if on_offset is not None:
-                on_offset(base)
+        what = f"Produce to {req.topic}-{req.partition}"
+        answers = [
+            p
+            for t in resp.responses
+            if t.name == req.topic
+            for p in t.partition_responses
+            if p.index == req.partition
+        ]
+        if not answers:
+            raise TxnRetry(f"{what}: no answer for the partition")
+        code = int(answers[0].error_code)
+        if code in (6, 74, 75, 3, 5):  # leadership moved: look it up again on the retry
+            self._leaders.pop(req.topic, None)
+        _raise_for(code, what, getattr(answers[0], "error_message", None) or "")
+        if req.on_offset is not None:
+            req.on_offset(int(answers[0].base_offset))
 
     def _drop_in_flight(self) -> None:
         """Forget the requests in flight (their transaction is being given up)."""

@@ -359,7 +359,7 @@ class BatchPartitionReplay(PartitionReplay):
             transactional=True,
         )
         with self._mapped(commit=False):
-            producer.append(topic, ppart, progress.data, 1, offsets.append)
+            producer.append(topic, ppart, progress.data, offsets.append)
             producer.flush()
         self._hook("before_commit", seq=seq)
         with self._mapped(commit=True):

@@ -135,7 +135,7 @@ class BatchSender:
             base_sequence=producer.sequence(self.topic, self.partition, n),
         )
         runs = [Run(self.partition, h.base_offset, h.last_offset, n)]
-        producer.append(self.topic, self.partition, data, n, _Bounds(runs))
+        producer.append(self.topic, self.partition, data, _Bounds(runs))
         return runs
 
     def _reencoded(self, records: list[Record], header: BatchHeader | None) -> list[Run]:
@@ -156,6 +156,6 @@ class BatchSender:
             transactional=True,
         )
         runs = [run for run, _members in same_runs(records, self.partition)]
-        producer.append(self.topic, self.partition, encoded.data, n, _Bounds(runs))
+        producer.append(self.topic, self.partition, encoded.data, _Bounds(runs))
         self.reencoded += 1
         return runs
