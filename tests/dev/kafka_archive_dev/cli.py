@@ -77,7 +77,7 @@ def demo(
             console.print(f"[dim]>[/] {message}")
 
     try:
-        root.resolve()
+        root = root.resolve()  # the default (.work/demo) is relative: every stage needs it whole
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         fail(
             f"cannot use --root {root}: {exc}",
