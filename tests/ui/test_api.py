@@ -249,7 +249,8 @@ def test_bad_input_is_a_4xx_json_error(
     got = client.get(f"{API}/{path}", params=params, headers=OP)
     assert got.status_code == status, got.text
     body = got.json()
-    assert set(body) == {"error", "message", "hint"}
+    # the shape the page relies on, and the request field at fault (null: the whole request)
+    assert set(body) == {"error", "message", "hint", "field"}
     assert body["message"]
     if error:
         assert body["error"] == error

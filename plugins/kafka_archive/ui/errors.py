@@ -31,21 +31,41 @@ T = TypeVar("T")
 
 
 class ApiError(KafkaArchiveError):
-    """A refusal with its HTTP status, a machine-readable ``error`` and a hint."""
+    """A refusal with its HTTP status, a machine-readable ``error``, a hint, and ``field``: the
+    request field that caused it (the page shows the message next to it; None: the request
+    as a whole)."""
 
-    def __init__(self, status: int, error: str, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        message: str,
+        hint: str | None = None,
+        *,
+        field: str | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.error = error
+        self.field = field
 
 
-def error_response(status: int, error: str, message: str, hint: str | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    error: str,
+    message: str,
+    hint: str | None = None,
+    *,
+    field: str | None = None,
+) -> JSONResponse:
+    """``{error, message, hint, field}`` (``field``: the request field at fault, or null)."""
     from kafka_archive.redact import redact_text
 
     body = {
         "error": error,
         "message": redact_text(message),
         "hint": redact_text(hint) if hint else None,
+        "field": field,
     }
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(body, status_code=status, headers=headers)
@@ -62,11 +82,21 @@ def _classify(exc: Exception) -> ApiError | None:
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, KafkaArchiveError) and exc.http_status is not None and not exc.internal:
-        return ApiError(exc.http_status, exc.api_error, str(exc), exc.hint)
+        details = getattr(exc, "details", None)
+        field = details.get("field") if isinstance(details, dict) else None
+        return ApiError(
+            exc.http_status, exc.api_error, str(exc), exc.hint, field=field or _field_of(exc)
+        )
     if isinstance(exc, SegmentError):
         hint = "the archived bytes are damaged; the gaps view lists known problems"
         return ApiError(502, "archive_damaged", str(exc), hint)
     return None
+
+
+def _field_of(exc: KafkaArchiveError) -> str | None:
+    """The request field a typed error is about, when its class says (``api_field``)."""
+    field = getattr(exc, "api_field", None)
+    return field if isinstance(field, str) else None
 
 
 def _is_kafka_exception(exc: Exception) -> bool:
@@ -113,7 +143,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def api_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
-        return error_response(exc.status, exc.error, exc.message, exc.hint)
+        return error_response(exc.status, exc.error, exc.message, exc.hint, field=exc.field)
 
     async def validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
