@@ -214,3 +214,37 @@ def test_a_vanished_connection_is_refused_before_any_run(replayed: dict[str, Any
         assert launcher.triggered[before:] == []
     finally:
         launcher.connections[CONN] = conn
+
+
+def test_api_errors_speak_the_pages_words_and_the_cli_its_flags(
+    replayed: dict[str, Any],
+) -> None:
+    """Issue 23: the API said "Choose one with --replay ID" and "pass --create-topic"; it now
+    names the page's fields, and ``field`` says which one to show the message next to. The
+    CLI keeps its options."""
+    r = replayed
+    client = r["client"]
+    body = {"cluster": C, "topic": "orders", "group": "either", "at": AT}  # two replays
+    got = client.post(f"{API}/groups/translate/preview", headers=OP, json=body)
+    assert got.status_code == 409, got.text
+    err = got.json()
+    assert err["field"] == "replay_id"
+    assert "“Replay id”" in err["hint"] and "--" not in f"{err['message']} {err['hint']}"
+    code, rows, text = cli(
+        "replay", "translate-group", "--cluster", C, "--topic", "orders", "--at", AT,
+        "--group", "either", "--store", r["store"], "--db", r["db"], "--json",
+    )  # fmt: skip
+    assert code != 0 and "--replay ID" in rows[-1]["hint"], text
+
+    replay = {"cluster": C, "topic": "orders", "from": "earliest", "target": CONN}
+    got = client.post(
+        f"{API}/replay/preview", headers=OP, json={**replay, "target_topic": "absent"}
+    )
+    assert got.status_code == 400, got.text
+    err = got.json()
+    assert err["field"] == "target_topic", err
+    assert "tick “create target topic”" in err["hint"], err
+    assert "--" not in f"{err['message']} {err['hint']}"
+    empty = client.post(f"{API}/replay/preview", headers=OP, json={**replay, "target": ""})
+    assert empty.status_code == 422, empty.text
+    assert empty.json()["field"] == "target" and empty.json()["message"] == "Target is empty"

@@ -1,4 +1,9 @@
-"""Every failure of the on-call API as JSON ``{error, message, hint}`` with its status.
+"""Every failure of the on-call API as JSON ``{error, message, hint, field}`` with its status.
+
+``field`` is the request field at fault (the query parameter or body key the page sent, e.g.
+``at``, ``target``; null: the request as a whole), for the page to show the message next to
+it. Messages and hints are in the page's words (:mod:`kafka_archive.ui.wording`: the
+platform's errors name CLI options, which the CLI keeps).
 
 Bad input is a 4xx (400 a value that cannot be read, 404 nothing of that name in the catalog,
 409 a state that refuses the request, 422 a request the schema refuses), never a 500; a
@@ -82,21 +87,14 @@ def _classify(exc: Exception) -> ApiError | None:
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, KafkaArchiveError) and exc.http_status is not None and not exc.internal:
-        details = getattr(exc, "details", None)
-        field = details.get("field") if isinstance(details, dict) else None
-        return ApiError(
-            exc.http_status, exc.api_error, str(exc), exc.hint, field=field or _field_of(exc)
-        )
+        from kafka_archive.ui.wording import page_words
+
+        message, hint, field = page_words(str(exc), exc.hint, exc.field)
+        return ApiError(exc.http_status, exc.api_error, message, hint, field=field)
     if isinstance(exc, SegmentError):
         hint = "the archived bytes are damaged; the gaps view lists known problems"
         return ApiError(502, "archive_damaged", str(exc), hint)
     return None
-
-
-def _field_of(exc: KafkaArchiveError) -> str | None:
-    """The request field a typed error is about, when its class says (``api_field``)."""
-    field = getattr(exc, "api_field", None)
-    return field if isinstance(field, str) else None
 
 
 def _is_kafka_exception(exc: Exception) -> bool:
@@ -115,7 +113,12 @@ def platform_error(exc: Exception) -> ApiError:
     if found is not None:
         return found
     if isinstance(exc, jsonschema.ValidationError):
-        return ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}")
+        from kafka_archive.ui.wording import LABELS
+
+        path = [str(p) for p in exc.absolute_path]
+        field = path[0] if path else None
+        label = LABELS.get(field or "", field or "the request")
+        return ApiError(422, "invalid_params", f"{label}: {exc.message}", field=field)
     if _is_kafka_exception(exc):
         return ApiError(502, "target_unavailable", str(exc), "check the target cluster")
     raise exc
@@ -130,14 +133,6 @@ def api_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise platform_error(exc) from None
 
 
-def _validation_message(errors: list[Any]) -> str:
-    parts = []
-    for e in errors[:5]:
-        where = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path"))
-        parts.append(f"{where or 'request'}: {e.get('msg', 'invalid')}")
-    return "; ".join(parts)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every failure with the JSON shape of the module docstring."""
 
@@ -147,12 +142,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(
-            422,
-            "invalid_request",
-            _validation_message(list(exc.errors())),
-            "see /kafka-archive/api/v1/openapi.json for the request's schema",
-        )
+        from kafka_archive.ui.wording import validation_words
+
+        message, hint, field = validation_words(list(exc.errors()))
+        return error_response(422, "invalid_request", message, hint, field=field)
 
     async def http_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

@@ -51,8 +51,9 @@ def group_router(ctx: ApiContext) -> APIRouter:
                 raise ApiError(
                     422,
                     "unknown_connection",
-                    f"no Airflow connection {req.target!r} for the target's secrets",
-                    "pick one of /connections, or none when the target needs no secrets",
+                    f"no Airflow connection {req.target!r} for the target",
+                    "pick one of the connections, or none to use the replay's own target",
+                    field="target",
                 ) from None
         # the target as the run's task will resolve it: the connection named, else the one
         # the replay was launched to (its servers shown, a vanished one refused here)
