@@ -530,3 +530,13 @@ def test_errors_name_the_field_in_the_pages_words(
     assert words in body["message"], body
     text = f"{body['message']} {body['hint'] or ''}"
     assert "openapi" not in text and "--" not in text and "Field required" not in text
+
+
+def test_the_counts_are_named_as_everywhere(client: TestClient) -> None:
+    """Issue 23, point 4: the page names its numbers with the labels the CLI and the user
+    guide use (kafka_archive.counts)."""
+    from kafka_archive.counts import LEGEND
+
+    got = client.get(f"{API}/counts", headers=OP)
+    assert got.status_code == 200, got.text
+    assert {i["label"]: i["meaning"] for i in got.json()["items"]} == LEGEND

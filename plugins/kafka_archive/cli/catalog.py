@@ -355,13 +355,14 @@ def stats(
             emit_json(b.to_json())
         return
     from kafka_archive.cli.catalog_charts import draw_terminal
+    from kafka_archive.counts import IN_LOG
 
-    draw_terminal(buckets, f"{cluster}/{topic} records per {bucket}")
+    draw_terminal(buckets, f"{cluster}/{topic} {IN_LOG} per {bucket}")
     rows = [[format_ms(b.start_ms), b.records, b.bytes] for b in buckets if b.records or b.bytes]
     _table(
-        f"{cluster}/{topic}: {sum(b.records for b in buckets)} records, "
-        f"{sum(b.bytes for b in buckets)} bytes",
-        ["start", "records", "bytes"],
+        f"{cluster}/{topic}: {sum(b.records for b in buckets)} {IN_LOG} (committed and "
+        f"aborted), {sum(b.bytes for b in buckets)} bytes",
+        ["start", IN_LOG, "bytes"],
         rows,
     )
     if png is not None:
@@ -482,9 +483,10 @@ def topics(
     """What the archive holds per topic and partition: offsets, time range, records, bytes,
     problems.
 
-    records: data records actually archived (as `catalog stats` counts them); offset_span:
-    last - first + 1 (larger when compaction, transaction markers or gaps left offsets without
-    records); errors/warnings/info: the rows `catalog gaps` lists, by severity.
+    records in the log: data records actually archived, committed and aborted (as `catalog
+    stats` counts them; an export writes the committed ones); offset_span: last - first + 1
+    (larger when compaction, transaction markers or gaps left offsets without records);
+    errors/warnings/info: the rows `catalog gaps` lists, by severity.
 
     Example: kafka-archive catalog topics --cluster prod
     """

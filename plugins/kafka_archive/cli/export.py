@@ -175,10 +175,13 @@ def _print_plan(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(summary)
         return
+    from kafka_archive.counts import COMMITTED, OFFSETS
+
     console.print(
         f"export [bold]{summary['export_id']}[/] of {summary['cluster']}/{summary['topic']} "
-        f"to {summary['output']}: at most {summary['records_at_most']} records, "
-        f"{summary['bytes']} bytes to read"
+        f"to {summary['output']}: {summary['records_at_most']} {OFFSETS}, "
+        f"{summary['bytes']} bytes to read; it writes their {COMMITTED}, one row each "
+        "(aborted records and transaction markers are skipped)"
     )
     for p in summary["partitions"]:
         console.print(
@@ -195,15 +198,16 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         "already-committed": "already committed: nothing written",
         "incomplete": "committed INCOMPLETE (the manifest says so)",
     }.get(report["status"], "committed")
+    from kafka_archive.counts import ABORTED, COMMITTED, MARKERS
+
     console.print(
-        f"export [bold]{report['export_id']}[/] {done}: {report['rows']} rows in "
-        f"{report['files']} file(s), {report['bytes_written']} bytes, "
+        f"export [bold]{report['export_id']}[/] {done}: {report['rows']} rows ({COMMITTED}) "
+        f"in {report['files']} file(s), {report['bytes_written']} bytes, "
         f"{report['duration_s']} s ({report['rows_per_s']} rows/s)"
     )
     console.print(
-        f"  skipped: {report['aborted_records']} aborted record(s), "
-        f"{report['control_batches']} control batch(es), {report['open_txn_records']} "
-        "record(s) of transactions still open"
+        f"  skipped: {report['aborted_records']} {ABORTED}, {report['control_batches']} "
+        f"{MARKERS}, {report['open_txn_records']} record(s) of transactions still open"
     )
     console.print(f"  manifest: {report['output']}/{report['manifest']}")
 

@@ -48,6 +48,15 @@ def catalog_router(ctx: ApiContext) -> APIRouter:
         now-30m)."""
         return _call(resolve_time, at, "at")
 
+    @router.get("/counts")
+    def counts(_: Reader) -> dict[str, Any]:
+        """The labels of the counts every answer shows, with what each counts
+        (:mod:`kafka_archive.counts`): ``{"items": [{"label", "meaning"}]}``; the page names
+        its numbers with them, as the CLI and the user guide do."""
+        from kafka_archive.counts import LEGEND
+
+        return {"items": [{"label": k, "meaning": v} for k, v in LEGEND.items()]}
+
     @router.get("/clusters")
     def clusters(_: Reader) -> dict[str, Any]:
         """Every cluster of the catalog (``catalog clusters --json``)."""
