@@ -391,11 +391,16 @@ def test_demo_ends_with_commands_that_work(built: tuple[History, str, str], cli:
         "cluster": C,
         "db": db,
         "store": store,
+        "root": str(Path(db).parent),
         "offsets_at": {"topic": "orders", "timestamp": at},
         "group_position": {"group": "billing"},
     }
-    commands = explore_commands(report)
+    lines = explore_commands(report)
+    # each command follows a line saying what it shows
+    assert all(x.startswith(("kafka-archive ", "# ")) for x in lines) and lines[0].startswith("#")
+    commands = [x for x in lines if x.startswith("kafka-archive catalog ")]
     assert any(" clusters " in c for c in commands) and any(" topics " in c for c in commands)
+    # (the demo's own test, tests/e2e/test_demo.py, runs them all: replay, group move, export)
     for command in commands:
         argv = shlex.split(command)
         assert argv[0] == "kafka-archive" and "--db" in argv

@@ -68,7 +68,8 @@ def demo(
 
     Example: ./dev demo --ui --port 8080
     """
-    from kafka_archive_dev.demo import DemoError, run_demo
+    from kafka_archive_dev.demo import DemoError
+    from kafka_archive_dev.demo_run import run_demo
 
     def progress(message: str) -> None:
         if not as_json:
@@ -187,8 +188,12 @@ def _print(report: dict[str, Any]) -> None:
 
 
 def explore_commands(report: dict[str, Any]) -> list[str]:
-    """Shell commands (quoted, each complete with its --cluster/--db/--store) that explore
-    what the demo of ``report`` made: its cluster, catalog database and archive store."""
+    """Shell commands (quoted, each complete with its --cluster/--db/--store), each after a
+    ``#`` line saying what it shows, that explore what the demo of ``report`` made: its
+    catalog, the offsets and the group at T, the topic's history (when the metadata log was
+    archived), a replay dry run, a group move and an export. The demo's clusters are stopped
+    when it ends: the replay is planned ``--offline`` and the group move is shown, not
+    applied."""
     from shlex import quote
 
     cluster = quote(str(report.get("cluster", "demo")))
@@ -197,15 +202,48 @@ def explore_commands(report: dict[str, Any]) -> list[str]:
     topic = quote(str(report["offsets_at"]["topic"]))
     at = int(report["offsets_at"]["timestamp"])
     group = quote(str(report["group_position"]["group"]))
-    return [
+    src = f"--cluster {cluster} --topic {topic}"
+    lines = [
+        "# the clusters and topics archived (records in the log, per partition)",
         f"kafka-archive catalog clusters {db}",
         f"kafka-archive catalog topics --cluster {cluster} {db}",
-        f"kafka-archive catalog offsets --cluster {cluster} --topic {topic} --at {at} {db} {store}",
-        f"kafka-archive catalog stats --cluster {cluster} --topic {topic} --from {at - 3_600_000} "
-        f"--to {at + 3_600_000} --bucket 10m {db}",
+        f"# the offsets of {topic} at T: the first record at or after T (as ListOffsets)",
+        f"kafka-archive catalog offsets {src} --at {at} {db} {store}",
+        "# records in the log per 10 minutes around T",
+        f"kafka-archive catalog stats {src} --from {at - 3_600_000} --to {at + 3_600_000} "
+        f"--bucket 10m {db}",
+        f"# where group {group} was at T (its last commit by then)",
         f"kafka-archive catalog group-offsets --cluster {cluster} --group {group} --at {at} {db}",
+    ]
+    metadata = report.get("metadata") or {}
+    if metadata.get("history"):
+        end = int(report.get("end") or at)
+        lines += [
+            f"# the configs of {topic} at T, what changed since it was created, the ACLs at "
+            "the end (from the archived metadata log)",
+            f"kafka-archive catalog topic-config {src} --at {at} {db}",
+            f"kafka-archive catalog topic-history {src} {db}",
+            f"kafka-archive catalog acls --cluster {cluster} --at {end} {db}",
+        ]
+    target = quote(str(report.get("target") or "localhost:9092"))
+    restored = quote(f"{report['offsets_at']['topic']}-restored")
+    export_dir = quote(
+        str(Path(str(report["root"])) / "export" / str(report["offsets_at"]["topic"]))
+    )
+    lines += [
+        f"# a replay of {topic} from T into a new topic created as the source was at T, "
+        "planned only (--offline: the demo's target cluster is stopped)",
+        f"kafka-archive replay run {src} --from {at} --target {target} --target-topic "
+        f"{restored} --create-topic --dry-run --offline {db} {store}",
+        f"# where group {group} starts on the demo's replayed topic to resume at T (add "
+        "--apply, with the target running, to move it)",
+        f"kafka-archive replay translate-group {src} --group {group} --at {at} {db} {store}",
+        f"# the committed records of {topic} from T as Parquet files (Spark, local)",
+        f"kafka-archive export {src} --from {at} --output {export_dir} {db} {store}",
+        "# holes and integrity problems of the archive",
         f"kafka-archive catalog gaps --cluster {cluster} {db}",
     ]
+    return lines
 
 
 class _GuardedGroup(GuardedGroup):
