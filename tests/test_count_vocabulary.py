@@ -66,7 +66,7 @@ def test_every_count_says_which_it_is_and_they_add_up(archive: dict[str, Any]) -
     assert code == 0, text
     offsets = sum(p["records"] for p in plan[-1]["partitions"].values())
     preview = _text(*replay, "--dry-run", *where)
-    assert f"{WILL_SEND}: at most {offsets}, the {OFFSETS}" in preview
+    assert f"{WILL_SEND}: at most {offsets} (the {OFFSETS};" in preview
     export = _text(
         "export", "--cluster", C, "--topic", "orders", "--from", "earliest",
         "--output", str(a["root"] / "out"), "--dry-run", *where,

@@ -44,8 +44,8 @@ def print_plan(report: Any) -> None:
             )
     total = sum(int(row["records"]) for row in report.partitions.values())
     console.print(
-        f"{WILL_SEND}: at most {total}, the {OFFSETS}: {ABORTED} and {MARKERS} among them are "
-        "not sent (the run's report counts them apart)",
+        f"{WILL_SEND}: at most {total} (the {OFFSETS}; {ABORTED} and {MARKERS} among them "
+        "are not sent, and the run's report counts them apart)",
         markup=False,
     )
 

@@ -96,6 +96,7 @@ class GroupRequest(BaseModel):
     target: str | None = Field(
         None,
         max_length=1000,
-        description="Airflow connection id holding the target's secrets (read by the apply "
-        "run, server side).",
+        description="Airflow connection id of the target (its servers and secrets, read by the "
+        "apply run, server side); empty: the replay's own target (its connection, if it was "
+        "launched to one).",
     )
