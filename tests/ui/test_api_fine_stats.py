@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from segment_lib.log_file import iter_batches
 from support.catalog_data import START_MS, History, archived_catalog
 from test_api import API, OP, C, make_app
 from ui_fakes import RecordingLauncher
+
+from segment_lib.log_file import iter_batches
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,8 @@ def test_second_buckets_sum_to_the_catalogs_minutes(client: TestClient) -> None:
     assert {b["start"]: b["records"] for b in minutes} == {
         m["start"]: summed[m["start"]] for m in minutes
     }
-    assert {b["start"]: b["bytes"] for b in minutes} == {m["start"]: byts[m["start"]] for m in minutes}
+    want_bytes = {m["start"]: byts[m["start"]] for m in minutes}
+    assert {b["start"]: b["bytes"] for b in minutes} == want_bytes
 
 
 def test_a_bucket_that_is_not_whole_seconds_is_refused(client: TestClient) -> None:

@@ -10,17 +10,16 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from kafka_archive.catalog.tables import segments as sg
-from kafka_archive.catalog.tables import time_index
-from kafka_archive.store import ObjectStore
-from segment_lib.errors import SegmentError
-from segment_lib.log_file import iter_batches
-
 from kafka_archive.catalog.constants import DEFAULT_HISTOGRAM_MS
 from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import HistogramBucket
 from kafka_archive.catalog.queries.partitions import topic_partitions
 from kafka_archive.catalog.query_errors import CatalogRequestError
+from kafka_archive.catalog.tables import segments as sg
+from kafka_archive.catalog.tables import time_index
+from kafka_archive.store import ObjectStore
+from segment_lib.errors import SegmentError
+from segment_lib.log_file import iter_batches
 
 #: the most buckets one stats answer holds (its lists are built in memory)
 MAX_BUCKETS = 100_000
