@@ -33,6 +33,6 @@ export default defineConfig({
       output: { globals: HOST_GLOBALS },
     },
   },
-  oxc: { jsx: { runtime: "automatic", importSource: "react" } },
+  esbuild: { jsx: "automatic", jsxImportSource: "react" },
   define: { "process.env.NODE_ENV": JSON.stringify("production") },
 });

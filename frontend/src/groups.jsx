@@ -94,7 +94,7 @@ export function StartGroupSection({ shown, conns, who, group }) {
       const r = await api("/groups/translate/preview", { body: b });
       if (current()) setPreview({ body: JSON.stringify(b), answer: r });
     } catch (e) {
-      if (current()) setErrors({ [errorField(e, TG_FIELDS, "preview")]: e.message });
+      if (current()) setErrors({ [errorField(e, TG_FIELDS, "preview", b)]: e.message });
     }
   }
   async function commit() {
@@ -108,7 +108,7 @@ export function StartGroupSection({ shown, conns, who, group }) {
       setRun(r);
     } catch (e) {
       setPreview(was);
-      setErrors({ [errorField(e, TG_FIELDS, "apply")]: e.message });
+      setErrors({ [errorField(e, TG_FIELDS, "apply", b)]: e.message });
     }
   }
   const shownAnswer = applied || (preview && preview.answer);

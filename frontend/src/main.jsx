@@ -114,7 +114,7 @@ export default function OncallPage() {
       off = await api(topicPath(c, t) + "/offsets" + qs({ at }));
     } catch (e) {
       if (mine()) {
-        setErrors((old) => ({ ...old, [errorField(e, SHOW_FIELDS, e.status === 404 ? "topic" : "show")]: e.message }));
+        setErrors((old) => ({ ...old, [errorField(e, SHOW_FIELDS, e.status === 404 ? "topic" : "show", { at, cluster: c, topic: t })]: e.message }));
         setLoading(false);
       }
       return;
@@ -234,7 +234,7 @@ export default function OncallPage() {
             <Select name="topic" value={topic} options={names} onChange={pickTopic} />
           </FormField>
           <FormField label="Time T" name="at" error={errors.at} width="20em"
-            helper={resolved ? `= ${resolved}` : "ISO-8601, epoch ms, -2h, now-30m"}>
+            helper={<span id="resolved">{resolved ? `= ${resolved}` : "ISO-8601, epoch ms, -2h, now-30m"}</span>}>
             <Input size="sm" name="at" value={atText} onChange={(e) => setAtText(e.target.value)} />
           </FormField>
           <Box pt={6}>

@@ -103,7 +103,7 @@ export function ReplaySection({ shown, conns, who }) {
       const r = await api("/replay/preview" + qs({ check_target: f.check_target }), { body: b.body });
       if (current()) setPreview({ body: JSON.stringify(b.body), answer: r });
     } catch (e) {
-      if (current()) setErrors({ [errorField(e, FIELDS, "preview")]: e.message });
+      if (current()) setErrors({ [errorField(e, FIELDS, "preview", b.body)]: e.message });
     }
   }
   async function launch() {
@@ -115,7 +115,7 @@ export function ReplaySection({ shown, conns, who }) {
       setRun(await api("/replay/launch", { body: b.body }));
     } catch (e) {
       setPreview(was);
-      setErrors({ [errorField(e, FIELDS, "launch")]: e.message });
+      setErrors({ [errorField(e, FIELDS, "launch", b.body)]: e.message });
     }
   }
   const blocked = preview && ((preview.answer.topic_config || {}).findings || []).filter((x) => x.level === "error");

@@ -4,6 +4,8 @@
 import { Box, Field, Heading, NativeSelect, Table, Text } from "@chakra-ui/react";
 import { useRef } from "react";
 
+export { errorField } from "./errors.js";
+
 /** Answers arrive in any order (a slow /time after Show, two quick topic picks, a zoom while
  * the chart loads): each request takes a ticket, and only the latest ticket's answer is shown. */
 export function useTickets() {
@@ -12,15 +14,6 @@ export function useTickets() {
     const n = (last.current[kind] = (last.current[kind] || 0) + 1);
     return () => last.current[kind] === n;
   };
-}
-
-/** Where an error goes: the field the API names (`field`), else the field the message starts
- * with ("from: ..."), else `fallback` (the field or button that made the request). */
-export function errorField(err, fields, fallback) {
-  if (err && err.field && fields.includes(err.field)) return err.field;
-  const m = /^([a-z_]+)(?:\.[\w.]+)?: /.exec((err && err.message) || "");
-  if (m && fields.includes(m[1])) return m[1];
-  return fallback;
 }
 
 /** A labelled form field; `error` is shown right under it, in red, and marks it invalid. */
