@@ -66,9 +66,10 @@ export function StartGroupSection({ shown, conns, who, group }) {
   const [applied, setApplied] = useState(null);
   const [confirming, setConfirming] = useState(false);
   const [run, setRun] = useState(null);
+  const [typed, setTyped] = useState(false); // a group typed here stops following the one above
   const set = (k) => (v) => { setForm((f) => ({ ...f, [k]: v })); setPreview(null); setConfirming(false); };
   // the group above is the one to start, until one is typed here
-  useEffect(() => { if (!form.group && group) setForm((f) => ({ ...f, group })); }, [group]); // eslint-disable-line react-hooks/exhaustive-deps
+  useEffect(() => { if (!typed) setForm((f) => ({ ...f, group })); }, [group]); // eslint-disable-line react-hooks/exhaustive-deps
   useEffect(() => { tickets("tg"); setPreview(null); setApplied(null); setConfirming(false); setErrors({}); }, [shown]); // eslint-disable-line react-hooks/exhaustive-deps
   usePoll(run && run.run_id, (id) => api("/groups/translate/runs/" + enc(id)), (r) => {
     setRun(r); if (r.applied) setApplied(r.applied);
@@ -118,13 +119,13 @@ export function StartGroupSection({ shown, conns, who, group }) {
     <Section id="start-group-section" title="Start group G at T on the target">
       <HStack alignItems="flex-start" gap={3} flexWrap="wrap">
         <FormField label="Group" name="tg-group" error={errors.group} width="16em">
-          <Input size="sm" name="tg-group" value={form.group} onChange={(e) => set("group")(e.target.value)} />
+          <Input size="sm" name="tg-group" value={form.group} onChange={(e) => { setTyped(true); set("group")(e.target.value); }} />
         </FormField>
         <FormField label="Start at" name="tg-basis" error={errors.at || errors.commits_at} width="auto">
           <RadioGroup.Root size="sm" value={form.basis} onValueChange={(e) => set("basis")(e.value)} name="tg-basis">
             <HStack gap={4} pt={1}>
-              <RadioGroup.Item value="at" id="tg-basis-at"><RadioGroup.ItemHiddenInput /><RadioGroup.ItemIndicator /><RadioGroup.ItemText>the records at T</RadioGroup.ItemText></RadioGroup.Item>
-              <RadioGroup.Item value="commits" id="tg-basis-commits"><RadioGroup.ItemHiddenInput /><RadioGroup.ItemIndicator /><RadioGroup.ItemText>its archived commits at T</RadioGroup.ItemText></RadioGroup.Item>
+              <RadioGroup.Item value="at" data-testid="tg-basis-at"><RadioGroup.ItemHiddenInput /><RadioGroup.ItemIndicator /><RadioGroup.ItemText>the records at T</RadioGroup.ItemText></RadioGroup.Item>
+              <RadioGroup.Item value="commits" data-testid="tg-basis-commits"><RadioGroup.ItemHiddenInput /><RadioGroup.ItemIndicator /><RadioGroup.ItemText>its archived commits at T</RadioGroup.ItemText></RadioGroup.Item>
             </HStack>
           </RadioGroup.Root>
         </FormField>

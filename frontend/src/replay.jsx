@@ -36,7 +36,7 @@ export function topicConfigs(text) {
 
 function Check({ id, checked, onChange, children }) {
   return (
-    <Checkbox.Root size="sm" id={id} checked={checked} onCheckedChange={(e) => onChange(Boolean(e.checked))}>
+    <Checkbox.Root size="sm" data-testid={id} checked={checked} onCheckedChange={(e) => onChange(Boolean(e.checked))}>
       <Checkbox.HiddenInput name={id} />
       <Checkbox.Control />
       <Checkbox.Label>{children}</Checkbox.Label>

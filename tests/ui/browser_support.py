@@ -219,10 +219,10 @@ def shot(page: Any, name: str, show: Any = None) -> Path:
 
 def set_check(page: Any, box_id: str, value: bool) -> None:
     """Tick or untick the page's checkbox ``box_id`` (a click on its label, as a person does)."""
-    box = page.locator(f"#{box_id}")
-    if page.locator(f"#{box_id} input").is_checked() != value:
+    box = page.locator(f"[data-testid={box_id}]")
+    if box.locator("input").is_checked() != value:
         box.click()
-    assert page.locator(f"#{box_id} input").is_checked() == value
+    assert box.locator("input").is_checked() == value
 
 
 def no_error_shown(page: Any) -> None:

@@ -230,7 +230,7 @@ def start_group(
     from playwright.sync_api import expect
 
     page.locator("input[name=tg-group]").fill(group)
-    page.locator(f"#tg-basis-{basis}").click()
+    page.locator(f"[data-testid=tg-basis-{basis}]").click()
     for field, value in form.items():
         page.locator(f"[name={field}]").select_option(value)
     page.locator("#tg-preview").click()
@@ -399,7 +399,7 @@ def test_three_runbook_scenarios_in_chromium(stack: dict[str, Any], tmp_path: Pa
         ctx = launch_chromium(pw, tmp_path / "profile")
         page = ctx.new_page()
         page.set_default_timeout(120_000)
-        set_mode(page, "light")
+        page.emulate_media(color_scheme="light")
         _open_from_airflow_nav(page, server.url)
         # cluster and topic (picking the cluster again keeps the topic)
         expect(page.locator("select[name=cluster] option", has_text=CLUSTER)).to_have_count(1)

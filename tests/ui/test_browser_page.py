@@ -22,7 +22,6 @@ from browser_support import (
     no_error_shown,
     open_page,
     set_check,
-    set_mode,
     shot,
     table_rows,
 )
@@ -44,7 +43,7 @@ def page(stack: dict[str, Any], tmp_path: Any) -> Iterator[Any]:
         ctx = launch_chromium(pw, tmp_path / "profile")
         p = ctx.new_page()
         p.set_default_timeout(120_000)
-        set_mode(p, "light")
+        p.emulate_media(color_scheme="light")
         yield p
         ctx.close()
 
@@ -97,6 +96,7 @@ def test_a_deep_link_opens_on_exactly_what_it_names(page: Any, stack: dict[str, 
     # the old address of the page (and any runbook link to it) leads there, query kept,
     # through Airflow's login
     page.goto(url + "/kafka-archive/" + query)
+    expect(page).to_have_url(re.compile(r"plugin(/|%2F)kafka-archive(/|%2F)(\?|%3F)cluster"))
     open_page(page, url, query)
     expect(page).to_have_url(re.compile(re.escape(PAGE) + r"\?"))
     expect(page.locator("select[name=cluster]")).to_have_value(CLUSTER)

@@ -488,13 +488,14 @@
     const [applied, setApplied] = react.useState(null);
     const [confirming, setConfirming] = react.useState(false);
     const [run, setRun] = react.useState(null);
+    const [typed, setTyped] = react.useState(false);
     const set = (k) => (v) => {
       setForm((f) => ({ ...f, [k]: v }));
       setPreview(null);
       setConfirming(false);
     };
     react.useEffect(() => {
-      if (!form.group && group) setForm((f) => ({ ...f, group }));
+      if (!typed) setForm((f) => ({ ...f, group }));
     }, [group]);
     react.useEffect(() => {
       tickets("tg");
@@ -566,14 +567,17 @@
     const named = t.name && t.name !== t.bootstrap_servers;
     return /* @__PURE__ */ jsxRuntime.jsxs(Section, { id: "start-group-section", title: "Start group G at T on the target", children: [
       /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
-        /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Group", name: "tg-group", error: errors.group, width: "16em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "tg-group", value: form.group, onChange: (e) => set("group")(e.target.value) }) }),
+        /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Group", name: "tg-group", error: errors.group, width: "16em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "tg-group", value: form.group, onChange: (e) => {
+          setTyped(true);
+          set("group")(e.target.value);
+        } }) }),
         /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Start at", name: "tg-basis", error: errors.at || errors.commits_at, width: "auto", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.Root, { size: "sm", value: form.basis, onValueChange: (e) => set("basis")(e.value), name: "tg-basis", children: /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 4, pt: 1, children: [
-          /* @__PURE__ */ jsxRuntime.jsxs(react$1.RadioGroup.Item, { value: "at", id: "tg-basis-at", children: [
+          /* @__PURE__ */ jsxRuntime.jsxs(react$1.RadioGroup.Item, { value: "at", "data-testid": "tg-basis-at", children: [
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemHiddenInput, {}),
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemIndicator, {}),
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemText, { children: "the records at T" })
           ] }),
-          /* @__PURE__ */ jsxRuntime.jsxs(react$1.RadioGroup.Item, { value: "commits", id: "tg-basis-commits", children: [
+          /* @__PURE__ */ jsxRuntime.jsxs(react$1.RadioGroup.Item, { value: "commits", "data-testid": "tg-basis-commits", children: [
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemHiddenInput, {}),
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemIndicator, {}),
             /* @__PURE__ */ jsxRuntime.jsx(react$1.RadioGroup.ItemText, { children: "its archived commits at T" })
@@ -859,7 +863,7 @@
     return out;
   }
   function Check({ id, checked, onChange, children }) {
-    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
+    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Label, { children })
