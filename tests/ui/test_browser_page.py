@@ -317,3 +317,64 @@ def test_a_group_moves_onto_a_target_named_by_a_connection(
         stack["target"].bootstrap_servers, group, stack["partitions"], topic=CONN_TOPIC
     )
     assert got == moved and moved, (got, moved)
+
+
+def test_an_error_finding_keeps_launch_off_with_the_reason(
+    page: Any, stack: dict[str, Any]
+) -> None:
+    """The real preview's answer, with the target check's topic configs of a target that
+    would reject the records (its JSON built from the replay's own models): Launch stays off,
+    the reason is said, every value is shown as text (never markup)."""
+    import json
+
+    from kafka_archive.replay.planning.topic_config import (
+        ConfigChoice,
+        ConfigDiff,
+        ConfigFinding,
+        DroppedConfig,
+        TopicSettings,
+    )
+    from kafka_archive.replay.target.topic import TopicConfigCheck
+    from playwright.sync_api import expect
+
+    check = TopicConfigCheck(
+        settings=TopicSettings(
+            configs=[ConfigChoice(name="retention.ms", value="<b>-1</b>", source="source at T")],
+            notes=["a note"],
+        ),
+        dropped=[DroppedConfig(name="confluent.x", value="1", reason="Confluent's")],
+        diffs=[ConfigDiff(name="max.message.bytes", source="2000000", target=None)],
+        findings=[
+            ConfigFinding(
+                level="error",
+                name="max.message.bytes",
+                message="batches up to 2000000 bytes exceed the target's 1048588",
+                hint="set max.message.bytes=2000000",
+            ),
+            ConfigFinding(level="warning", name="retention.ms", message="old data"),
+        ],
+    )
+
+    def with_findings(route: Any) -> None:
+        answer = route.fetch()
+        body = answer.json()
+        body["topic_config"] = {**check.model_dump(mode="json"), "warnings": check.warnings()}
+        route.fulfill(response=answer, body=json.dumps(body))
+
+    open_page(page, stack["server"].url, f"?cluster={CLUSTER}&topic={TOPIC}&at=-10m")
+    form = page.locator("#replay")
+    form.locator("[name=target_servers]").fill("127.0.0.1:9")
+    set_check(page, "check_target", False)
+    page.locator("#preview").click()
+    expect(page.locator("#launch")).to_be_enabled()
+    page.route("**/api/v1/replay/preview*", with_findings)
+    page.locator("#preview").click()
+    expect(page.locator("#launch-blocked")).to_contain_text("max.message.bytes")
+    expect(page.locator("#launch")).to_be_disabled()
+    out = page.locator("#topic-config-out")
+    expect(out).to_contain_text("error: max.message.bytes: batches up to 2000000 bytes")
+    expect(out).to_contain_text("warning: retention.ms: old data")
+    assert page.locator("#tc-configs td").nth(1).inner_text() == "<b>-1</b>"
+    assert page.locator("#tc-dropped td").all_inner_texts() == ["confluent.x", "1", "Confluent's"]
+    assert page.locator("#tc-diffs td").all_inner_texts() == ["max.message.bytes", "2000000", "-"]
+    shot(page, "17-launch-blocked", out)
