@@ -3,7 +3,7 @@
 // (red) and pruned ranges (grey) shaded. SVG in the theme's colours (CSS variables of the
 // host's Chakra theme), so it follows light and dark mode.
 import { Box, Button, HStack, Text } from "@chakra-ui/react";
-import { useRef } from "react";
+import { useEffect, useRef } from "react";
 
 import { count, duration, utc } from "./format.js";
 import { layoutLabels, tickLabel, ticks } from "./scale.js";
@@ -60,6 +60,16 @@ export function Chart({ win, bucket, buckets, T, first, last, holes, onZoom, onP
     const px = ((clientX - r.left) * W) / r.width;
     return from + ((px - PAD_X) / (W - 2 * PAD_X)) * (to - from);
   };
+  // the wheel zooms (and must not scroll Airflow's page): a listener that may preventDefault
+  // (React's own wheel listeners are passive)
+  const latest = useRef(null);
+  latest.current = (e) => { e.preventDefault(); onZoom(e.deltaY < 0 ? 0.5 : 2, timeAt(e.clientX)); };
+  useEffect(() => {
+    const el = svg.current;
+    const wheel = (e) => latest.current(e);
+    el.addEventListener("wheel", wheel, { passive: false });
+    return () => el.removeEventListener("wheel", wheel);
+  }, []);
   const line = buckets
     .map((b, i) => `${i ? "L" : "M"}${x(b.start + b.width_ms / 2).toFixed(1)},${y(b.bytes, maxB).toFixed(1)}`)
     .join("");
@@ -88,7 +98,6 @@ export function Chart({ win, bucket, buckets, T, first, last, holes, onZoom, onP
         aria-label="records and bytes per bucket around T"
         style={{ maxWidth: `${W}px`, cursor: "crosshair", display: "block" }}
         onClick={(e) => onPick(Math.round(timeAt(e.clientX)))}
-        onWheel={(e) => { e.preventDefault(); onZoom(e.deltaY < 0 ? 0.5 : 2, timeAt(e.clientX)); }}
       >
         <rect x={0} y={top} width={W} height={PLOT_H} fill="none" stroke={C.grid} />
         {spans.map((s, i) => (

@@ -244,6 +244,17 @@
       const px = (clientX - r.left) * W / r.width;
       return from + (px - PAD_X) / (W - 2 * PAD_X) * (to - from);
     };
+    const latest = react.useRef(null);
+    latest.current = (e) => {
+      e.preventDefault();
+      onZoom(e.deltaY < 0 ? 0.5 : 2, timeAt(e.clientX));
+    };
+    react.useEffect(() => {
+      const el = svg.current;
+      const wheel = (e) => latest.current(e);
+      el.addEventListener("wheel", wheel, { passive: false });
+      return () => el.removeEventListener("wheel", wheel);
+    }, []);
     const line = buckets.map((b, i) => `${i ? "L" : "M"}${x(b.start + b.width_ms / 2).toFixed(1)},${y(b.bytes, maxB).toFixed(1)}`).join("");
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { children: [
       /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 2, mb: 2, flexWrap: "wrap", children: [
@@ -282,10 +293,6 @@
           "aria-label": "records and bytes per bucket around T",
           style: { maxWidth: `${W}px`, cursor: "crosshair", display: "block" },
           onClick: (e) => onPick(Math.round(timeAt(e.clientX))),
-          onWheel: (e) => {
-            e.preventDefault();
-            onZoom(e.deltaY < 0 ? 0.5 : 2, timeAt(e.clientX));
-          },
           children: [
             /* @__PURE__ */ jsxRuntime.jsx("rect", { x: 0, y: top, width: W, height: PLOT_H, fill: "none", stroke: C.grid }),
             spans.map((s, i) => /* @__PURE__ */ jsxRuntime.jsx(
