@@ -68,3 +68,53 @@ def test_demo_without_java_runs_on_the_mock(tmp_path: Path) -> None:
     assert replay["exact"] and replay["records_in_target"] == replay["records_expected"] > 50
     # everything lives under the one folder
     assert (tmp_path / "demo" / "store").is_dir() and (tmp_path / "demo" / "airflow").is_dir()
+
+
+def test_demo_ui_from_a_fresh_checkout_starts_airflow(tmp_path: Path) -> None:
+    """`./dev demo --ui` as the README says, from a checkout without `.work/`: the default root
+    (relative, `.work/demo`) is resolved, the demo runs, Airflow starts over it and makes the
+    login's password file (it exited 70 on the relative store URI before Airflow started)."""
+    import os
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("kafka-archive-dev")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    out = tmp_path / "demo-ui.log"
+    root = tmp_path / ".work" / "demo"
+    password = root / "airflow" / "simple_auth_manager_passwords.json.generated"
+    with out.open("w") as log:
+        proc = subprocess.Popen(
+            [str(exe), "demo", "--ui", "--kafka", "mock", "--port", str(port)],
+            cwd=tmp_path,  # the default root, relative to where ./dev runs
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 900
+            while time.monotonic() < deadline and proc.poll() is None:
+                if password.is_file() and password.stat().st_size > 0:
+                    break
+                time.sleep(2)
+            text = out.read_text()
+            assert proc.poll() is None, f"exited {proc.returncode}:\n{text[-3000:]}"
+            assert password.is_file(), text[-3000:]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+    text = out.read_text()
+    assert "internal error" not in text, text[-3000:]
+    assert f"http://localhost:{port}/kafka-archive/?cluster=demo" in text
+    assert json.loads(password.read_text())  # {"oncall": "<generated>"}
+    assert not (tmp_path / "state" / "kafka-archive").exists()  # no crash log

@@ -251,7 +251,8 @@ def test_bad_input_is_a_4xx_json_error(
     got = client.get(f"{API}/{path}", params=params, headers=OP)
     assert got.status_code == status, got.text
     body = got.json()
-    assert set(body) == {"error", "message", "hint"}
+    # the shape the page relies on, and the request field at fault (null: the whole request)
+    assert set(body) == {"error", "message", "hint", "field"}
     assert body["message"]
     if error:
         assert body["error"] == error
@@ -506,3 +507,30 @@ def test_a_bug_is_a_json_500_without_details(
     assert got.status_code == 500
     assert got.json()["error"] == "internal"
     assert SECRET not in got.text and "Traceback" not in got.text
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field", "words"),
+    [
+        # issue 23: an empty T said "Field required - see .../openapi.json"
+        ("clusters/c1/topics/orders/offsets", {}, "at", "Time T is missing"),
+        ("clusters/c1/topics/orders/offsets", {"at": ""}, "at", "Time T: cannot read an empty"),
+        ("clusters/c1/topics/orders/offsets", {"at": "yesterday-ish"}, "at", "yesterday-ish"),
+        ("time", {"at": "99999999999999999999"}, "at", "99999999999999999999"),
+        ("clusters/c1/topics/orders/stats", {"from": "-1h", "to": "nope"}, "to", "nope"),
+        ("clusters/c1/topics/orders/stats", {}, "from", "From is missing"),
+        ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 2**40}, "partition", ""),
+    ],
+)
+def test_errors_name_the_field_in_the_pages_words(
+    client: TestClient, path: str, params: dict[str, Any], field: str, words: str
+) -> None:
+    """The page places each message next to the field it is about (``field``), in its own
+    words: no CLI option, no pointer to the OpenAPI document."""
+    got = client.get(f"{API}/{path}", params=params, headers=OP)
+    assert 400 <= got.status_code < 500, got.text
+    body = got.json()
+    assert body["field"] == field, body
+    assert words in body["message"], body
+    text = f"{body['message']} {body['hint'] or ''}"
+    assert "openapi" not in text and "--" not in text and "Field required" not in text

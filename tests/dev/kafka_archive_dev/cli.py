@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from click.core import Context
-from click.exceptions import Abort, ClickException, Exit
+from kafka_archive.cli.guard import GuardedGroup
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
 from rich.table import Table
-from typer.core import TyperGroup
 
 
 class KafkaMode(StrEnum):
@@ -77,7 +75,7 @@ def demo(
             console.print(f"[dim]>[/] {message}")
 
     try:
-        root.resolve()
+        root = root.resolve()  # the default (.work/demo) is relative: every stage needs it whole
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         fail(
             f"cannot use --root {root}: {exc}",
@@ -210,29 +208,11 @@ def explore_commands(report: dict[str, Any]) -> list[str]:
     ]
 
 
-class _GuardedGroup(TyperGroup):
-    """Runs the command with log redaction on and under the product's last-resort error handler
-    (an unexpected exception: one ``internal error:`` line and a log file, exit 70, never a
-    traceback), as ``kafka-archive`` does."""
+class _GuardedGroup(GuardedGroup):
+    """The product's guard (:class:`kafka_archive.cli.guard.GuardedGroup`: log redaction, the
+    last-resort error handler, a closed output as a quiet exit 141), as ``kafka-archive``."""
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        ctx.meta["kafka_archive_dev.argv"] = list(args)
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: Context) -> Any:
-        from kafka_archive.redact import install_log_redaction
-
-        install_log_redaction()
-        try:
-            return super().invoke(ctx)
-        except (Exit, Abort, ClickException):
-            raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
-        except Exception as exc:
-            from kafka_archive.cli.crash import report_unexpected
-
-            argv = ["kafka-archive-dev", *ctx.meta.get("kafka_archive_dev.argv", [])]
-            code = report_unexpected(exc, argv=argv, as_json="--json" in argv)
-            raise typer.Exit(code) from None
+    program = "kafka-archive-dev"
 
 
 app = typer.Typer(

@@ -63,9 +63,15 @@ class DemoError(KafkaArchiveError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class DemoPaths:
-    """Where the demo keeps things, all under ``root``."""
+    """Where the demo keeps things, all under ``root`` (made absolute here: the store's
+    ``file://`` URI, the catalog's URL and Airflow's home must name the same folder from
+    every process, whatever its working directory)."""
 
     root: Path
+
+    def __post_init__(self) -> None:
+        # `./dev demo`'s default root is relative (.work/demo); a file URI cannot be
+        object.__setattr__(self, "root", self.root.resolve())
 
     @property
     def cluster(self) -> Path:
