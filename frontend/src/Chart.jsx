@@ -6,7 +6,7 @@ import { Box, Button, HStack, Text } from "@chakra-ui/react";
 import { useEffect, useRef } from "react";
 
 import { count, duration, utc } from "./format.js";
-import { layoutLabels, tickLabel, ticks } from "./scale.js";
+import { layoutLabels, shadedSpans, tickLabel, ticks } from "./scale.js";
 
 const W = 1100, PLOT_H = 200, AXIS_H = 22, ROW_H = 14, PAD_X = 8;
 const C = {
@@ -19,24 +19,6 @@ const C = {
   grid: "var(--chakra-colors-border)",
   text: "var(--chakra-colors-fg-muted)",
 };
-
-/** The spans to shade: holes from the records around them (`time_span`), pruned ranges from
- * their own records' times. `[{kind, start, end, partition}]` within the window. */
-export function shadedSpans(holes, from, to) {
-  const out = [];
-  for (const h of holes || []) {
-    // shaded: records the archive lacks (a hole, a corrupt copy no sound one serves) and
-    // pruned ranges; overlaps and divergent copies hold every record (listed in the table)
-    const lacking = h.kind === "missing" || (h.severity === "error" && !h.served);
-    if (!lacking && h.kind !== "pruned") continue;
-    let a, b;
-    if (h.kind === "pruned") { a = h.first_timestamp; b = h.max_timestamp; }
-    else if (h.time_span) { a = h.time_span.start ?? h.time_span.end; b = h.time_span.end ?? h.time_span.start; }
-    if (a == null || b == null || a < 0 || b < 0 || b < from || a > to) continue;
-    out.push({ kind: h.kind === "pruned" ? "pruned" : "hole", start: Math.max(a, from), end: Math.min(b, to), partition: h.partition });
-  }
-  return out;
-}
 
 export function Chart({ win, bucket, buckets, T, first, last, holes, onZoom, onPick, onFit, note }) {
   const svg = useRef(null);

@@ -109,3 +109,21 @@ export function layoutLabels(markers, width) {
   });
   return { labels: placed, rows: rows.length };
 }
+
+/** The spans to shade: holes from the records around them (`time_span`), pruned ranges from
+ * their own records' times. `[{kind, start, end, partition}]` within the window. */
+export function shadedSpans(holes, from, to) {
+  const out = [];
+  for (const h of holes || []) {
+    // shaded: records the archive lacks (a hole, a corrupt copy no sound one serves) and
+    // pruned ranges; overlaps and divergent copies hold every record (listed in the table)
+    const lacking = h.kind === "missing" || (h.severity === "error" && !h.served);
+    if (!lacking && h.kind !== "pruned") continue;
+    let a, b;
+    if (h.kind === "pruned") { a = h.first_timestamp; b = h.max_timestamp; }
+    else if (h.time_span) { a = h.time_span.start ?? h.time_span.end; b = h.time_span.end ?? h.time_span.start; }
+    if (a == null || b == null || a < 0 || b < 0 || b < from || a > to) continue;
+    out.push({ kind: h.kind === "pruned" ? "pruned" : "hole", start: Math.max(a, from), end: Math.min(b, to), partition: h.partition });
+  }
+  return out;
+}

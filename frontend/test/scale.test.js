@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  bucketFor, clampWindow, initialWindow, layoutLabels, MIN_SPAN, ticks, tickLabel, zoomWindow,
+  bucketFor, clampWindow, initialWindow, layoutLabels, MIN_SPAN, shadedSpans, ticks, tickLabel,
+  zoomWindow,
 } from "../src/scale.js";
 
 const S = 1000, M = 60e3, H = 3600e3;
@@ -68,4 +69,20 @@ test("ticks are spaced for their labels and labelled at their step", () => {
   assert.ok(step < M);
   assert.equal(tickLabel(times[0], step), "08:00:00");
   assert.equal(tickLabel(from, H), "08:00");
+});
+
+test("holes and pruned ranges are shaded, overlaps and served copies are not", () => {
+  const holes = [
+    { kind: "missing", severity: "error", partition: 0, time_span: { start: 100, end: 200 } },
+    { kind: "missing", severity: "error", partition: 1, time_span: { start: null, end: 300 } },
+    { kind: "overlap", severity: "info", partition: 0, time_span: { start: 100, end: 200 } },
+    { kind: "corrupt", severity: "error", served: true, partition: 2, time_span: { start: 1, end: 2 } },
+    { kind: "pruned", severity: "info", partition: 2, first_timestamp: 50, max_timestamp: 400 },
+    { kind: "missing", severity: "error", partition: 2, time_span: { start: 5000, end: 6000 } },
+  ];
+  assert.deepEqual(shadedSpans(holes, 0, 1000), [
+    { kind: "hole", start: 100, end: 200, partition: 0 },
+    { kind: "hole", start: 300, end: 300, partition: 1 },
+    { kind: "pruned", start: 50, end: 400, partition: 2 },
+  ]);
 });

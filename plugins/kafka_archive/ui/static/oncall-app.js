@@ -193,17 +193,6 @@
     });
     return { labels: placed, rows: rows.length };
   }
-  const W = 1100, PLOT_H = 200, AXIS_H = 22, ROW_H = 14, PAD_X = 8;
-  const C = {
-    records: "var(--chakra-colors-blue-solid)",
-    bytes: "var(--chakra-colors-orange-solid)",
-    T: "var(--chakra-colors-red-solid)",
-    archive: "var(--chakra-colors-fg-muted)",
-    hole: "var(--chakra-colors-red-muted)",
-    pruned: "var(--chakra-colors-gray-muted)",
-    grid: "var(--chakra-colors-border)",
-    text: "var(--chakra-colors-fg-muted)"
-  };
   function shadedSpans(holes, from, to) {
     const out = [];
     for (const h of holes || []) {
@@ -222,6 +211,17 @@
     }
     return out;
   }
+  const W = 1100, PLOT_H = 200, AXIS_H = 22, ROW_H = 14, PAD_X = 8;
+  const C = {
+    records: "var(--chakra-colors-blue-solid)",
+    bytes: "var(--chakra-colors-orange-solid)",
+    T: "var(--chakra-colors-red-solid)",
+    archive: "var(--chakra-colors-fg-muted)",
+    hole: "var(--chakra-colors-red-muted)",
+    pruned: "var(--chakra-colors-gray-muted)",
+    grid: "var(--chakra-colors-border)",
+    text: "var(--chakra-colors-fg-muted)"
+  };
   function Chart({ win, bucket, buckets, T, first, last, holes, onZoom, onPick, onFit, note }) {
     const svg = react.useRef(null);
     const { from, to } = win;
