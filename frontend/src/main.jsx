@@ -22,7 +22,28 @@ import { errorField, FormField, InlineError, Section, Select, useTickets } from 
 const DEFAULT_AT = "-1h";
 const SHOW_FIELDS = ["at", "cluster", "topic"];
 
-export default function OncallPage() {
+// Airflow 3.3's UI renders a React app through React.lazy while its bundle loads, and directly
+// (globalThis[name]) on every later render: its first re-render after the load (any navigation,
+// such as the page writing what it shows into the URL) mounts the page anew, and what the first
+// mount knew that the URL does not say (an error under a link's unknown topic) would be lost.
+// So the first mount after the bundle loaded only causes that re-render (a navigation to the
+// same URL) and waits for its successor; should the host keep it mounted, it goes on anyway.
+let bundleJustLoaded = true;
+
+export default function OncallPageInAirflow() {
+  const [params, setParams] = useSearchParams();
+  const [ready, setReady] = useState(!bundleJustLoaded);
+  useEffect(() => {
+    if (ready) return undefined;
+    bundleJustLoaded = false;
+    setParams(params, { replace: true });
+    const timer = setTimeout(() => setReady(true), 300);
+    return () => clearTimeout(timer);
+  }, []); // eslint-disable-line react-hooks/exhaustive-deps
+  return ready ? <OncallPage /> : null;
+}
+
+function OncallPage() {
   const [params, setParams] = useSearchParams();
   const tickets = useTickets();
   const [who, setWho] = useState(null);

@@ -1117,6 +1117,19 @@
   }
   const DEFAULT_AT = "-1h";
   const SHOW_FIELDS = ["at", "cluster", "topic"];
+  let bundleJustLoaded = true;
+  function OncallPageInAirflow() {
+    const [params, setParams] = reactRouterDom.useSearchParams();
+    const [ready, setReady] = react.useState(!bundleJustLoaded);
+    react.useEffect(() => {
+      if (ready) return void 0;
+      bundleJustLoaded = false;
+      setParams(params, { replace: true });
+      const timer = setTimeout(() => setReady(true), 300);
+      return () => clearTimeout(timer);
+    }, []);
+    return ready ? /* @__PURE__ */ jsxRuntime.jsx(OncallPage, {}) : null;
+  }
   function OncallPage() {
     const [params, setParams] = reactRouterDom.useSearchParams();
     const tickets = useTickets();
@@ -1416,5 +1429,5 @@
       /* @__PURE__ */ jsxRuntime.jsx(StartGroupSection, { shown, conns, who, group })
     ] }) });
   }
-  return OncallPage;
+  return OncallPageInAirflow;
 }));
