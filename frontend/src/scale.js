@@ -84,7 +84,7 @@ export function tickLabel(t, step) {
 
 /** Approximate width in px of `text` in the chart's 11px label font. */
 export function textWidth(text) {
-  return Math.ceil(text.length * 6.6) + 6;
+  return Math.ceil(text.length * 7) + 8; // generous: the host's font, digits included
 }
 
 /**

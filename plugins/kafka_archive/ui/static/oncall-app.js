@@ -177,7 +177,7 @@
     return iso.slice(11, 19);
   }
   function textWidth(text) {
-    return Math.ceil(text.length * 6.6) + 6;
+    return Math.ceil(text.length * 7) + 8;
   }
   function layoutLabels(markers, width) {
     const rows = [];
