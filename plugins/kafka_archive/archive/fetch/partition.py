@@ -106,6 +106,7 @@ class PartitionArchiver:
         self._builder = self._new_builder(start)
         self._uploaded = 0  # builder.segments already uploaded
         self._yielded = False  # rewound to another archiver's stored end during an upload
+        self._foreign: set[str] = set()  # manifest keys not of this partition's fetch chain
 
     def _new_builder(self, start: int) -> SegmentBuilder:
         return SegmentBuilder(
@@ -341,7 +342,7 @@ class PartitionArchiver:
         ident = self.ident
         theirs = fetched_from(
             self.store, ident.cluster, ident.topic, ident.partition, ident.topic_id,
-            built.base_offset,
+            built.base_offset, self._foreign,
         )  # fmt: skip
         if theirs is not None:
             self._yield_to_store(f"stored offsets {built.base_offset}..{theirs - 1} first")

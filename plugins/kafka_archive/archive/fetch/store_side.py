@@ -137,17 +137,27 @@ def _read(store: ObjectStore, key: str) -> SegmentManifest | None:
 
 
 def fetched_from(
-    store: ObjectStore, cluster: str, topic: str, partition: int, topic_id: str | None, base: int
+    store: ObjectStore,
+    cluster: str,
+    topic: str,
+    partition: int,
+    topic_id: str | None,
+    base: int,
+    foreign: set[str] | None = None,
 ) -> int | None:
     """The largest end offset of the fetched manifests of ``topic_id`` whose base offset is at
     least ``base`` (another archiver's progress; ``None``: there are none). Lists the
-    partition's manifest keys and reads only those at or past ``base``."""
+    partition's manifest keys and reads only those at or past ``base``; ``foreign`` collects
+    the keys found not to be such manifests (disk-archived, another incarnation's: a manifest
+    never changes under its key), which are not read again."""
     ends = []
     for key in iter_manifest_keys(store, cluster, topic, partition):
-        if _base_of(key) >= base:
+        if _base_of(key) >= base and (foreign is None or key not in foreign):
             m = _read(store, key)
             if m is not None and _ours(m, topic_id):
                 ends.append(m.end_offset)
+            elif m is not None and foreign is not None:
+                foreign.add(key)
     return max(ends, default=None)
 
 
