@@ -338,3 +338,30 @@ def test_two_segments_at_one_base_settle_on_the_longer(tmp_path: Path) -> None:
     assert settle_same_base(whole, s, key_of[s.end_offset]) is False
     assert [m.end_offset for m in iter_manifests(whole, "c1", TOPIC, 0)] == [cluster.hw(0)]
     assert settle_same_base(whole, w, key_of[w.end_offset]) is True
+
+
+def test_a_retriable_error_is_asked_again_not_a_failure(tmp_path: Path) -> None:
+    """KAFKA_STORAGE_ERROR (56) and OFFSET_NOT_AVAILABLE (78), as a leader moving can answer,
+    in Fetch and OffsetsForLeaderEpoch: Metadata and the leader are asked again."""
+    from kafka_archive.kafka_protocol.fetch import FetchedPartition
+
+    class Flaky(FakeCluster):
+        def fetch(self, node: int, asks: Any, **kw: Any) -> list[FetchedPartition]:
+            if self.fetches in (1, 2):
+                self.fetches += 1
+                return [FetchedPartition(t, p, 56, -1, -1, -1, b"") for t, p in asks]
+            return super().fetch(node, asks, **kw)
+
+        def epoch_ends(self, node: int, topic: str, asks: Any) -> dict[int, EpochEnd]:
+            if len(self.epoch_asks) < 2:
+                self.epoch_asks.append(dict(asks))
+                return {p: EpochEnd(78, -1, -1) for p in asks}
+            return super().epoch_ends(node, topic, asks)
+
+    cluster = Flaky({0: epoch_log(3, 0, 8)}, limit=250)
+    store = LocalStore(tmp_path)
+    run(cluster, store)
+    cluster.logs[0] += epoch_log(3, 16, 3)
+    report = run(cluster, store)
+    assert report.ok and len(cluster.epoch_asks) >= 3  # two refused, then answered
+    assert stored(store) == cluster.logs[0]

@@ -34,7 +34,7 @@ from kafka_archive.archive.fetch.source import FetchSource
 from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.topic_selection import TopicSelection
 from kafka_archive.errors import KafkaArchiveError
-from kafka_archive.kafka_protocol.client import error_name
+from kafka_archive.kafka_protocol.client import error_name, retriable
 from kafka_archive.kafka_protocol.fetch import EARLIEST, LEADERSHIP_ERRORS, TopicInfo
 from kafka_archive.store import ObjectStore
 from segment_lib.segment_builder import SegmentConfig
@@ -207,7 +207,7 @@ class PartitionSet:
                 continue
             for n, p in ps.items():
                 a = answers.get(n)
-                if a is None or a.error_code in LEADERSHIP_ERRORS:
+                if a is None or a.error_code in LEADERSHIP_ERRORS or retriable(a.error_code):
                     p.leader = -1
                     refresh = True
                 elif a.error_code:

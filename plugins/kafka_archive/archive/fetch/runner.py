@@ -51,7 +51,7 @@ from kafka_archive.archive.layout import check_cluster
 from kafka_archive.archive.manifest import utc_now
 from kafka_archive.archive.topic_selection import TopicSelection
 from kafka_archive.errors import KafkaArchiveError
-from kafka_archive.kafka_protocol.client import error_name
+from kafka_archive.kafka_protocol.client import error_name, retriable
 from kafka_archive.kafka_protocol.fetch import EARLIEST, LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from kafka_archive.store import ObjectStore
 from segment_lib.errors import SegmentError
@@ -294,7 +294,9 @@ def _fetch_into(
         p = by_key.get(key)
         if p is None or key not in asks or asks[key] != p.position:
             continue
-        if a.error_code in LEADERSHIP_ERRORS:
+        if a.error_code in LEADERSHIP_ERRORS or (
+            a.error_code and a.error_code != OFFSET_OUT_OF_RANGE and retriable(a.error_code)
+        ):  # ask Metadata, then the leader again
             p.leader = -1
             refresh = True
             continue
