@@ -36,7 +36,11 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   protocol client cannot talk to the mock cluster).
 * ``replay-batch-1id`` (``--target real`` only): ``replay-batch`` with one transactional id per
   partition, as before its transactions alternated two (each transaction waits for the previous
-  one's markers): ``ratio_batch_vs_batch_1id`` is what the alternation gives, same run.
+  one's markers): ``ratio_batch_vs_batch_1id`` is what the alternation gives, same run;
+* ``replay-batch-before`` (``--target real`` only): ``replay-batch-1id`` with every batch sent
+  at once with ``acks=all``, as before only a partition's last batch of a transaction asked it:
+  ``ratio_batch_1id_vs_before`` is what that gives, ``ratio_batch_before_vs_record_replay`` the
+  batch path as it was before both.
 
 Every run records wall seconds and the process CPU seconds it used (all threads: Python,
 librdkafka, the mock brokers). Two ratios, each the median over repetitions of the same
@@ -272,6 +276,26 @@ def replay(
     c0, t0 = time.process_time(), time.perf_counter()
     report = execute(plan, store=store, ledger=ledger, parallelism=parallelism)
     return time.perf_counter() - t0, time.process_time() - c0, report.records_sent
+
+
+@contextmanager
+def acks_all_each() -> Iterator[None]:
+    """Batch-level replay's producer as it was before only a partition's last batch of a
+    transaction asked ``acks=all`` (``replay-batch-before``, with :func:`one_txn_id`: every
+    batch sent at once with ``acks=all``), for the same-run A/B ratio."""
+    from kafka_archive.kafka_protocol import transactions as tx
+
+    def append(self: Any, topic: str, partition: int, batch: Any, on_offset: Any = None) -> None:
+        if (topic, partition) not in self._added:
+            raise tx.TxnFatal(f"{topic}-{partition} was not added to the transaction")
+        self._send(tx._Request(self._leader(topic, partition), topic, partition, batch, on_offset))
+
+    saved = tx.TxnBatchProducer.append
+    tx.TxnBatchProducer.append = append  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tx.TxnBatchProducer.append = saved  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -526,7 +550,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
     ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     if _real_cluster:
-        kinds += ["replay-batch", "replay-batch-1id"]
+        kinds += ["replay-batch", "replay-batch-1id", "replay-batch-before"]
     if args.kinds:
         asked = args.kinds.split(",")
         if unknown := set(asked) - set(kinds):
@@ -547,7 +571,14 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
             elif kind == "bare-idem":
                 dt, dc = bare_idempotent(mock.bootstrap_servers, topic, messages)
             else:
-                with one_txn_id() if kind == "replay-batch-1id" else nullcontext():
+                with (
+                    (
+                        one_txn_id()
+                        if kind in ("replay-batch-1id", "replay-batch-before")
+                        else nullcontext()
+                    ),
+                    acks_all_each() if kind == "replay-batch-before" else nullcontext(),
+                ):
                     dt, dc, sent = replay(
                         mock, topic, store, source, ledger, args,
                         1 if kind == "replay" else args.partitions,
@@ -620,6 +651,12 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
             )
             result["ratio_batch_vs_batch_1id"] = med(
                 per_rep("replay-batch-1id", "replay-batch", times)
+            )
+            result["ratio_batch_1id_vs_before"] = med(
+                per_rep("replay-batch-before", "replay-batch-1id", times)
+            )
+            result["ratio_batch_before_vs_record_replay"] = med(
+                per_rep("replay-par", "replay-batch-before", times)
             )
             result["ratio_batch_1id_vs_record_replay"] = med(
                 per_rep("replay-par", "replay-batch-1id", times)
