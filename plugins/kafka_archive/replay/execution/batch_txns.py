@@ -33,6 +33,7 @@ Not thread safe, like the producers it holds.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from kafka_archive.kafka_protocol.transactions import OnOffset, TxnBatchProducer
@@ -77,9 +78,30 @@ class TxnPair:
 
     def init(self) -> None:
         """A new epoch for both transactional ids (fencing older producers of either, aborting
-        what they left open); the next transaction goes on the first."""
-        for producer in self._producers:
-            producer.init()
+        what they left open); the next transaction goes on the first. The second id's
+        ``InitProducerId`` is asked from a thread meanwhile (a round trip waited outside the
+        GIL: the replay's start is not one round trip longer); both are answered on return.
+
+        Raises:
+            TxnError: either was refused (the first's error when both were).
+        """
+        first, second = self._producers
+        failed: list[BaseException] = []
+
+        def init_second() -> None:
+            try:
+                second.init()
+            except BaseException as exc:  # re-raised by the caller's thread below
+                failed.append(exc)
+
+        thread = threading.Thread(target=init_second, name="replay-txn-init")
+        thread.start()
+        try:
+            first.init()
+        finally:
+            thread.join()
+        if failed:
+            raise failed[0]
         self._current = 0
 
     def begin(self, partitions: Sequence[tuple[str, int]]) -> None:
