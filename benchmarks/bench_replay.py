@@ -34,13 +34,10 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem seconds / replay-batch
   seconds: the bare *non-transactional* loop, target >= 1.0) are issue 27's figures (kafka-python's
   protocol client cannot talk to the mock cluster).
-* ``replay-batch-1id`` (``--target real`` only): ``replay-batch`` with one transactional id per
-  partition, as before its transactions alternated two (each transaction waits for the previous
-  one's markers): ``ratio_batch_vs_batch_1id`` is what the alternation gives, same run;
-* ``replay-batch-before`` (``--target real`` only): ``replay-batch-1id`` with every batch sent
-  at once with ``acks=all``, as before only a partition's last batch of a transaction asked it:
-  ``ratio_batch_1id_vs_before`` is what that gives, ``ratio_batch_before_vs_record_replay`` the
-  batch path as it was before both.
+* ``replay-batch-before`` (``--target real`` only): ``replay-batch`` with every batch sent at
+  once with ``acks=all``, as before only a partition's last batch of a transaction asked it:
+  ``ratio_batch_vs_before`` is what that gives, ``ratio_batch_before_vs_record_replay`` the
+  batch path as it was before.
 
 Every run records wall seconds and the process CPU seconds it used (all threads: Python,
 librdkafka, the mock brokers). Two ratios, each the median over repetitions of the same
@@ -281,8 +278,8 @@ def replay(
 @contextmanager
 def acks_all_each() -> Iterator[None]:
     """Batch-level replay's producer as it was before only a partition's last batch of a
-    transaction asked ``acks=all`` (``replay-batch-before``, with :func:`one_txn_id`: every
-    batch sent at once with ``acks=all``), for the same-run A/B ratio."""
+    transaction asked ``acks=all`` (``replay-batch-before``: every batch sent at once with
+    ``acks=all``), for the same-run A/B ratio."""
     from kafka_archive.kafka_protocol import transactions as tx
 
     def append(self: Any, topic: str, partition: int, batch: Any, on_offset: Any = None) -> None:
@@ -296,30 +293,6 @@ def acks_all_each() -> Iterator[None]:
         yield
     finally:
         tx.TxnBatchProducer.append = saved  # type: ignore[method-assign]
-
-
-@contextmanager
-def one_txn_id() -> Iterator[None]:
-    """Batch-level replay as it was before its transactions alternated two transactional ids
-    (``replay-batch-1id``: one id per partition, each transaction waiting for the previous
-    one's markers), for the same-run A/B ratio of that change."""
-    from kafka_archive.kafka_protocol.transactions import TxnBatchProducer
-    from kafka_archive.replay.execution.batch_engine import BatchPartitionReplay
-
-    def single(self: Any) -> TxnBatchProducer:
-        return TxnBatchProducer(
-            self.spec.target.client_config(),
-            self.producer_config["transactional.id"],
-            transaction_timeout_ms=int(self.producer_config["transaction.timeout.ms"]),
-        )
-
-    saved = BatchPartitionReplay._new_producer, BatchPartitionReplay.ALTERNATES
-    BatchPartitionReplay._new_producer = single  # type: ignore[assignment,method-assign]
-    BatchPartitionReplay.ALTERNATES = False
-    try:
-        yield
-    finally:
-        BatchPartitionReplay._new_producer, BatchPartitionReplay.ALTERNATES = saved  # type: ignore[method-assign]
 
 
 # a benchmark protocol read top to bottom; benchmarks change only for typing in issue 11
@@ -550,7 +523,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
     ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     if _real_cluster:
-        kinds += ["replay-batch", "replay-batch-1id", "replay-batch-before"]
+        kinds += ["replay-batch", "replay-batch-before"]
     if args.kinds:
         asked = args.kinds.split(",")
         if unknown := set(asked) - set(kinds):
@@ -571,14 +544,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
             elif kind == "bare-idem":
                 dt, dc = bare_idempotent(mock.bootstrap_servers, topic, messages)
             else:
-                with (
-                    (
-                        one_txn_id()
-                        if kind in ("replay-batch-1id", "replay-batch-before")
-                        else nullcontext()
-                    ),
-                    acks_all_each() if kind == "replay-batch-before" else nullcontext(),
-                ):
+                with acks_all_each() if kind == "replay-batch-before" else nullcontext():
                     dt, dc, sent = replay(
                         mock, topic, store, source, ledger, args,
                         1 if kind == "replay" else args.partitions,
@@ -649,23 +615,17 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
             result["ratio_batch_replay_vs_bare_idem"] = med(
                 per_rep("bare-idem", "replay-batch", times)
             )
-            result["ratio_batch_vs_batch_1id"] = med(
-                per_rep("replay-batch-1id", "replay-batch", times)
-            )
-            result["ratio_batch_1id_vs_before"] = med(
-                per_rep("replay-batch-before", "replay-batch-1id", times)
+            result["ratio_batch_vs_before"] = med(
+                per_rep("replay-batch-before", "replay-batch", times)
             )
             result["ratio_batch_before_vs_record_replay"] = med(
                 per_rep("replay-par", "replay-batch-before", times)
             )
-            result["ratio_batch_1id_vs_record_replay"] = med(
-                per_rep("replay-par", "replay-batch-1id", times)
-            )
             vs_loop = result["ratio_batch_replay_vs_bare_idem"]
             print(f"batch-level replay / record-level replay (real cluster): "
                   f"{result['ratio_batch_vs_record_replay']:.2f}x; / bare non-transactional "
-                  f"loop: {vs_loop:.2f}x; / the same on one transactional id per partition: "
-                  f"{result['ratio_batch_vs_batch_1id']:.2f}x", flush=True)  # fmt: skip
+                  f"loop: {vs_loop:.2f}x; / the batch path with acks=all on every batch: "
+                  f"{result['ratio_batch_vs_before']:.2f}x", flush=True)  # fmt: skip
         print(f"replay / bare-txn (the reference, 1 thread each), both with their start-up: "
               f"{result['ratio_replay_vs_bare_txn_with_startup']:.2f}x (per rep "
               f"{', '.join(f'{r:.2f}' for r in with_startup)}); the reference's start-up left "

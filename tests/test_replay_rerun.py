@@ -177,7 +177,7 @@ def test_force_beside_an_unfinished_replay_is_refused_with_the_commands(
 def test_abandon_fences_releases_and_lets_the_request_start_anew(
     src: Source, mock: MockCluster
 ) -> None:
-    from kafka_archive.replay.execution.engine import alternate_transactional_id, transactional_id
+    from kafka_archive.replay.execution.engine import transactional_id
 
     target = _target(mock)
     _killed_run(src, mock, target)
@@ -188,11 +188,7 @@ def test_abandon_fences_releases_and_lets_the_request_start_anew(
     assert code == 0, text
     plan = _service(src).ledger.plan(rid)
     assert plan is not None and plan.intent_id is not None
-    # the partition's own id and the alternate batch-level replay takes turns with
-    assert out[-1]["fenced"] == [
-        transactional_id(plan.intent_id, 0),
-        alternate_transactional_id(plan.intent_id, 0),
-    ]
+    assert out[-1]["fenced"] == [transactional_id(plan.intent_id, 0)]
     assert _values(mock, target) == want(20)
     with src.catalog.session() as s:
         assert s.execute(select(ObjectLease)).scalars().all() == []

@@ -49,8 +49,7 @@ from kafka_archive.kafka_protocol.transactions import (
 from kafka_archive.replay.errors import ReplayFencedError, ReplayTargetError
 from kafka_archive.replay.execution.batch_produce import streams
 from kafka_archive.replay.execution.batch_send import BatchSender
-from kafka_archive.replay.execution.batch_txns import TxnPair
-from kafka_archive.replay.execution.engine import PartitionReplay, alternate_transactional_id
+from kafka_archive.replay.execution.engine import PartitionReplay
 from kafka_archive.replay.execution.kafka_errors import ProducerFailed, TxnAbort
 from kafka_archive.replay.execution.partition_result import PartitionResult
 from kafka_archive.replay.execution.progress import ProgressRecord
@@ -201,8 +200,6 @@ class BatchPartitionReplay(PartitionReplay):
     """Replay one source partition by whole batches (see the module docstring); same
     arguments as :class:`~.engine.PartitionReplay`."""
 
-    ALTERNATES = True
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._args, self._kwargs = args, kwargs
@@ -211,24 +208,14 @@ class BatchPartitionReplay(PartitionReplay):
 
     # -- the producer -----------------------------------------------------------------------------
 
-    def _new_producer(self) -> TxnPair:
-        """The partition's producers on its two transactional ids, used in turn
-        (:mod:`.batch_txns`)."""
-        ids = (
+    def _new_producer(self) -> TxnBatchProducer:
+        return TxnBatchProducer(
+            self.spec.target.client_config(),
             self.producer_config["transactional.id"],
-            alternate_transactional_id(self.plan.txn_base, self.partition),
+            transaction_timeout_ms=int(self.producer_config["transaction.timeout.ms"]),
         )
-        first, second = (
-            TxnBatchProducer(
-                self.spec.target.client_config(),
-                tid,
-                transaction_timeout_ms=int(self.producer_config["transaction.timeout.ms"]),
-            )
-            for tid in ids
-        )
-        return TxnPair(first, second)
 
-    def _initialise(self, producer: TxnPair) -> None:
+    def _initialise(self, producer: TxnBatchProducer) -> None:
         try:
             with self._mapped(commit=False):
                 producer.init()
@@ -237,14 +224,14 @@ class BatchPartitionReplay(PartitionReplay):
         except TxnAbort as exc:  # (transient, but nothing to redo yet: the run stops)
             raise ReplayTargetError(f"partition {self.partition}: {exc}; {RERUN}") from None
 
-    def _abort(self, producer: TxnPair) -> None:
+    def _abort(self, producer: TxnBatchProducer) -> None:
         try:
             with self._mapped(commit=False):
                 producer.abort()
         except TxnAbort as exc:  # the abort itself failed: a new producer resumes
             raise ProducerFailed(f"partition {self.partition}: abort failed: {exc}") from None
 
-    def _release(self, producer: TxnPair, timeout_s: float = 5) -> None:
+    def _release(self, producer: TxnBatchProducer, timeout_s: float = 5) -> None:
         producer.close()
 
     @contextmanager
@@ -296,7 +283,7 @@ class BatchPartitionReplay(PartitionReplay):
 
     def _replay_from(
         self,
-        producer: TxnPair,
+        producer: TxnBatchProducer,
         progress: ProgressRecord | None,
         ppart: int,
         this_run: list[int],
@@ -306,7 +293,7 @@ class BatchPartitionReplay(PartitionReplay):
             return super()._replay_from(producer, progress, ppart, this_run)
 
     def _source(
-        self, producer: TxnPair, start: int, limiter: RateLimiter | None
+        self, producer: TxnBatchProducer, start: int, limiter: RateLimiter | None
     ) -> tuple[PartitionReader, BatchSender]:
         reader = PartitionReader(self.store, self.part, start_offset=start, raw_batches=True)
         self._sender = BatchSender(
@@ -318,7 +305,7 @@ class BatchPartitionReplay(PartitionReplay):
         )
         return reader, self._sender
 
-    def _begin(self, producer: TxnPair, seq: int) -> OpenTxn:
+    def _begin(self, producer: TxnBatchProducer, seq: int) -> OpenTxn:
         assert self._prepared is not None
         self._hook("txn_begin", seq=seq)
         ppart = self._prepared[2]
@@ -330,7 +317,7 @@ class BatchPartitionReplay(PartitionReplay):
 
     def _after_batch(
         self,
-        producer: TxnPair,
+        producer: TxnBatchProducer,
         txn: OpenTxn,
         produced: tuple[int, int],
         limiter: RateLimiter | None,
@@ -345,7 +332,7 @@ class BatchPartitionReplay(PartitionReplay):
 
     def _commit(
         self,
-        producer: TxnPair,
+        producer: TxnBatchProducer,
         txn: OpenTxn,
         base: ProgressRecord | None,
         reader: PartitionReader,

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterator
 
 from kafka_archive.kafka_protocol.transactions import TxnBatchProducer
-from kafka_archive.replay.execution.batch_txns import TxnPair
 from kafka_archive.replay.execution.ratelimit import RateLimiter
 from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader, RawBatch
 from kafka_archive.replay.execution.txn_runs import OpenTxn, Run, same_runs
@@ -71,8 +70,7 @@ class BatchSender:
     """Send the batches of ``reader`` one at a time into the producer's open transaction.
 
     Args:
-        producer: the transactional batch producer (a transaction is open around each call;
-            batch-level replay's is a :class:`~.batch_txns.TxnPair`).
+        producer: the transactional batch producer (a transaction is open around each call).
         target_topic: where the batches go (the source partition's number: ``same`` mapping).
         partition: the source partition replayed.
         reader: the partition's committed groups from the resume point (``raw_batches``).
@@ -81,7 +79,7 @@ class BatchSender:
 
     def __init__(
         self,
-        producer: TxnPair | TxnBatchProducer,
+        producer: TxnBatchProducer,
         *,
         target_topic: str,
         partition: int,

@@ -81,11 +81,7 @@ from kafka_archive.replay.execution.progress import (
 )
 from kafka_archive.replay.execution.ratelimit import RateLimiter
 from kafka_archive.replay.execution.reader import PartitionReader
-from kafka_archive.replay.execution.resume import (
-    committed_progress,
-    fence_alternate,
-    progress_partition_count,
-)
+from kafka_archive.replay.execution.resume import committed_progress, progress_partition_count
 from kafka_archive.replay.execution.txn_calls import RERUN
 from kafka_archive.replay.execution.txn_runs import OpenTxn, merge_runs, next_progress
 from kafka_archive.replay.planning.filters import KeyFilter
@@ -99,7 +95,6 @@ __all__ = [
     "Hook",
     "PartitionReplay",
     "PartitionResult",
-    "alternate_transactional_id",
     "transactional_id",
 ]
 
@@ -140,12 +135,6 @@ def transactional_id(txn_base: str, source_partition: int) -> str:
     return f"kafka-archive-replay.{txn_base}.{source_partition}"
 
 
-def alternate_transactional_id(txn_base: str, source_partition: int) -> str:
-    """The partition's second transactional id, which batch-level replay alternates with the
-    first (:mod:`.batch_txns`); fenced with it by every run that may find it used."""
-    return transactional_id(txn_base, source_partition) + ".b"
-
-
 class PartitionReplay:
     """Replay one source partition of ``plan`` (see the module docstring).
 
@@ -160,10 +149,6 @@ class PartitionReplay:
         on_records: called with the number of records after each produced batch (progress bar).
         producer_config: extra librdkafka producer settings (override the defaults).
     """
-
-    #: whether this path's producer alternates the partition's two transactional ids (and so
-    #: fences both at start: batch-level replay, :mod:`.batch_txns`)
-    ALTERNATES = False
 
     def __init__(
         self,
@@ -236,26 +221,15 @@ class PartitionReplay:
         if self._progress_partitions is None:
             self._progress_partitions = progress_partition_count(producer, self.spec.progress_topic)
         ppart = progress_partition(self.key, self._progress_partitions)
-
-        def read() -> ProgressRecord | None:
-            return committed_progress(
-                self.reader_of_progress,
-                self.spec.progress_topic,
-                ppart,
-                self.key,
-                ledger=self.ledger,
-                replay_id=self.plan.replay_id,
-                partition=self.partition,
-            )
-
-        record = read()
-        if record is not None and record.alternate_txn_id and not self.ALTERNATES:
-            # a batch-level run used the partition's second transactional id too: fence it
-            # (a zombie of it may still commit) and trust only what is committed after that
-            fence_alternate(
-                self.producer_config, alternate_transactional_id(self.plan.txn_base, self.partition)
-            )
-            record = read()
+        record = committed_progress(
+            self.reader_of_progress,
+            self.spec.progress_topic,
+            ppart,
+            self.key,
+            ledger=self.ledger,
+            replay_id=self.plan.replay_id,
+            partition=self.partition,
+        )
         return record, ppart
 
     # -- the replay ------------------------------------------------------------------------------
@@ -279,7 +253,7 @@ class PartitionReplay:
             producer = self._producer
             self._producer = self._prepared = self._started = None
         if producer is not None:
-            self._release(producer, 0)
+            self._release(producer, 0)  # (batch-level replay's producer has no flush timeout)
 
     def prepare(self) -> None:
         """:meth:`connect`, ``init_transactions()`` (fencing any zombie of this partition's
@@ -671,7 +645,6 @@ class PartitionReplay:
             end_offset=self.part.end_offset,
             txn_seq=seq,
             done=done,
-            alternate_txn_id=self.ALTERNATES,
         )
         stats.aborted_records = stats.control_batches = 0
         stats.filtered_records = stats.open_txn_records = 0

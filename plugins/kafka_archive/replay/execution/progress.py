@@ -155,9 +155,6 @@ class ProgressRecord(BaseModel):
     filtered_records: int = 0
     open_txn_records: int = 0
     done: bool = False
-    #: a run of this replay (batch-level) used the partition's second transactional id too
-    #: (:mod:`.batch_txns`); sticky: every later run fences both ids before trusting the record
-    alternate_txn_id: bool = False
     updated_at_ms: int = 0
     #: this transaction's offset ranges
     ranges: list[OffsetRange] = []

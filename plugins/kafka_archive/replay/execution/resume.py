@@ -8,21 +8,17 @@ and catalog update left it behind. Read it *after* ``init_transactions`` (see
 
 from __future__ import annotations
 
-from typing import Any
-
 from confluent_kafka import Producer
 
-from kafka_archive.kafka_protocol.config import librdkafka_config
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
 from kafka_archive.replay.errors import ReplayTargetError
-from kafka_archive.replay.execution import txn_calls
 from kafka_archive.replay.execution.progress import (
     CommittedLogReader,
     ProgressRecord,
     load_progress,
 )
 
-__all__ = ["committed_progress", "fence_alternate", "progress_partition_count"]
+__all__ = ["committed_progress", "progress_partition_count"]
 
 
 def progress_partition_count(producer: Producer, progress_topic: str) -> int:
@@ -63,19 +59,3 @@ def committed_progress(
         # complete a mirror that a crash between commit and catalog update left behind
         ledger.mirror(record, ppart, offset)
     return record
-
-
-def fence_alternate(producer_config: dict[str, Any], alternate_id: str) -> None:
-    """``init_transactions`` with ``alternate_id`` (a partition's second transactional id, which
-    batch-level replay alternates with the first: :mod:`.batch_txns`) by a producer made with
-    the partition producer's ``producer_config`` otherwise: an older producer of it is fenced and
-    its open transaction aborted. Nothing is produced.
-
-    Raises:
-        ReplayTargetError: the target did not answer (see :mod:`.txn_calls`).
-    """
-    producer = Producer(librdkafka_config({**producer_config, "transactional.id": alternate_id}))
-    try:
-        txn_calls.init_transactions(producer, alternate_id)
-    finally:
-        producer.flush(0)

@@ -162,12 +162,10 @@ def next_progress(
     end_offset: int,
     txn_seq: int,
     done: bool,
-    alternate_txn_id: bool = False,
 ) -> ProgressRecord:
     """The progress record committed with ``txn``: the position ``next_offset``, counters
     cumulative over ``prev`` (the last committed record) plus ``txn``'s and the reader's
-    ``stats`` since then, and ``txn``'s offset ``ranges``; ``alternate_txn_id`` is sticky
-    (once a run used the second transactional id, every later run must fence it)."""
+    ``stats`` since then, and ``txn``'s offset ``ranges``."""
     return ProgressRecord(
         replay_id=replay_id,
         source_cluster=source_cluster,
@@ -187,7 +185,6 @@ def next_progress(
         filtered_records=(prev.filtered_records if prev else 0) + stats.filtered_records,
         open_txn_records=(prev.open_txn_records if prev else 0) + stats.open_txn_records,
         done=done,
-        alternate_txn_id=alternate_txn_id or (prev is not None and prev.alternate_txn_id),
         updated_at_ms=now_ms(),
         ranges=ranges,
     )

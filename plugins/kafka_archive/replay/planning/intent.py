@@ -202,10 +202,9 @@ def _follow_on(
 
 def fence(plan: ReplayPlan) -> list[str]:
     """Fence every producer of ``plan``'s replay on its target: ``init_transactions`` with each
-    partition's transactional ids (its own and the alternate batch-level replay takes turns
-    with), which aborts what a killed run left open (read_committed consumers of the target
-    move on at once instead of after ``transaction.timeout.ms``). Returns the fenced
-    transactional ids.
+    partition's transactional id, which aborts what a killed run left open (read_committed
+    consumers of the target move on at once instead of after ``transaction.timeout.ms``).
+    Returns the fenced transactional ids.
 
     Raises:
         ReplayTargetError: the target did not answer (nothing is released).
@@ -214,15 +213,12 @@ def fence(plan: ReplayPlan) -> list[str]:
 
     from kafka_archive.kafka_protocol.config import librdkafka_config
     from kafka_archive.replay.execution import txn_calls
-    from kafka_archive.replay.execution.engine import alternate_transactional_id, transactional_id
+    from kafka_archive.replay.execution.engine import transactional_id
     from kafka_archive.replay.execution.progress import CLIENT_DEFAULTS
 
     fenced = []
-    for tid in (
-        make(plan.txn_base, pp.partition)
-        for pp in plan.partitions
-        for make in (transactional_id, alternate_transactional_id)
-    ):
+    for pp in plan.partitions:
+        tid = transactional_id(plan.txn_base, pp.partition)
         producer = Producer(
             librdkafka_config(
                 {
