@@ -71,6 +71,15 @@ def needs_of(
                 why="compare its configs with the source's at T",
             )
         )
+        if e.configs_at_t.get("message.timestamp.type") == "LogAppendTime":
+            needs.append(
+                Need(
+                    resource_type="TOPIC",
+                    name=e.target,
+                    operation="ALTER_CONFIGS",
+                    why="switch it to LogAppendTime once its data is in",
+                )
+            )
     for tid in transactional_ids:
         needs.append(
             Need(

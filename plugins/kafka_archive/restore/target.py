@@ -31,7 +31,11 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS, new_client
 from kafka_archive.restore.acls import AclRule
 
-__all__ = ["TargetFacts", "create_acls", "principal_of", "target_facts"]
+__all__ = ["TargetFacts", "alter_topic_configs", "create_acls", "principal_of", "target_facts"]
+
+#: confluent-kafka's name of a resource type -> Kafka's (the history's, the ACLs' here)
+_KAFKA_TYPE = {"BROKER": "CLUSTER"}
+_CLIENT_TYPE = {v: k for k, v in _KAFKA_TYPE.items()}
 
 #: how long each Admin request may take (a failover target under load answers slowly)
 REQUEST_TIMEOUT_S = 30.0
@@ -94,7 +98,7 @@ def _security_disabled(exc: BaseException) -> bool:
 def _rules(bindings: Iterable[Any]) -> list[AclRule]:
     return [
         AclRule(
-            resource_type=b.restype.name,
+            resource_type=_KAFKA_TYPE.get(b.restype.name, b.restype.name),
             resource_name=b.name,
             pattern_type=b.resource_pattern_type.name,
             principal=b.principal,
@@ -169,7 +173,7 @@ def create_acls(client_config: Mapping[str, str], rules: Iterable[AclRule]) -> l
     """
     bindings = [
         AclBinding(
-            ResourceType[r.resource_type],
+            ResourceType[_CLIENT_TYPE.get(r.resource_type, r.resource_type)],
             r.resource_name,
             ResourcePatternType[r.pattern_type],
             r.principal,
@@ -189,3 +193,27 @@ def create_acls(client_config: Mapping[str, str], rules: Iterable[AclRule]) -> l
         except KafkaException as exc:
             failed.append(f"{binding}: {_error_text(exc)}")
     return failed
+
+
+def alter_topic_configs(
+    client_config: Mapping[str, str], topic: str, configs: Mapping[str, str]
+) -> None:
+    """Set ``configs`` on ``topic`` (IncrementalAlterConfigs ``SET``: the others stay).
+
+    Raises:
+        KafkaException: the target refused.
+    """
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client_config})
+    entries = [
+        ConfigEntry(n, v, incremental_operation=AlterConfigOpType.SET) for n, v in configs.items()
+    ]
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+    admin.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S)[res].result(
+        REQUEST_TIMEOUT_S + 5
+    )

@@ -256,8 +256,10 @@ class RestoreService(ResourceService):
         rf = request.replication_factor
         if rf is None and state is not None and state.replicas:
             rf = len(next(iter(state.replicas.values())))
+        later = _set_after_data(dict(state.configs) if state is not None else {})
         try:
-            plan = svc.plan(self._spec(request, topic, target, rf), config_at_ms=request.at_ms)
+            spec = self._spec(request, topic, target, rf, later)
+            plan = svc.plan(spec, config_at_ms=request.at_ms)
         except EmptyRangeError:
             entry = TopicEntry(
                 source=topic,
@@ -291,7 +293,9 @@ class RestoreService(ResourceService):
         return entry, plan
 
     @staticmethod
-    def _spec(request: RestoreRequest, topic: str, target: str, rf: int | None) -> Any:
+    def _spec(
+        request: RestoreRequest, topic: str, target: str, rf: int | None, later: dict[str, str]
+    ) -> Any:
         from kafka_archive.replay.planning.plan import ReplaySpec
         from kafka_archive.replay.planning.position import Position, parse_position
 
@@ -305,6 +309,9 @@ class RestoreService(ResourceService):
                 "target_topic": target,
                 "create_topic": True,
                 "replication_factor": rf,
+                # created CreateTime, so the broker keeps the records' archived timestamps;
+                # the config of T is set once the data is in (_set_after_data)
+                "topic_config": {n: "CreateTime" for n in later},
                 "allow_gaps": request.allow_gaps,
                 # another cluster: the same name is not the source topic (the restore's
                 # preflight refuses existing names instead)
@@ -417,6 +424,11 @@ class RestoreService(ResourceService):
                     source=topic, target=entry.target, replay_id=None, status="already-done"
                 )
             result = self._replay(replay, execution, spark_master)
+            later = _set_after_data(entry.configs_at_t)
+            if later and result.status in _DONE:
+                from kafka_archive.restore.target import alter_topic_configs
+
+                alter_topic_configs(request.target.client_config(), entry.target, later)
             with lock:
                 tell(f"{topic} -> {entry.target}: {result.status}, {result.records} records")
             return result
@@ -606,6 +618,15 @@ class RestoreService(ResourceService):
         other keyword arguments are :meth:`run`'s)."""
         target_config = kwargs.pop("target_config", None)
         return self.run(self.stored_request(restore_id, target_config=target_config), **kwargs)
+
+
+def _set_after_data(configs: dict[str, str]) -> dict[str, str]:
+    """The configs of T that are set on a restored topic only once its data is in: a
+    LogAppendTime topic is created CreateTime (the broker would otherwise stamp every restored
+    record with the time of the restore) and switched when its replay is complete."""
+    if configs.get("message.timestamp.type") == "LogAppendTime":
+        return {"message.timestamp.type": "LogAppendTime"}
+    return {}
 
 
 def _result_of(fut: Future[TopicResult], topic: str, entry: TopicEntry) -> TopicResult:
