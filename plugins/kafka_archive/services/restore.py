@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["RestoreRefused", "RestoreService"]
 
 #: what a topic's replay ended with that counts as its data being in
-_DONE = frozenset({"complete", "complete-with-gaps", "already-done", "done"})
+_DONE = frozenset({"complete", "complete-with-gaps", "already-done", "done", "nothing-before-t"})
 
 
 class RestoreRefused(KafkaArchiveError):
@@ -421,7 +421,7 @@ class RestoreService(ResourceService):
             entry = entries[topic]
             if replay is None:
                 return TopicResult(
-                    source=topic, target=entry.target, replay_id=None, status="already-done"
+                    source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
                 )
             result = self._replay(replay, execution, spark_master)
             later = _set_after_data(entry.configs_at_t)
@@ -435,7 +435,10 @@ class RestoreService(ResourceService):
 
         order = [t for t in entries if t == SCHEMAS_TOPIC]
         if order:
-            results[SCHEMAS_TOPIC] = one(SCHEMAS_TOPIC)
+            # alone and first: the others start once Schema Registry's store is in (or failed)
+            with ThreadPoolExecutor(1, thread_name_prefix="restore") as first:
+                fut = first.submit(one, SCHEMAS_TOPIC)
+                results[SCHEMAS_TOPIC] = _result_of(fut, SCHEMAS_TOPIC, entries[SCHEMAS_TOPIC])
         rest = [t for t in entries if t != SCHEMAS_TOPIC]
         pending = {g.group: g for g in plan.groups}
         groups: list[GroupResult] = []
