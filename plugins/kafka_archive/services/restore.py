@@ -34,6 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.restore.groups import DONE, restore_status, set_after_data
 from kafka_archive.restore.model import (
     ESTIMATE_BYTES_PER_S,
     GroupEntry,
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
     from kafka_archive.services.metadata_history import MetadataHistoryService
 
 __all__ = ["RestoreRefused", "RestoreService"]
-
-#: what a topic's replay ended with that counts as its data being in
-_DONE = frozenset({"complete", "complete-with-gaps", "already-done", "done", "nothing-before-t"})
 
 
 class RestoreRefused(KafkaArchiveError):
@@ -256,7 +254,7 @@ class RestoreService(ResourceService):
         rf = request.replication_factor
         if rf is None and state is not None and state.replicas:
             rf = len(next(iter(state.replicas.values())))
-        later = _set_after_data(dict(state.configs) if state is not None else {})
+        later = set_after_data(dict(state.configs) if state is not None else {})
         try:
             spec = self._spec(request, topic, target, rf, later)
             plan = svc.plan(spec, config_at_ms=request.at_ms)
@@ -374,7 +372,7 @@ class RestoreService(ResourceService):
                 f"ACLs of T: {len(plan.acls) - len(acl_errors)} created, {len(acl_errors)} refused"
             )
         results, groups = self._run_topics(request, prepared, execution, spark_master, tell)
-        status = _status(results, groups, acl_errors)
+        status = restore_status(results, groups, acl_errors)
         finished = now_ms()
         report = RestoreReport(
             restore_id=rid,
@@ -396,7 +394,7 @@ class RestoreService(ResourceService):
             problems=plan.problems,
             notes=plan.notes,
         )
-        failed = [r.source for r in results if r.status not in _DONE]
+        failed = [r.source for r in results if r.status not in DONE]
         error = f"topics not restored: {', '.join(failed)}" if failed else None
         self.ledger.set_status(rid, status, error=error, report_json=report.model_dump_json())
         return report
@@ -424,8 +422,8 @@ class RestoreService(ResourceService):
                     source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
                 )
             result = self._replay(replay, execution, spark_master)
-            later = _set_after_data(entry.configs_at_t)
-            if later and result.status in _DONE:
+            later = set_after_data(entry.configs_at_t)
+            if later and result.status in DONE:
                 from kafka_archive.restore.target import alter_topic_configs
 
                 alter_topic_configs(request.target.client_config(), entry.target, later)
@@ -486,45 +484,20 @@ class RestoreService(ResourceService):
         group: GroupEntry,
         results: dict[str, TopicResult],
     ) -> GroupResult:
-        """The group's committed positions at T on its selected topics, translated through
-        their replays' offset maps and committed on the target (partitions the group had not
-        committed on stay uncommitted, as on the source)."""
-        from kafka_archive.catalog.queries import group_offsets
-        from kafka_archive.replay.group_translation import apply_positions, translate_group
+        from kafka_archive.restore.groups import apply_group
 
-        not_in = [t for t in group.topics if results[t].status not in _DONE]
-        if not_in:
-            return GroupResult(
-                group=group.group,
-                applied=False,
-                outside=group.outside,
-                error=f"the data of {', '.join(not_in)} is not in",
-            )
-        try:
-            commits = group_offsets(
-                self.resources.catalog(), request.cluster, group.group, request.at_ms
-            )
-            svc = self._replays()
-            positions = []
-            for topic in group.topics:
-                plan = prepared.replays[topic]
-                mine = {c.partition: c.offset for c in commits if c.topic == topic}
-                if plan is None or not mine:
-                    continue
-                stored = svc.ledger.plan(results[topic].replay_id or plan.replay_id) or plan
-                translated = translate_group(svc.ledger, stored, mine)
-                positions += [p for p in translated if set(p.sources) <= set(mine)]
-            if positions:
-                apply_positions(request.target.client_config(), group.group, positions)
-        except KafkaArchiveError as exc:
-            return GroupResult(
-                group=group.group, applied=False, outside=group.outside, error=exc.message
-            )
-        return GroupResult(
-            group=group.group,
-            applied=bool(positions),
-            outside=group.outside,
-            positions=[p.to_dict() for p in positions],
+        replay_ids = {
+            t: results[t].replay_id or (p.replay_id if p is not None else None)
+            for t, p in prepared.replays.items()
+            if t in results
+        }
+        return apply_group(
+            self.resources.catalog(),
+            self._replays().ledger,
+            request,
+            group,
+            {t: r.status in DONE for t, r in results.items()},
+            replay_ids,
         )
 
     # -- status and resume -------------------------------------------------------------------
@@ -623,15 +596,6 @@ class RestoreService(ResourceService):
         return self.run(self.stored_request(restore_id, target_config=target_config), **kwargs)
 
 
-def _set_after_data(configs: dict[str, str]) -> dict[str, str]:
-    """The configs of T that are set on a restored topic only once its data is in: a
-    LogAppendTime topic is created CreateTime (the broker would otherwise stamp every restored
-    record with the time of the restore) and switched when its replay is complete."""
-    if configs.get("message.timestamp.type") == "LogAppendTime":
-        return {"message.timestamp.type": "LogAppendTime"}
-    return {}
-
-
 def _result_of(fut: Future[TopicResult], topic: str, entry: TopicEntry) -> TopicResult:
     from kafka_archive.replay.runner import describe_error
 
@@ -645,11 +609,3 @@ def _result_of(fut: Future[TopicResult], topic: str, entry: TopicEntry) -> Topic
             status="failed",
             error=describe_error(exc),
         )
-
-
-def _status(results: list[TopicResult], groups: list[GroupResult], acl_errors: list[str]) -> str:
-    if any(r.status not in _DONE for r in results) or any(g.error for g in groups) or acl_errors:
-        return "failed"
-    if any(r.status == "complete-with-gaps" for r in results):
-        return "complete-with-gaps"
-    return "complete"
