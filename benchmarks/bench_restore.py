@@ -86,6 +86,7 @@ def write_and_catalog(root: Path, args: argparse.Namespace) -> tuple[str, str]:
                     for i in range(n)
                 ]
                 pw.append(recs, codec=Codec[args.codec.upper()])
+            pw.roll()  # everything in rolled segments: the archiver never takes the active one
     broker.close()
     store = open_store(str(root / "store"))
     run_archive(

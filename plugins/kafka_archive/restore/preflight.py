@@ -236,7 +236,7 @@ def judge(
                     )
                 )
             rf = e.replication_factor
-            if e.target not in facts.topics and rf is not None and rf > facts.brokers:
+            if e.target not in facts.topics and rf is not None and 0 < facts.brokers < rf:
                 problems.append(
                     Problem(
                         level="error",
