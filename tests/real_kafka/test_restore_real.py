@@ -388,7 +388,9 @@ def _target_args(sec: SecuredCluster, user: str) -> list[str]:
     return out
 
 
-def _restore_args(w: World, sec: SecuredCluster, user: str, *extra: str) -> list[str]:
+def _restore_args(
+    w: World, sec: SecuredCluster, user: str, *extra: str, prefix: str = PREFIX
+) -> list[str]:
     return [
         "--cluster",
         CLUSTER,
@@ -398,7 +400,7 @@ def _restore_args(w: World, sec: SecuredCluster, user: str, *extra: str) -> list
         "--at",
         str(w.at_ms),
         "--prefix",
-        PREFIX,
+        prefix,
         "--acls",
         "--principal-map",
         "User:app=User:app-dr",
@@ -436,25 +438,6 @@ def test_a_principal_lacking_one_permission_is_refused_naming_it(
     assert "TRANSACTIONAL_ID" in lines[-1]["message"]
     admin = _admin(sec.cluster.bootstrap_servers)
     assert not [t for t in admin.list_topics(timeout=30).topics if t.startswith(PREFIX)]
-
-
-def test_the_plan_names_the_replication_factor_and_estimates(
-    world: tuple[World, SecuredCluster],
-) -> None:
-    w, sec = world
-    code, lines, out = cli("restore", "plan", *_restore_args(w, sec, "admin"), "--json")
-    assert code == 1, out
-    plan = lines[-1]
-    rf = [p for p in plan["problems"] if p["code"] == "replication_factor"]
-    assert {p["topic"] for p in rf} == set(TOPICS) - {"skip-me"}, plan["topics"]
-    assert "--replication-factor 1" in rf[0]["hint"]
-    topics = {t["source"]: t for t in plan["topics"]}
-    assert set(topics) == set(TOPICS) - {"skip-me"} | {"late-topic"}
-    assert topics["late-topic"]["empty"] and not topics["orders"]["empty"]
-    assert plan["topics"][0]["source"] == "_schemas"
-    assert plan["estimate"]["bytes"] > 0 and plan["estimate"]["seconds"] >= 0
-    assert {g["group"] for g in plan["groups"]} == set(GROUPS)
-    assert next(g for g in plan["groups"] if g["group"] == "mixed")["outside"] == ["skip-me"]
 
 
 def _kafka_archive() -> str:
@@ -561,3 +544,28 @@ def _check_target(w: World, sec: SecuredCluster, report: dict[str, Any]) -> None
 def _records_below(boot: str, topic: str, partition: int, offset: int) -> int:
     got = read_to_end(boot, topic, [partition], timeout_s=60)
     return sum(1 for r in got[partition] if r.offset < offset)
+
+
+def test_the_plan_names_the_replication_factor_and_estimates(
+    world: tuple[World, SecuredCluster],
+) -> None:
+    w, sec = world
+    args = _restore_args(w, sec, "admin", prefix="p.")
+    code, lines, out = cli("restore", "plan", *args, "--json")
+    assert code == 1, out
+    plan = lines[-1]
+    rf = [p for p in plan["problems"] if p["code"] == "replication_factor"]
+    seen = {
+        t["source"]: (t["replication_factor"], t["partitions_at_t"], t["configs_at_t"], t["notes"])
+        for t in plan["topics"]
+        if t["source"] not in {p["topic"] for p in rf}
+    }
+    assert {p["topic"] for p in rf} == set(TOPICS) - {"skip-me"}, seen
+    assert "--replication-factor 1" in rf[0]["hint"]
+    topics = {t["source"]: t for t in plan["topics"]}
+    assert set(topics) == set(TOPICS) - {"skip-me"} | {"late-topic"}
+    assert topics["late-topic"]["empty"] and not topics["orders"]["empty"]
+    assert plan["topics"][0]["source"] == "_schemas"
+    assert plan["estimate"]["bytes"] > 0 and plan["estimate"]["seconds"] >= 0
+    assert {g["group"] for g in plan["groups"]} == set(GROUPS)
+    assert next(g for g in plan["groups"] if g["group"] == "mixed")["outside"] == ["skip-me"]
