@@ -292,8 +292,10 @@ def run_cmd(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Restore: preflight (refused with every problem), ACLs, data of every topic in parallel,
-    then the groups. Run it again after a failure or a kill: it continues, exactly once.
+    """Restore: the preflight, ACLs, every topic's data in parallel, then the groups.
+
+    Refused, naming every problem, when the preflight finds one. Run it again after a failure
+    or a kill: it continues, exactly once.
 
     \b
     Examples:
