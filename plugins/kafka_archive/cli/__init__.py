@@ -70,6 +70,12 @@ def _add_replay(root: typer.Typer) -> None:
     root.add_typer(replay.app, name="replay")
 
 
+def _add_restore(root: typer.Typer) -> None:
+    from kafka_archive.cli import restore
+
+    root.add_typer(restore.app, name="restore")
+
+
 def _add_export(root: typer.Typer) -> None:
     from kafka_archive.cli import export
 
@@ -113,6 +119,11 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Replay archived records into a target cluster, exactly once and resumable; translate "
         "consumer-group positions to the replayed topic.",
         _add_replay,
+    ),
+    "restore": (
+        "Restore many topics of an archived cluster as they were at one moment T: partitions, "
+        "configs, ACLs, data (exactly once, in parallel) and consumer groups.",
+        _add_restore,
     ),
     "export": (
         "Export an archived range of a topic to Parquet files (local directory or S3), with "

@@ -35,6 +35,7 @@ from kafka_archive.ui.access import (
     CSRF_HEADER,
     GROUP_OFFSETS_DAG_ID,
     REPLAY_DAG_ID,
+    RESTORE_DAG_ID,
     Access,
     NotAuthenticated,
     Principal,
@@ -62,6 +63,7 @@ def build_app(
     from kafka_archive.ui.catalog_routes import catalog_router
     from kafka_archive.ui.group_routes import group_router
     from kafka_archive.ui.replay_routes import replay_router
+    from kafka_archive.ui.restore_routes import restore_router
     from kafka_archive.ui.status_routes import status_router
 
     app = FastAPI(
@@ -131,10 +133,12 @@ def build_app(
         reader=reader,
         trigger=may_trigger(REPLAY_DAG_ID),
         group_trigger=may_trigger(GROUP_OFFSETS_DAG_ID),
+        restore_trigger=may_trigger(RESTORE_DAG_ID),
     )
     app.include_router(catalog_router(ctx), prefix=API_PREFIX)
     app.include_router(replay_router(ctx), prefix=API_PREFIX)
     app.include_router(group_router(ctx), prefix=API_PREFIX)
+    app.include_router(restore_router(ctx), prefix=API_PREFIX)
     app.include_router(status_router(ctx), prefix=API_PREFIX)
 
     @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
