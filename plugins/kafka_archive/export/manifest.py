@@ -127,14 +127,17 @@ class ExportManifest(FrozenModel):
         return self.model_dump_json(indent=1).encode()
 
 
-def export_id_for(cluster: str, topic: str, ranges: Sequence[PartitionRange]) -> str:
-    """The export id: a digest of what is exported (cluster, topic, resolved offset ranges) and
-    the schema version. The same request resolved to the same offsets is the same export."""
+def export_id_for(
+    cluster: str, topic: str, ranges: Sequence[PartitionRange], *, fmt: str = "parquet"
+) -> str:
+    """The export id: a digest of what is exported (cluster, topic, resolved offset ranges),
+    where to (``fmt``: ``parquet``, or ``iceberg:<table>``) and the schema version. The same
+    request resolved to the same offsets is the same export."""
     ident = {
         "cluster": cluster,
         "topic": topic,
         "ranges": [[r.partition, r.start_offset, r.end_offset] for r in ranges],
-        "format": "parquet",
+        "format": fmt,
         "schema": SCHEMA_VERSION,
     }
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
@@ -303,6 +306,7 @@ def manifest_for(
     topic: str,
     ranges: Iterable[PartitionRange],
     files: Iterable[ExportFile],
+    topic_id: str | None = None,
     aborted_records: int = 0,
     control_batches: int = 0,
     open_txn_records: int = 0,
@@ -314,6 +318,7 @@ def manifest_for(
         export_id=export_id,
         cluster=cluster,
         topic=topic,
+        topic_id=topic_id,
         columns={f.name: str(f.type) for f in FILE_SCHEMA},
         ranges=list(ranges),
         files=ordered,
