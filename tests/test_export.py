@@ -36,6 +36,7 @@ from support.s3common import unique_prefix
 
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.log_file import open_log
+from segment_lib.metadata_files import parse_partition_metadata
 from segment_lib.partition import PartitionView
 
 pytest_plugins = ["support.spark", "support.s3server"]
@@ -66,11 +67,18 @@ def _run(archive: tuple[History, str, str], plan: ExportPlan, spark: Any, **kw: 
         return svc.run(plan, spark=spark, **kw)
 
 
-def _row(topic: str, partition: int, rec: Any, header: Any) -> Row:
+def topic_id_of(pdir: Path) -> str | None:
+    """The topic id of a partition directory's ``partition.metadata`` (what the archiver
+    catalogs and the export writes into ``topic_id``)."""
+    meta = pdir / "partition.metadata"
+    return str(parse_partition_metadata(meta.read_bytes()).topic_id) if meta.exists() else None
+
+
+def _row(topic: str, partition: int, rec: Any, header: Any, topic_id: str | None = None) -> Row:
     bucket = bucket_of(rec.timestamp)
     return (
         topic,
-        None,
+        topic_id,
         partition,
         rec.offset,
         rec.timestamp,
@@ -90,9 +98,10 @@ def replay_rows(archive: tuple[History, str, str], plan: ExportPlan) -> list[Row
     store = open_store(archive[1])
     rows: list[Row] = []
     for pp in plan.replay_plan.partitions:
+        tid = topic_id_of(archive[0].dirs[(plan.request.topic, pp.partition)])
         for group in PartitionReader(store, pp):
             assert isinstance(group, BatchRecords)
-            rows += [_row(plan.request.topic, pp.partition, r, group.header) for r in group]
+            rows += [_row(plan.request.topic, pp.partition, r, group.header, tid) for r in group]
     return rows
 
 
@@ -102,6 +111,7 @@ def oracle_rows(hist: History, topic: str, partition: int, start: int, end: int)
     out: list[Row] = []
     pending: dict[int, list[Row]] = {}
     view = PartitionView.open(hist.dirs[(topic, partition)])
+    tid = topic_id_of(hist.dirs[(topic, partition)])
     for seg in view.segments:
         with open_log(seg.log) as log:
             for header, rec in log.iter_records(include_control=True):
@@ -111,7 +121,7 @@ def oracle_rows(hist: History, topic: str, partition: int, start: int, end: int)
                     if marker.type is ControlType.COMMIT:
                         out += held
                     continue
-                row = _row(topic, partition, rec, header)
+                row = _row(topic, partition, rec, header, tid)
                 if header.is_transactional:
                     pending.setdefault(header.producer_id, []).append(row)
                 else:
