@@ -179,7 +179,7 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         return dict(planned["summary"])
     log.info(
         "export %s %s: %d rows in %d file(s), %d bytes, %.1f s (%.0f rows/s); skipped %d "
-        "aborted records, %d control batches, %d records of open transactions; manifest %s/%s",
+        "aborted records, %d control batches, %d records of open transactions; manifest %s",
         result["export_id"],
         result["status"],
         result["rows"],
@@ -190,7 +190,6 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         result["aborted_records"],
         result["control_batches"],
         result["open_txn_records"],
-        result["output"],
         result["manifest"],
     )
     raise_if_incomplete("export", result["export_id"], result)

@@ -233,7 +233,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{report['control_batches']} control batch(es), {report['open_txn_records']} "
         "record(s) of transactions still open"
     )
-    console.print(f"  manifest: {report['output']}/{report['manifest']}")
+    console.print(f"  manifest: {report['manifest']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -297,11 +297,11 @@ class ExportService(ResourceService):
             check_output,
             clean_output,
             commit,
+            open_export_stores,
             read_manifest,
         )
         from kafka_archive.replay.planning.stability import INCOMPLETE
         from kafka_archive.replay.runner import require_complete
-        from kafka_archive.store import open_store
 
         if plan.request.format == "iceberg":
             from kafka_archive.services.export_iceberg import run_iceberg
@@ -314,37 +314,41 @@ class ExportService(ResourceService):
         started = time.monotonic()
         replay_plan = plan.replay_plan
         require_complete(replay_plan)
-        output = open_store(plan.request.output, **dict(output_options or {}))
+        output, meta = open_export_stores(plan.request.output, **dict(output_options or {}))
         try:
             check_output(output)  # a bad --output is one line here, not a Spark job's stacks
-            existing = read_manifest(output)
+            existing = read_manifest(meta, output)
             if existing is not None and existing.export_id == plan.export_id:
-                clean_output(output, existing)  # finishes an interrupted clean-up
+                clean_output(output, meta, existing)  # finishes an interrupted clean-up
                 if existing.complete:
-                    return self._report(existing, "already-committed", started, output.uri, [])
+                    return self._report(
+                        existing, "already-committed", started, output.uri, [], meta.uri
+                    )
                 # an incomplete export (stopped at the archive's last stable offset) is never
                 # served as done: it is exported again, whole, and its manifest replaced
             manifest, results = self._export(
-                plan, replay_plan, output, spark_master, spark,
+                plan, replay_plan, meta, spark_master, spark,
                 dict(output_options or {}), dict(store_options or {}),
             )  # fmt: skip
-            commit(output, manifest)
+            commit(output, meta, manifest)
             status = "committed" if manifest.complete else INCOMPLETE
-            return self._report(manifest, status, started, output.uri, results)
+            return self._report(manifest, status, started, output.uri, results, meta.uri)
         finally:
             output.close()
+            meta.close()
 
     def _export(
         self,
         plan: ExportPlan,
         replay_plan: ReplayPlan,
-        output: ObjectStore,
+        staging: ObjectStore,
         spark_master: str | None,
         spark: Any,
         output_options: dict[str, Any],
         store_options: dict[str, Any],
     ) -> tuple[ExportManifest, list[PartitionExport]]:
-        """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
+        """Run the tasks under the export's lease: ``(manifest to commit, task results)``;
+        the tasks stage their files in ``staging`` (the bookkeeping store)."""
         from kafka_archive.catalog.leases import ObjectLeases
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
@@ -361,7 +365,7 @@ class ExportService(ResourceService):
                 topic=plan.request.topic,
                 partition_plan_json=p.model_dump_json(),
                 store_uri=self.resources.require("store"),
-                output_uri=output.uri,
+                output_uri=staging.uri,
                 store_options=store_options,
                 output_options=output_options,
                 max_rows_per_file=plan.request.max_rows_per_file,
@@ -405,6 +409,7 @@ class ExportService(ResourceService):
         started: float,
         uri: str,
         results: list[PartitionExport],
+        meta_uri: str,
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
         from kafka_archive.replay.planning.stability import INCOMPLETE_HINT
@@ -419,7 +424,7 @@ class ExportService(ResourceService):
             cluster=manifest.cluster,
             topic=manifest.topic,
             output=uri,
-            manifest=MANIFEST_KEY,
+            manifest=f"{meta_uri}/{MANIFEST_KEY}",
             files=len(manifest.files),
             rows=manifest.rows,
             rows_per_partition=per,
