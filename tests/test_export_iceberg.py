@@ -32,12 +32,14 @@ from kafka_archive.settings import load_settings
 from kafka_archive.store import open_store
 from kafka_archive_dev.writer import BrokerWriter, ManualClock, WriteRecord, compact
 from support.catalog_data import START_MS, archive_partition
+from support.s3common import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION, unique_prefix
 from test_export import oracle_rows
 
 from segment_lib.metadata_files import parse_partition_metadata
 from segment_lib.partition import PartitionView
+from segment_lib.records import Header
 
-pytest_plugins = ["support.spark"]
+pytest_plugins = ["support.spark", "support.s3server"]
 pytestmark = pytest.mark.timeout(900)
 
 C = "east"
@@ -66,7 +68,7 @@ class Growing:
                     WriteRecord(
                         f"k{rng.randint(0, 40)}".encode(),
                         None if i % 31 == 5 else bytes(rng.getrandbits(8) for _ in range(20)),
-                        ((("h", b"x"), ("trace", None)) if i % 4 == 0 else ()),
+                        (Header("h", b"x"), Header("trace", None)) if i % 4 == 0 else (),
                         now + rng.randint(-2_000, 100),
                     )
                     for _ in range(rng.randint(1, 3))
@@ -132,11 +134,11 @@ def _export(g: Growing, topic: str, spark: Any, **kw: Any) -> ExportReport:
         return svc.run(svc.plan(request), spark=spark)
 
 
-def _pyiceberg_table(g: Growing, topic: str) -> Any:
+def _pyiceberg_table(g: Growing, topic: str, namespace: str = C, **props: str) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
-    cat = SqlCatalog("lake", uri=f"sqlite:///{g.db}", warehouse=g.warehouse.as_uri())
-    return cat.load_table(f"{C}.{topic}")
+    cat = SqlCatalog("lake", uri=f"sqlite:///{g.db}", warehouse=g.warehouse.as_uri(), **props)
+    return cat.load_table(f"{namespace}.{topic}")
 
 
 def _rows(dicts: list[dict[str, Any]]) -> list[Row]:
@@ -331,3 +333,39 @@ def _killed_cli_export(g: Growing, tmp_path: Path) -> None:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
+
+
+def test_cli_export_into_an_s3_warehouse(
+    grown: Growing, moto_s3: Any, aws_env: None, spark: Any, tmp_path: Path
+) -> None:
+    """``kafka-archive export --format iceberg`` into ``s3://`` (moto's server) through
+    Iceberg's S3FileIO, credentials and endpoint from the environment; pyiceberg reads the same
+    records as the local table of the same topic holds (the test above exported it whole)."""
+    g = grown
+    prefix = unique_prefix("iceberg")
+    env = {**os.environ, "AWS_ENDPOINT_URL": moto_s3.endpoint_url}
+    cli = [str(Path(sys.executable).with_name("kafka-archive"))]
+    proc = subprocess.run(
+        [*cli, "export", "--cluster", C, "--topic", "compacted", "--from", "earliest",
+         "--format", "iceberg", "--table", "lake.s3.compacted",
+         "--output", f"s3://{moto_s3.bucket}/{prefix}", "--store", g.store.uri, "--db", g.db,
+         "--spark-master", "local[1]", "--json"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["status"] == "committed" and report["table"] == "lake.s3.compacted"
+    assert report["offsets"] == {"0": 190}
+    keys = [
+        o["Key"]
+        for o in moto_s3.client().list_objects_v2(Bucket=moto_s3.bucket, Prefix=prefix)["Contents"]
+    ]
+    assert any("/data/" in k and k.endswith(".parquet") for k in keys)
+    assert any("/metadata/" in k and k.endswith(".metadata.json") for k in keys)
+    table = _pyiceberg_table(
+        g, "compacted", "s3", **{"s3.endpoint": moto_s3.endpoint_url,
+        "s3.access-key-id": FAKE_ACCESS_KEY, "s3.secret-access-key": FAKE_SECRET_KEY,
+        "s3.region": REGION},
+    )  # fmt: skip
+    assert _rows(table.scan().to_arrow().to_pylist()) == read_pyiceberg(g, "compacted")
+    assert report["rows"] == len(read_pyiceberg(g, "compacted")) == 190

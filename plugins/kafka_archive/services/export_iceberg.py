@@ -190,10 +190,9 @@ def run_iceberg(
     }
     catalog = service.resources.catalog()
     db = service.resources.require("db")
-    endpoint = output_options.get("endpoint_url") or _env_endpoint()
-    catalog_props = jdbc_catalog_properties(
-        db, warehouse, s3_endpoint=endpoint, s3_region=output_options.get("region_name")
-    )
+    endpoint = output_options.get("endpoint_url") or _env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    region = output_options.get("region") or _env("AWS_REGION", "AWS_DEFAULT_REGION")
+    catalog_props = jdbc_catalog_properties(db, warehouse, s3_endpoint=endpoint, s3_region=region)
     ranges = lease_ranges(replay_plan)
     with (
         ReplayLease(catalog.engine, _lease_id(table)),
@@ -226,10 +225,13 @@ def run_iceberg(
     return _report(plan, table, state, status, started, replay_plan)
 
 
-def _env_endpoint() -> str | None:
+def _env(*names: str) -> str | None:
+    """The first of the AWS environment variables ``names`` that is set (Iceberg's S3FileIO
+    reads credentials from the environment itself, but not the endpoint, nor
+    ``AWS_DEFAULT_REGION``)."""
     import os
 
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
 
 def _report(
