@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -60,7 +61,9 @@ def test_spark_schema_is_the_parquet_exports_with_microseconds() -> None:
     assert "`headers` ARRAY<STRUCT<`name`: STRING, `value`: BINARY>> NOT NULL" in ddl
 
 
-def _metadata(snapshots: list[tuple[int, int | None, dict[str, str]]], current: int) -> dict:
+def _metadata(
+    snapshots: list[tuple[int, int | None, dict[str, str]]], current: int
+) -> dict[str, Any]:
     return {
         "current-snapshot-id": current,
         "snapshots": [
