@@ -224,7 +224,8 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         console.print(
             f"export [bold]{report['export_id'] or '-'}[/] to {report['table']} {done}: "
             f"{report['rows']} rows ({COMMITTED}) in {report['files']} file(s), "
-            f"{report['bytes_written']} bytes, snapshot {report['snapshot_id']}, {report['duration_s']} s"
+            f"{report['bytes_written']} bytes, snapshot {report['snapshot_id']}, "
+            f"{report['duration_s']} s"
         )
         console.print(f"  offsets now: {report['offsets']}")
         return
