@@ -79,9 +79,13 @@ def print_topics(cluster: str, held: Sequence[Any]) -> None:
         "info": sum(h.info for h in held),
     }
     console.print(
-        f"{sum(h.records for h in held)} {IN_LOG} (committed and aborted; transaction "
-        f"markers are offsets, not records), {severity_summary(totals)}"
-        + (" (details: `kafka-archive catalog gaps`)" if any(totals.values()) else ""),
+        f"{sum(h.records for h in held)} {IN_LOG}, {severity_summary(totals)}"
+        + (" (details: `catalog gaps`)" if any(totals.values()) else ""),
+        markup=False,
+    )
+    # on its own line: the totals line above stays within 80 columns
+    console.print(
+        f"(committed and aborted; transaction markers are offsets, not records)",
         markup=False,
     )
 
