@@ -111,8 +111,19 @@ def test_every_path_the_page_calls_is_in_the_api(client: TestClient) -> None:
     called = _called_paths(_sources())
     assert len(called) >= 15, called
     assert called <= api, called - api
-    # and the page offers every endpoint but the replay list and the Prometheus text
-    assert api - called == {"/replays", "/clusters/{}/gaps", "/metrics"}
+    # and the page offers every endpoint but the replay list, the Prometheus text, the count
+    # labels (for scripts; the page has them built in) and the restore routes (the
+    # kafka_archive_restore DAG's API; the page has no Restore form yet)
+    assert api - called == {
+        "/replays",
+        "/clusters/{}/gaps",
+        "/metrics",
+        "/counts",
+        "/restore/plan",
+        "/restore/launch",
+        "/restore/runs/{}",
+        "/restores",
+    }
 
 
 def _keys_of(src: str, function: str) -> set[str]:

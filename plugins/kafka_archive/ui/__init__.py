@@ -23,11 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_archive.ui.page import PAGE_ROUTE
+
 __all__ = ["PAGE_ROUTE", "airflow_app", "fastapi_app_spec", "react_app_spec"]
-
-#: the page's route in Airflow's UI: ``/plugin/kafka-archive`` (Airflow's ``plugin/<url_route>``)
-PAGE_ROUTE = "kafka-archive"
-
 
 def fastapi_app_spec() -> dict[str, Any]:
     """The plugin's ``fastapi_apps`` entry: :func:`airflow_app` at ``/kafka-archive``."""

@@ -30,7 +30,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from kafka_archive.settings import Settings
-from kafka_archive.ui import PAGE_ROUTE
 from kafka_archive.ui.access import (
     CSRF_HEADER,
     GROUP_OFFSETS_DAG_ID,
@@ -43,7 +42,7 @@ from kafka_archive.ui.access import (
 from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.errors import ApiError, install_error_handlers
 from kafka_archive.ui.launcher import Launcher
-from kafka_archive.ui.page import BUNDLE_PATH, bundle_js
+from kafka_archive.ui.page import BUNDLE_PATH, PAGE_ROUTE, bundle_js
 
 __all__ = ["API_PREFIX", "URL_PREFIX", "build_app"]
 

@@ -13,9 +13,12 @@ import hashlib
 from functools import cache
 from importlib import resources
 
-__all__ = ["BUNDLE_NAME", "BUNDLE_PATH", "bundle_js", "bundle_version"]
+__all__ = ["BUNDLE_NAME", "BUNDLE_PATH", "PAGE_ROUTE", "bundle_js", "bundle_version"]
 
 #: the bundle's file name under ``static/``
+#: the page's route in Airflow's UI: ``/plugin/kafka-archive`` (Airflow's ``plugin/<url_route>``)
+PAGE_ROUTE = "kafka-archive"
+
 BUNDLE_NAME = "oncall-app.js"
 #: where the app (:func:`kafka_archive.ui.api.build_app`) serves it
 BUNDLE_PATH = f"/static/{BUNDLE_NAME}"
