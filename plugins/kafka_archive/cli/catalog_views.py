@@ -85,7 +85,7 @@ def print_topics(cluster: str, held: Sequence[Any]) -> None:
     )
     # on its own line: the totals line above stays within 80 columns
     console.print(
-        f"(committed and aborted; transaction markers are offsets, not records)",
+        "(committed and aborted; transaction markers are offsets, not records)",
         markup=False,
     )
 
