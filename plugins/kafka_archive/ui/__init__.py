@@ -27,6 +27,7 @@ from kafka_archive.ui.page import PAGE_ROUTE
 
 __all__ = ["PAGE_ROUTE", "airflow_app", "fastapi_app_spec", "react_app_spec"]
 
+
 def fastapi_app_spec() -> dict[str, Any]:
     """The plugin's ``fastapi_apps`` entry: :func:`airflow_app` at ``/kafka-archive``."""
     from kafka_archive.ui.api import URL_PREFIX
