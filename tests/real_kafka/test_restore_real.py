@@ -167,10 +167,28 @@ def _grant(admin: AdminClient, principal: str, acls: list[tuple[str, str, str, s
 
 
 def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    failed: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+            "on_delivery": delivered,
+        }
+    )
     for i in range(n):
         part = i % partitions
-        key = f"k{i % 17}".encode() if "compact" in topic or topic == "_schemas" else None
+        # a compacted topic refuses records without a key
+        key = (
+            f"k{i % 17}".encode()
+            if "compact" in TOPICS.get(topic, (0, {}))[1].get("cleanup.policy", "")
+            else None
+        )
         p.produce(
             topic,
             value=f"{tag}-{topic}-{i}".encode(),
@@ -178,7 +196,7 @@ def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str) -> N
             partition=part,
             headers=[("h", f"{i}".encode())] if i % 3 == 0 else None,
         )
-    assert p.flush(60) == 0
+    assert p.flush(60) == 0 and not failed, (topic, failed[:3])
 
 
 def _transactions(bootstrap: str, topic: str, tag: str, rounds: int) -> None:
