@@ -21,7 +21,9 @@ from kafka_archive.restore.request import RestoreRequest
 __all__ = ["DONE", "apply_group", "restore_status", "set_after_data"]
 
 #: what a topic's replay ended with that counts as its data being in
-DONE = frozenset({"complete", "complete-with-gaps", "already-done", "done", "nothing-before-t"})
+DONE = frozenset(
+    {"complete", "complete-with-gaps", "already-done", "done", "nothing-before-t", "created-empty"}
+)
 
 
 def apply_group(

@@ -31,7 +31,14 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS, new_client
 from kafka_archive.restore.acls import AclRule
 
-__all__ = ["TargetFacts", "alter_topic_configs", "create_acls", "principal_of", "target_facts"]
+__all__ = [
+    "TargetFacts",
+    "alter_topic_configs",
+    "create_acls",
+    "create_as_at",
+    "principal_of",
+    "target_facts",
+]
 
 #: confluent-kafka's name of a resource type -> Kafka's (the history's, the ACLs' here)
 _KAFKA_TYPE = {"BROKER": "CLUSTER"}
@@ -217,3 +224,47 @@ def alter_topic_configs(
     admin.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S)[res].result(
         REQUEST_TIMEOUT_S + 5
     )
+
+
+def create_as_at(
+    client_config: Mapping[str, str],
+    history: Any,
+    *,
+    cluster: str,
+    topic: str,
+    target: str,
+    at_ms: int,
+    partitions: int,
+    replication_factor: int | None,
+) -> dict[str, Any]:
+    """Create ``target`` as source ``topic`` was at ``at_ms`` (partition count and configs from
+    the metadata history ``history``) when it had no record to replay then: a topic that
+    existed at T exists after the restore, empty. Returns what it was created with (the
+    replay's own :func:`~kafka_archive.replay.target.topic.create_configured`); an existing
+    target is left as it is (a resumed restore).
+
+    Raises:
+        TargetTopicMissingError: the target refused to create it.
+    """
+    from kafka_archive.replay.planning.topic_config import topic_settings
+    from kafka_archive.replay.target.topic import create_configured
+
+    settings = topic_settings(
+        history,
+        cluster=cluster,
+        topic=topic,
+        at_ms=at_ms,
+        overrides={},
+        use_source=True,
+        archive_partitions=partitions,
+        replication_factor=replication_factor,
+    )
+    admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client_config})
+    metadata = admin.list_topics(timeout=REQUEST_TIMEOUT_S)
+    if target in metadata.topics:
+        return {"existed": True}
+    check = create_configured(
+        admin, settings, target, partitions, brokers=sorted(metadata.brokers), validate_only=False
+    )
+    out: dict[str, Any] = check.model_dump(mode="json")
+    return out

@@ -125,12 +125,18 @@ class RestoreService(ResourceService):
 
         catalog = self.resources.catalog()
         held = holdings(catalog, request.cluster)
-        names, unmatched = select_topics({h.topic for h in held}, request)
+        history = self._history()
+        # the topics archived, and those alive at T by the metadata history (a topic without
+        # any archived record existed at T too: it is created, empty)
+        try:
+            alive = set(history.topics_at(request.cluster, request.at_ms).values())
+        except (LookupError, KafkaArchiveError):
+            alive = set()
+        names, unmatched = select_topics({h.topic for h in held} | alive, request)
         points: dict[str, dict[int, int]] = {}
         for h in held:
             if h.max_timestamp >= 0:
                 points.setdefault(h.topic, {})[h.partition] = h.max_timestamp
-        history = self._history()
         replays: dict[str, ReplayPlan | None] = {}
         entries: list[TopicEntry] = []
         svc = self._replays()
@@ -175,7 +181,7 @@ class RestoreService(ResourceService):
         ]
         progress = next((p.spec.progress_topic for p in replays.values() if p), None)
         needs = needs_of(
-            [e for e in entries if not e.empty],
+            [e for e in entries if not e.empty or e.partitions_at_t is not None],
             existing=facts.topics,
             transactional_ids=tids,
             progress_topic=progress or "__kafka_archive_replay_progress",
@@ -241,7 +247,7 @@ class RestoreService(ResourceService):
         known: set[str],
     ) -> tuple[TopicEntry, ReplayPlan | None]:
         """One topic's entry and replay plan (``None``: no record before T)."""
-        from kafka_archive.replay.errors import EmptyRangeError
+        from kafka_archive.replay.errors import EmptyRangeError, UnknownTopicError
         from kafka_archive.replay.runner import dry_run_report
 
         target = request.rename.apply(topic)
@@ -258,7 +264,7 @@ class RestoreService(ResourceService):
         try:
             spec = self._spec(request, topic, target, rf, later)
             plan = svc.plan(spec, config_at_ms=request.at_ms)
-        except EmptyRangeError:
+        except (EmptyRangeError, UnknownTopicError):
             entry = TopicEntry(
                 source=topic,
                 target=target,
@@ -418,8 +424,28 @@ class RestoreService(ResourceService):
             replay = prepared.replays[topic]
             entry = entries[topic]
             if replay is None:
+                if entry.partitions_at_t is None:  # did not exist at T (or unknown)
+                    return TopicResult(
+                        source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
+                    )
+                from kafka_archive.restore.target import create_as_at
+
+                made = create_as_at(
+                    request.target.client_config(),
+                    self._history(),
+                    cluster=request.cluster,
+                    topic=topic,
+                    target=entry.target,
+                    at_ms=request.at_ms,
+                    partitions=entry.partitions_at_t,
+                    replication_factor=entry.replication_factor,
+                )
                 return TopicResult(
-                    source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
+                    source=topic,
+                    target=entry.target,
+                    replay_id=None,
+                    status="created-empty",
+                    topic_config=made,
                 )
             result = self._replay(replay, execution, spark_master)
             later = set_after_data(entry.configs_at_t)
