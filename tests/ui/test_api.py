@@ -520,6 +520,8 @@ def test_a_bug_is_a_json_500_without_details(
         ("clusters/c1/topics/orders/stats", {"from": "-1h", "to": "nope"}, "to", "nope"),
         ("clusters/c1/topics/orders/stats", {}, "from", "From is missing"),
         ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 2**40}, "partition", ""),
+        # a partition the archive does not hold is about the partition, not the topic
+        ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 99}, "partition", "99"),
     ],
 )
 def test_errors_name_the_field_in_the_pages_words(

@@ -92,6 +92,13 @@ _SENTENCES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     ),
     (re.compile(r"Run `kafka-archive catalog gaps[^`]*`"), "Open the topic's gaps", ()),
     (
+        re.compile(
+            r"run `kafka-archive catalog topics[^`]*` to (?:see what it holds|list partitions)"
+        ),
+        "see the topics and partitions the archive holds in the Topic list",
+        (),
+    ),
+    (
         re.compile(r"Choose one with --replay ID or --target-topic NAME\."),
         "Pick one: give its “Replay id”, or its “Target topic”.",
         ("replay_id",),
