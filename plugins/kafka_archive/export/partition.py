@@ -5,9 +5,10 @@
 a replay of the same plan delivers: control batches and aborted transactions left out, nothing
 at or above the archive's last stable offset - a transaction still open where the archive ends
 stops it, see :mod:`kafka_archive.replay.planning.stability` - CRCs checked) and writes them with
-pyarrow's Parquet writer, one file per ``date``/``hour`` bucket (a bucket with more than
-``max_rows_per_file`` rows gets several files; a bucket closed to bound memory and reopened
-later gets a new one).
+pyarrow's Parquet writer (the rows come as Arrow tables from :mod:`.columns`: whole batches
+decoded by compiled code straight into Arrow buffers), one file per ``date``/``hour`` bucket
+(a bucket with more than ``max_rows_per_file`` rows gets several files; a bucket closed to
+bound memory and reopened later gets a new one).
 Files are written to a local temporary directory, then uploaded with a SHA-256 check to
 ``_staging/<export id>/<final key>`` of the output store (see :mod:`.manifest`).
 
@@ -23,26 +24,20 @@ import os
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafka_archive.export.columns import iter_tables, split_by_bucket
 from kafka_archive.export.manifest import ExportFile, staged_key
-from kafka_archive.export.schema import (
-    FILE_SCHEMA,
-    MS_PER_HOUR,
-    Bucket,
-    RowBuffer,
-    bucket_dir,
-    bucket_of_hour,
-)
-from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader
+from kafka_archive.export.schema import FILE_SCHEMA, Bucket, bucket_dir
+from kafka_archive.replay.execution.reader import PartitionReader
 from kafka_archive.replay.planning.plan import PartitionPlan
 from kafka_archive.store.base import ObjectStore
-from segment_lib.records import BatchHeader, Header
+from segment_lib import columns as seg_columns
 
 __all__ = [
     "DEFAULT_MAX_OPEN_FILES",
@@ -113,18 +108,25 @@ class PartitionExport:
 class _OpenFile:
     """One bucket's Parquet file being written locally."""
 
-    def __init__(self, path: Path, bucket: Bucket, buffer: RowBuffer) -> None:
+    def __init__(self, path: Path, bucket: Bucket) -> None:
         self.path = path
         self.bucket = bucket
-        self.buffer = buffer
+        #: rows routed to the file, not written yet (a row group's worth at most)
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
         self.writer = pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION)
         self.rows = 0
         self.first_offset = -1
         self.last_offset = -1
 
+    def append(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+
     def flush(self) -> None:
-        if len(self.buffer):
-            table = self.buffer.take()
+        if self.pending_rows:
+            table = self.pending[0] if len(self.pending) == 1 else pa.concat_tables(self.pending)
+            self.pending, self.pending_rows = [], 0
             offsets = table.column("offset")
             if self.first_offset < 0:
                 self.first_offset = int(offsets[0].as_py())
@@ -134,15 +136,13 @@ class _OpenFile:
 
 
 class _PartitionWriter:
-    """Routes records to their bucket's file; closes and uploads files as they fill."""
+    """Routes rows to their bucket's file; closes and uploads files as they fill."""
 
     def __init__(
         self,
         *,
         output: ObjectStore,
         export_id: str,
-        topic: str,
-        topic_id: str | None,
         partition: int,
         tmp: Path,
         row_group_rows: int,
@@ -151,9 +151,9 @@ class _PartitionWriter:
     ) -> None:
         self.output = output
         self.export_id = export_id
-        self.topic, self.topic_id, self.partition = topic, topic_id, partition
+        self.partition = partition
         self.tmp = tmp
-        # a file never holds more than max_rows_per_file rows (plus one batch's worth at most)
+        # a file never holds more than max_rows_per_file rows (plus a row group's at most)
         self.row_group_rows = min(row_group_rows, max_rows_per_file)
         self.max_rows_per_file = max_rows_per_file
         self.max_open_files = max_open_files
@@ -161,42 +161,19 @@ class _PartitionWriter:
         self.files: list[ExportFile] = []
         self._seq = 0
 
-    def add(self, group: BatchRecords) -> None:
-        """Route one batch's records to their buckets' files (column-wise, a run of records of
-        the same hour at a time: usually the whole batch)."""
-        if not group:
-            return
-        offsets, timestamps, keys, values, headers = zip(*group, strict=True)
-        hours = [t // MS_PER_HOUR for t in timestamps]
-        if hours[0] == hours[-1] and min(hours) == max(hours):
-            self._add_run(bucket_of_hour(hours[0]), offsets, timestamps, keys, values, headers,
-                          group.header)  # fmt: skip
-            return
-        start = 0
-        for i in range(1, len(hours) + 1):
-            if i == len(hours) or hours[i] != hours[start]:
-                self._add_run(
-                    bucket_of_hour(hours[start]), offsets[start:i], timestamps[start:i],
-                    keys[start:i], values[start:i], headers[start:i], group.header,
-                )  # fmt: skip
-                start = i
-
-    def _add_run(
-        self,
-        bucket: Bucket,
-        offsets: Sequence[int],
-        timestamps: Sequence[int],
-        keys: Sequence[bytes | None],
-        values: Sequence[bytes | None],
-        headers: Sequence[Sequence[Header]],
-        header: BatchHeader,
-    ) -> None:
-        f = self._file_for(bucket)
-        f.buffer.add_columns(offsets, timestamps, keys, values, headers, header)
-        if len(f.buffer) >= self.row_group_rows:
-            f.flush()
-            if f.rows >= self.max_rows_per_file:
-                self._close(f)
+    def add(self, table: pa.Table) -> None:
+        """Route rows (of any buckets, in offset order) to their buckets' files."""
+        for bucket, rows in split_by_bucket(table):
+            while rows.num_rows:
+                f = self._file_for(bucket)
+                # a row group is cut at row_group_rows exactly (slices share the buffers)
+                room = self.row_group_rows - f.pending_rows
+                f.append(rows.slice(0, room))
+                rows = rows.slice(room)
+                if f.pending_rows >= self.row_group_rows:
+                    f.flush()
+                    if f.rows >= self.max_rows_per_file:
+                        self._close(f)
 
     def _file_for(self, bucket: Bucket) -> _OpenFile:
         f = self.open.get(bucket)
@@ -207,7 +184,7 @@ class _PartitionWriter:
             _oldest, victim = next(iter(self.open.items()))
             self._close(victim)
         path = self.tmp / f"{len(self.files) + len(self.open)}-{self._seq}.parquet"
-        f = _OpenFile(path, bucket, RowBuffer(self.topic, self.topic_id, self.partition))
+        f = _OpenFile(path, bucket)
         self.open[bucket] = f
         return f
 
@@ -258,9 +235,11 @@ def export_partition(
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     tmp_dir: str | os.PathLike[str] | None = None,
+    compiled: bool | None = None,
 ) -> PartitionExport:
     """Export one partition plan's committed records to staged Parquet files (see the module
-    docstring); returns the files and the reader's counts.
+    docstring); returns the files and the reader's counts. ``compiled``: decode whole batches
+    with the compiled decoder (default: when built; ``False``: the Python path, same rows).
 
     Raises:
         SegmentError: bad archived bytes (naming the object and position).
@@ -268,13 +247,12 @@ def export_partition(
     """
     started, started_cpu = time.monotonic(), time.process_time()
     result = PartitionExport(partition=plan.partition)
-    reader = PartitionReader(store, plan)
+    use_compiled = seg_columns.AVAILABLE if compiled is None else compiled
+    reader = PartitionReader(store, plan, raw_batches=use_compiled)
     with tempfile.TemporaryDirectory(prefix="kafka-archive-export-", dir=tmp_dir) as tmp:
         writer = _PartitionWriter(
             output=output,
             export_id=export_id,
-            topic=topic,
-            topic_id=topic_id,
             partition=plan.partition,
             tmp=Path(tmp),
             row_group_rows=row_group_rows,
@@ -282,9 +260,14 @@ def export_partition(
             max_open_files=max_open_files,
         )
         try:
-            for group in reader:
-                assert isinstance(group, BatchRecords)  # the reader decodes (no raw batches)
-                writer.add(group)
+            # tables of a row group's worth: the writer's buckets then flush as before
+            tables = iter_tables(
+                reader, topic=topic, topic_id=topic_id, rows_per_table=writer.row_group_rows,
+                compiled=use_compiled,
+            )  # fmt: skip
+            while (table := next(tables, None)) is not None:
+                writer.add(table)
+                del table  # dropped before the next is made: its memory is then reused
             writer.close_all()
         finally:
             for f in list(writer.open.values()):
