@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from kafka_archive.export.columns import iter_tables, split_by_bucket
 from kafka_archive.export.manifest import ExportFile, staged_key
 from kafka_archive.export.schema import FILE_SCHEMA, Bucket, bucket_dir
+from kafka_archive.export.values import ValueDecoder, ValueSpec
 from kafka_archive.replay.execution.reader import PartitionReader
 from kafka_archive.replay.planning.plan import PartitionPlan
 from kafka_archive.store.base import ObjectStore
@@ -67,6 +68,9 @@ class PartitionExport:
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: values given a typed column / kept raw only (not decodable; counted, never dropped)
+    decoded_values: int = 0
+    undecoded_values: int = 0
     #: where the export of the partition stopped (exclusive): the plan's end, or the archive's
     #: last stable offset (a transaction open where the archive ends); -1: not known
     stopped_at: int = -1
@@ -84,6 +88,8 @@ class PartitionExport:
             "aborted_records": self.aborted_records,
             "control_batches": self.control_batches,
             "open_txn_records": self.open_txn_records,
+            "decoded_values": self.decoded_values,
+            "undecoded_values": self.undecoded_values,
             "stopped_at": self.stopped_at,
             "duration_s": self.duration_s,
             "cpu_s": self.cpu_s,
@@ -99,6 +105,8 @@ class PartitionExport:
             aborted_records=d["aborted_records"],
             control_batches=d["control_batches"],
             open_txn_records=d["open_txn_records"],
+            decoded_values=d.get("decoded_values", 0),
+            undecoded_values=d.get("undecoded_values", 0),
             stopped_at=d.get("stopped_at", -1),
             duration_s=d["duration_s"],
             cpu_s=d.get("cpu_s", 0.0),
@@ -108,13 +116,13 @@ class PartitionExport:
 class _OpenFile:
     """One bucket's Parquet file being written locally."""
 
-    def __init__(self, path: Path, bucket: Bucket) -> None:
+    def __init__(self, path: Path, bucket: Bucket, schema: pa.Schema) -> None:
         self.path = path
         self.bucket = bucket
         #: rows routed to the file, not written yet (a row group's worth at most)
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
-        self.writer = pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION)
+        self.writer = pq.ParquetWriter(path, schema, compression=COMPRESSION)
         self.rows = 0
         self.first_offset = -1
         self.last_offset = -1
@@ -148,8 +156,10 @@ class _PartitionWriter:
         row_group_rows: int,
         max_rows_per_file: int,
         max_open_files: int,
+        schema: pa.Schema = FILE_SCHEMA,
     ) -> None:
         self.output = output
+        self.schema = schema
         self.export_id = export_id
         self.partition = partition
         self.tmp = tmp
@@ -184,7 +194,7 @@ class _PartitionWriter:
             _oldest, victim = next(iter(self.open.items()))
             self._close(victim)
         path = self.tmp / f"{len(self.files) + len(self.open)}-{self._seq}.parquet"
-        f = _OpenFile(path, bucket)
+        f = _OpenFile(path, bucket, self.schema)
         self.open[bucket] = f
         return f
 
@@ -236,10 +246,12 @@ def export_partition(
     max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     tmp_dir: str | os.PathLike[str] | None = None,
     compiled: bool | None = None,
+    values: ValueSpec | None = None,
 ) -> PartitionExport:
     """Export one partition plan's committed records to staged Parquet files (see the module
     docstring); returns the files and the reader's counts. ``compiled``: decode whole batches
     with the compiled decoder (default: when built; ``False``: the Python path, same rows).
+    ``values``: add the typed value column(s) (:mod:`.values`).
 
     Raises:
         SegmentError: bad archived bytes (naming the object and position).
@@ -248,6 +260,8 @@ def export_partition(
     started, started_cpu = time.monotonic(), time.process_time()
     result = PartitionExport(partition=plan.partition)
     use_compiled = seg_columns.AVAILABLE if compiled is None else compiled
+    decoder = None if values is None else ValueDecoder(values)
+    schema = FILE_SCHEMA if decoder is None else pa.schema([*FILE_SCHEMA, *decoder.fields()])
     reader = PartitionReader(store, plan, raw_batches=use_compiled)
     with tempfile.TemporaryDirectory(prefix="kafka-archive-export-", dir=tmp_dir) as tmp:
         writer = _PartitionWriter(
@@ -258,6 +272,7 @@ def export_partition(
             row_group_rows=row_group_rows,
             max_rows_per_file=max_rows_per_file,
             max_open_files=max_open_files,
+            schema=schema,
         )
         try:
             # tables of a row group's worth: the writer's buckets then flush as before
@@ -266,7 +281,7 @@ def export_partition(
                 compiled=use_compiled,
             )  # fmt: skip
             while (table := next(tables, None)) is not None:
-                writer.add(table)
+                writer.add(table if decoder is None else decoder.decode(table))
                 del table  # dropped before the next is made: its memory is then reused
             writer.close_all()
         finally:
@@ -279,6 +294,8 @@ def export_partition(
     result.aborted_records = stats.aborted_records
     result.control_batches = stats.control_batches
     result.open_txn_records = stats.open_txn_records
+    if decoder is not None:
+        result.decoded_values, result.undecoded_values = decoder.decoded, decoder.undecoded
     result.stopped_at = reader.position
     result.duration_s = round(time.monotonic() - started, 4)
     result.cpu_s = round(time.process_time() - started_cpu, 4)
