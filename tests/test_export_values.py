@@ -241,3 +241,115 @@ def test_export_reads_schemas_from_the_archive_and_writes_typed_columns(tmp_path
         "WHERE value_typed IS NOT NULL ORDER BY \"offset\"", [[str(f) for f in files]]
     ).fetchall()  # fmt: skip
     assert got[0] == (0, None, 1) and got[-1] == (28, "n28", 2) and len(got) == 27
+
+
+# -- the service: planning from the catalog, the manifest and the report -------------------------
+
+
+class _InProcessSpark:
+    """What ExportService.run uses of a SparkSession, running the tasks in this process (the
+    Spark path itself is tests/test_export.py's)."""
+
+    class _Rdd:
+        def __init__(self, items: list[Any]) -> None:
+            self.items = items
+
+        def map(self, fn: Any) -> _InProcessSpark._Rdd:
+            return _InProcessSpark._Rdd([fn(x) for x in self.items])
+
+        def collect(self) -> list[Any]:
+            return self.items
+
+    class _Context:
+        def setJobDescription(self, _d: str) -> None:
+            pass
+
+        def parallelize(self, items: list[Any], _n: int) -> _InProcessSpark._Rdd:
+            return _InProcessSpark._Rdd(list(items))
+
+    sparkContext = _Context()
+
+
+@pytest.fixture(scope="module")
+def cataloged(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    from kafka_archive.archive import run_archive
+    from kafka_archive.catalog.build import InProcessRunner, build_catalog
+    from kafka_archive.catalog.db import open_catalog
+    from kafka_archive.store import open_store
+    from kafka_archive_dev.writer import BrokerWriter
+
+    root = tmp_path_factory.mktemp("values-service")
+    clock = ManualClock(1_700_000_000_000)
+    broker = BrokerWriter(root / "broker-1", 1, clock=clock, offsets_partitions=1)
+    schemas = broker.partition("_schemas", 0, segment_bytes=2_000)
+    for _ts, key, value in REGISTRY_RECORDS:
+        schemas.append([WriteRecord(key, value, (), clock.advance(10))])
+    orders = broker.partition("orders", 0, segment_bytes=2_000)
+    logs = broker.partition("logs", 0, segment_bytes=2_000)
+    for i in range(40):
+        value = b"junk" if i == 5 else framed(1 if i < 20 else 2, V1 if i < 20 else V2,
+                                              {"id": i, "amount": 1.0, "at": i})  # fmt: skip
+        orders.append([WriteRecord(b"k", value, (), clock.advance(5))])
+        logs.append([WriteRecord(None, b'{"level": "info", "n": %d}' % i if i != 3 else b"{",
+                                 (), clock.advance(5))])  # fmt: skip
+    for pw in broker.partitions.values():
+        if pw.active.size:
+            pw.roll()
+    broker.close()
+    store = open_store(str(root / "store"))
+    run_archive(cluster="c", broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store)
+    db = root / "catalog.db"
+    with open_catalog(str(db), create=True) as cat:
+        build_catalog(cat, store.uri, runner=InProcessRunner())
+    return store.uri, str(db)
+
+
+@pytest.mark.parametrize(("topic", "fmt", "expected"), [
+    ("orders", "auto", ("avro", 39, 1)), ("orders", "avro", ("avro", 39, 1)),
+    ("logs", "auto", ("json", 39, 1)), ("logs", "json", ("json", 39, 1)),
+])  # fmt: skip
+def test_the_service_plans_values_from_the_archive_and_reports_the_counts(
+    cataloged: tuple[str, str], tmp_path: Path, topic: str, fmt: str, expected: tuple[Any, ...]
+) -> None:
+    from kafka_archive.export.manifest import read_manifest
+    from kafka_archive.services.export import ExportRequest, ExportService
+    from kafka_archive.settings import load_settings
+    from kafka_archive.store import open_store
+
+    store_uri, db = cataloged
+    out = tmp_path / "out"
+    with ExportService(load_settings({"store": store_uri, "db": db}, env={})) as svc:
+        request = ExportRequest.model_validate(
+            {"cluster": "c", "topic": topic, "from": "earliest", "output": str(out),
+             "value_format": fmt}
+        )  # fmt: skip
+        plan = svc.plan(request)
+        raw = svc.plan(request.model_copy(update={"value_format": None}))
+        assert plan.export_id != raw.export_id  # typed values are another export
+        report = svc.run(plan, spark=_InProcessSpark())
+    assert (report.value_format, report.decoded_values, report.undecoded_values) == expected
+    manifest = read_manifest(open_store(str(out)))
+    assert manifest is not None and manifest.undecoded_values == expected[2]
+    assert "value_typed" in manifest.columns and report.rows == 40
+    con = duckdb.connect()
+    (n,) = con.execute(
+        "SELECT count(*) FROM read_parquet(?) WHERE value_typed IS NOT NULL",
+        [[str(out / f.key) for f in manifest.files]],
+    ).fetchone()  # type: ignore[misc]
+    assert n == 39
+
+
+def test_avro_without_an_archived_registry_is_refused_with_a_hint(
+    cataloged: tuple[str, str], tmp_path: Path
+) -> None:
+    from kafka_archive.services.export import ExportRequest, ExportService
+    from kafka_archive.settings import load_settings
+
+    store_uri, db = cataloged
+    with ExportService(load_settings({"store": store_uri, "db": db}, env={})) as svc:
+        request = ExportRequest.model_validate(
+            {"cluster": "c", "topic": "logs", "from": "earliest", "output": str(tmp_path),
+             "value_format": "avro"}
+        )  # fmt: skip
+        with pytest.raises(ValueFormatError, match="no Avro schema under subject 'logs-value'"):
+            svc.plan(request)

@@ -26,6 +26,7 @@ failed job (re-running completes the export).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,16 @@ __all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService"]
 #: the placeholder target of the replay spec an export is planned with (planning never uses
 #: it; it only keeps the replay id of the plan distinct from any real replay's)
 _EXPORT_TARGET = "export:"
+
+
+def _value_columns(spec_json: str | None) -> list[tuple[str, str]]:
+    """``(name, type)`` of the typed value columns of an export (none without typed values)."""
+    if spec_json is None:
+        return []
+    from kafka_archive.export.values import ValueDecoder, ValueSpec
+
+    fields = ValueDecoder(ValueSpec.model_validate_json(spec_json)).fields()
+    return [(f.name, str(f.type)) for f in fields]
 
 
 def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
@@ -76,6 +87,10 @@ class ExportRequest(FrozenModel):
     format: str = "parquet"
     allow_gaps: bool = False
     max_rows_per_file: int | None = Field(default=None, gt=0)
+    #: typed values beside the raw bytes: ``json``, ``avro`` or ``auto`` (None: raw only); for
+    #: JSON, ``value_schema`` is the Avro schema (JSON text) of the column (default: inferred)
+    value_format: str | None = None
+    value_schema: str | None = None
 
 
 class ExportPlan(BaseModel):
@@ -84,6 +99,8 @@ class ExportPlan(BaseModel):
     export_id: str
     request: ExportRequest
     replay_plan_json: str
+    #: the typed values' :class:`~kafka_archive.export.values.ValueSpec` as JSON (None: raw only)
+    value_spec_json: str | None = None
 
     @property
     def replay_plan(self) -> ReplayPlan:
@@ -113,7 +130,15 @@ class ExportPlan(BaseModel):
             ],
             "bytes": plan.total_bytes,
             "records_at_most": plan.total_records,
+            "value_format": self.value_format,
         }
+
+    @property
+    def value_format(self) -> str | None:
+        """``json``/``avro`` when values get a typed column (``auto`` resolved)."""
+        if self.value_spec_json is None:
+            return None
+        return str(json.loads(self.value_spec_json)["format"])
 
 
 class ExportReport(BaseModel):
@@ -134,6 +159,10 @@ class ExportReport(BaseModel):
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: typed values: the format (None: raw only), values decoded, values kept raw only
+    value_format: str | None = None
+    decoded_values: int = 0
+    undecoded_values: int = 0
     #: partitions whose records above the archive's last stable offset are not in the files
     #: (the manifest says ``complete: false``; running the export again completes it)
     incomplete: list[dict[str, Any]] = Field(default_factory=list)
@@ -201,10 +230,21 @@ class ExportService(ResourceService):
 
             plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
         ranges = _ranges(plan)
+        values = None
+        if request.value_format is not None:
+            from kafka_archive.services.export_values import plan_values
+
+            value_spec = plan_values(
+                request.value_format, request.value_schema, topic=request.topic,
+                cluster=request.cluster, plan=plan, store=self.resources.store(),
+                source=CatalogPlanSource(self.resources.catalog(), self.resources.store()),
+            )  # fmt: skip
+            values = None if value_spec is None else value_spec.model_dump_json(by_alias=True)
         return ExportPlan(
-            export_id=export_id_for(request.cluster, request.topic, ranges),
+            export_id=export_id_for(request.cluster, request.topic, ranges, values),
             request=request,
             replay_plan_json=plan.to_json(),
+            value_spec_json=values,
         )
 
     def run(
@@ -283,6 +323,7 @@ class ExportService(ResourceService):
                 store_options=store_options,
                 output_options=output_options,
                 max_rows_per_file=plan.request.max_rows_per_file,
+                value_spec_json=plan.value_spec_json,
             )
             for p in replay_plan.partitions
             if not p.empty
@@ -312,6 +353,10 @@ class ExportService(ResourceService):
             incomplete=incomplete_rows(
                 replay_plan, {r.partition: r.stopped_at for r in results if r.stopped_at >= 0}
             ),
+            extra_columns=_value_columns(plan.value_spec_json),
+            value_format=plan.value_format,
+            decoded_values=sum(r.decoded_values for r in results),
+            undecoded_values=sum(r.undecoded_values for r in results),
         )
         return manifest, results
 
@@ -345,6 +390,9 @@ class ExportService(ResourceService):
             aborted_records=manifest.aborted_records,
             control_batches=manifest.control_batches,
             open_txn_records=manifest.open_txn_records,
+            value_format=manifest.value_format,
+            decoded_values=manifest.decoded_values,
+            undecoded_values=manifest.undecoded_values,
             incomplete=manifest.incomplete,
             hint=None if manifest.complete else INCOMPLETE_HINT,
             duration_s=round(duration, 3),
