@@ -353,3 +353,28 @@ def test_avro_without_an_archived_registry_is_refused_with_a_hint(
         )  # fmt: skip
         with pytest.raises(ValueFormatError, match="no Avro schema under subject 'logs-value'"):
             svc.plan(request)
+
+
+def test_cli_dry_run_names_the_value_format_and_refusals_are_one_line(
+    cataloged: tuple[str, str], tmp_path: Path
+) -> None:
+    from support.cli_json import cli
+
+    store_uri, db = cataloged
+    base = ["export", "--cluster", "c", "--from", "earliest", "--store", store_uri, "--db", db,
+            "--output", str(tmp_path / "o"), "--dry-run", "--json"]  # fmt: skip
+    code, lines, text = cli(*base, "--topic", "orders", "--value-format", "auto")
+    assert code == 0, text
+    assert lines[0]["kind"] == "export-plan" and lines[0]["value_format"] == "avro"
+    code, lines, text = cli(*base, "--topic", "logs", "--value-format", "avro")
+    assert code == 1 and "logs-value" in lines[0]["message"] and "Traceback" not in text
+    code, lines, text = cli(*base, "--topic", "logs", "--value-format", "xml")
+    assert code == 1 and "unknown value format" in lines[0]["message"]
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "record", "name": "v", "fields": [{"name": "n", "type": "long"}]}')
+    code, lines, text = cli(*base, "--topic", "logs", "--value-format", "json",
+                            "--value-schema", str(schema))  # fmt: skip
+    assert code == 0 and lines[0]["value_format"] == "json", text
+    code, lines, text = cli(*base, "--topic", "logs", "--value-format", "json",
+                            "--value-schema", str(tmp_path / "missing.json"))  # fmt: skip
+    assert code == 2 and "--value-schema" in text and "Traceback" not in text
