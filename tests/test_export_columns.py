@@ -319,3 +319,20 @@ def test_taken_tables_stay_intact_while_held_and_their_memory_is_reused_once_dro
         addresses.append(value_address(table))
         del table
     assert len(set(addresses[2:])) < len(addresses[2:])
+
+
+def test_a_failed_write_in_the_writer_thread_fails_the_export(
+    archive: tuple[History, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_archive.store import LocalStore
+
+    def refuse(*_a: Any, **_k: Any) -> None:
+        raise OSError("disk full")
+
+    output = LocalStore(tmp_path / "out")
+    monkeypatch.setattr(output, "put_file", refuse)
+    plan = _plans(archive, "orders")[0]
+    with pytest.raises(OSError, match="disk full"):
+        export_partition(plan, store=open_store(archive[1]), output=output,
+                         export_id="e-0123456789abcdef", topic="orders", row_group_rows=20,
+                         max_rows_per_file=20)  # fmt: skip

@@ -15,6 +15,10 @@ Files are written to a local temporary directory, then uploaded with a SHA-256 c
 File names are a function of the export id, the partition and a sequence number counted in the
 order files are closed: the same plan produces the same names, so a re-run overwrites a failed
 attempt's staged files instead of adding to them.
+
+Writing runs in one thread beside the reading: while a table is encoded, compressed and written,
+the next one is read and decoded (one write at a time, in order: the files are those a single
+thread makes).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import tempfile
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,17 +279,29 @@ def export_partition(
             max_open_files=max_open_files,
             schema=schema,
         )
+        # one writer thread: a table is encoded, compressed and written (pyarrow releases the
+        # GIL) while the next is read and decoded; one write at a time, in order, so the files,
+        # their rows and names are what a single thread makes
+        pool = ThreadPoolExecutor(1, thread_name_prefix="export-write")
         try:
             # tables of a row group's worth: the writer's buckets then flush as before
             tables = iter_tables(
                 reader, topic=topic, topic_id=topic_id, rows_per_table=writer.row_group_rows,
                 compiled=use_compiled,
             )  # fmt: skip
+            writing: Future[None] | None = None
             while (table := next(tables, None)) is not None:
-                writer.add(table if decoder is None else decoder.decode(table))
-                del table  # dropped before the next is made: its memory is then reused
+                if decoder is not None:
+                    table = decoder.decode(table)
+                if writing is not None:
+                    writing.result()  # a failed write raises here
+                writing = pool.submit(writer.add, table)
+                del table  # held by the write only: its memory is reused once written
+            if writing is not None:
+                writing.result()
             writer.close_all()
         finally:
+            pool.shutdown(wait=True)  # a write still running ends before its files are closed
             for f in list(writer.open.values()):
                 f.writer.close()
     stats = reader.stats
