@@ -264,8 +264,9 @@ def test_a_builder_mixes_whole_and_clipped_batches_in_offset_order(
     assert table.equals(reference.take())
 
 
+@pytest.mark.parametrize("write_thread", [True, False])
 def test_export_partition_writes_the_same_files_either_way(
-    archive: tuple[History, str, str], tmp_path: Path
+    archive: tuple[History, str, str], tmp_path: Path, write_thread: bool
 ) -> None:
     store = open_store(archive[1])
     for plan in _plans(archive, "orders"):
@@ -275,6 +276,7 @@ def test_export_partition_writes_the_same_files_either_way(
             result = export_partition(
                 plan, store=store, output=open_store(str(out)), export_id="e-0123456789abcdef",
                 topic="orders", row_group_rows=40, max_rows_per_file=100, compiled=compiled,
+                write_thread=write_thread and compiled,
             )  # fmt: skip
             files[compiled] = (
                 [f.model_dump(exclude={"sha256", "bytes"}) for f in result.files],

@@ -16,9 +16,9 @@ File names are a function of the export id, the partition and a sequence number 
 order files are closed: the same plan produces the same names, so a re-run overwrites a failed
 attempt's staged files instead of adding to them.
 
-Writing runs in one thread beside the reading: while a table is encoded, compressed and written,
-the next one is read and decoded (one write at a time, in order: the files are those a single
-thread makes).
+With ``write_thread`` (the default), writing runs in one thread beside the reading: while a
+table is encoded, compressed and written, the next one is read and decoded (one write at a
+time, in order: the files are those a single thread makes).
 """
 
 from __future__ import annotations
@@ -252,11 +252,13 @@ def export_partition(
     tmp_dir: str | os.PathLike[str] | None = None,
     compiled: bool | None = None,
     values: ValueSpec | None = None,
+    write_thread: bool = True,
 ) -> PartitionExport:
     """Export one partition plan's committed records to staged Parquet files (see the module
     docstring); returns the files and the reader's counts. ``compiled``: decode whole batches
     with the compiled decoder (default: when built; ``False``: the Python path, same rows).
-    ``values``: add the typed value column(s) (:mod:`.values`).
+    ``values``: add the typed value column(s) (:mod:`.values`). ``write_thread``: write in a
+    thread beside the reading (see the module docstring; ``False``: all in this thread).
 
     Raises:
         SegmentError: bad archived bytes (naming the object and position).
@@ -282,7 +284,7 @@ def export_partition(
         # one writer thread: a table is encoded, compressed and written (pyarrow releases the
         # GIL) while the next is read and decoded; one write at a time, in order, so the files,
         # their rows and names are what a single thread makes
-        pool = ThreadPoolExecutor(1, thread_name_prefix="export-write")
+        pool = ThreadPoolExecutor(1, thread_name_prefix="export-write") if write_thread else None
         try:
             # tables of a row group's worth: the writer's buckets then flush as before
             tables = iter_tables(
@@ -293,6 +295,10 @@ def export_partition(
             while (table := next(tables, None)) is not None:
                 if decoder is not None:
                     table = decoder.decode(table)
+                if pool is None:
+                    writer.add(table)
+                    del table  # dropped before the next is made: its memory is then reused
+                    continue
                 if writing is not None:
                     writing.result()  # a failed write raises here
                 writing = pool.submit(writer.add, table)
@@ -301,7 +307,8 @@ def export_partition(
                 writing.result()
             writer.close_all()
         finally:
-            pool.shutdown(wait=True)  # a write still running ends before its files are closed
+            if pool is not None:
+                pool.shutdown(wait=True)  # a running write ends before its files are closed
             for f in list(writer.open.values()):
                 f.writer.close()
     stats = reader.stats
