@@ -311,10 +311,9 @@ def cataloged(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 def test_the_service_plans_values_from_the_archive_and_reports_the_counts(
     cataloged: tuple[str, str], tmp_path: Path, topic: str, fmt: str, expected: tuple[Any, ...]
 ) -> None:
-    from kafka_archive.export.manifest import read_manifest
+    from kafka_archive.export.manifest import open_export_stores, read_manifest
     from kafka_archive.services.export import ExportRequest, ExportService
     from kafka_archive.settings import load_settings
-    from kafka_archive.store import open_store
 
     store_uri, db = cataloged
     out = tmp_path / "out"
@@ -328,7 +327,8 @@ def test_the_service_plans_values_from_the_archive_and_reports_the_counts(
         assert plan.export_id != raw.export_id  # typed values are another export
         report = svc.run(plan, spark=_InProcessSpark())
     assert (report.value_format, report.decoded_values, report.undecoded_values) == expected
-    manifest = read_manifest(open_store(str(out)))
+    output, meta = open_export_stores(str(out))
+    manifest = read_manifest(meta, output)
     assert manifest is not None and manifest.undecoded_values == expected[2]
     assert "value_typed" in manifest.columns and report.rows == 40
     con = duckdb.connect()

@@ -26,23 +26,29 @@ failed job (re-running completes the export).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from kafka_archive.frozen import FrozenModel
+from kafka_archive.services.export_plan import (
+    FORMATS,
+    ExportPlan,
+    ExportReport,
+    ExportRequest,
+    plan_ranges,
+    topic_ids,
+)
 from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
-    from kafka_archive.export.manifest import ExportManifest, PartitionRange
+    from kafka_archive.export.manifest import ExportManifest
     from kafka_archive.export.partition import PartitionExport
     from kafka_archive.replay.planning.plan import ReplayPlan
     from kafka_archive.store.base import ObjectStore
 
-__all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService"]
+#: the request, plan and report live in :mod:`kafka_archive.services.export_plan` (shared with
+#: the Iceberg side) and are this module's API too
+__all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService", "topic_ids"]
 
 #: the placeholder target of the replay spec an export is planned with (planning never uses
 #: it; it only keeps the replay id of the plan distinct from any real replay's)
@@ -59,123 +65,6 @@ def _value_columns(spec_json: str | None) -> list[tuple[str, str]]:
     return [(f.name, str(f.type)) for f in fields]
 
 
-def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
-    from kafka_archive.export.manifest import PartitionRange
-
-    return [
-        PartitionRange(partition=p.partition, start_offset=p.start_offset, end_offset=p.end_offset)
-        for p in plan.partitions
-    ]
-
-
-class ExportRequest(FrozenModel):
-    """What to export: a topic's range, where to, and how.
-
-    ``from``/``to`` are positions as replay takes them (a time in any form the CLI takes,
-    ``offset:N``, ``offset:P=N,...``, ``earliest``, ``latest``); no ``to``: the end of the
-    archive. ``output`` is a store URI (``file:///dir``, a path, ``s3://bucket/prefix``).
-    """
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    cluster: str = Field(min_length=1)
-    topic: str = Field(min_length=1)
-    from_: str = Field(alias="from", min_length=1)
-    to: str | None = None
-    partitions: list[int] | None = None
-    output: str = Field(min_length=1)
-    format: str = "parquet"
-    allow_gaps: bool = False
-    max_rows_per_file: int | None = Field(default=None, gt=0)
-    #: typed values beside the raw bytes: ``json``, ``avro`` or ``auto`` (None: raw only); for
-    #: JSON, ``value_schema`` is the Avro schema (JSON text) of the column (default: inferred)
-    value_format: str | None = None
-    value_schema: str | None = None
-
-
-class ExportPlan(BaseModel):
-    """A resolved export: the replay plan of the range, the export id and the output."""
-
-    export_id: str
-    request: ExportRequest
-    replay_plan_json: str
-    #: the typed values' :class:`~kafka_archive.export.values.ValueSpec` as JSON (None: raw only)
-    value_spec_json: str | None = None
-
-    @property
-    def replay_plan(self) -> ReplayPlan:
-        from kafka_archive.replay.planning.plan import ReplayPlan
-
-        return ReplayPlan.from_json(self.replay_plan_json)
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready description (``--dry-run``): the ranges, bytes and holes."""
-        plan = self.replay_plan
-        return {
-            "kind": "export-plan",
-            "export_id": self.export_id,
-            "cluster": self.request.cluster,
-            "topic": self.request.topic,
-            "output": self.request.output,
-            "partitions": [
-                {
-                    "partition": p.partition,
-                    "start_offset": p.start_offset,
-                    "end_offset": p.end_offset,
-                    "records_at_most": p.records,
-                    "bytes": p.bytes,
-                    "holes": len(p.holes),
-                }
-                for p in plan.partitions
-            ],
-            "bytes": plan.total_bytes,
-            "records_at_most": plan.total_records,
-            "value_format": self.value_format,
-        }
-
-    @property
-    def value_format(self) -> str | None:
-        """``json``/``avro`` when values get a typed column (``auto`` resolved)."""
-        if self.value_spec_json is None:
-            return None
-        return str(json.loads(self.value_spec_json)["format"])
-
-
-class ExportReport(BaseModel):
-    """The outcome of :meth:`ExportService.run` (``--json`` prints it as one object)."""
-
-    kind: str = "export"
-    export_id: str
-    status: str  # "committed", "already-committed" or "incomplete" (committed, see below)
-    cluster: str
-    topic: str
-    output: str
-    manifest: str
-    files: int
-    rows: int
-    rows_per_partition: dict[int, int]
-    bytes_written: int
-    bytes_read: int = 0
-    aborted_records: int = 0
-    control_batches: int = 0
-    open_txn_records: int = 0
-    #: typed values: the format (None: raw only), values decoded, values kept raw only
-    value_format: str | None = None
-    decoded_values: int = 0
-    undecoded_values: int = 0
-    #: partitions whose records above the archive's last stable offset are not in the files
-    #: (the manifest says ``complete: false``; running the export again completes it)
-    incomplete: list[dict[str, Any]] = Field(default_factory=list)
-    #: what to do next (set when ``incomplete``)
-    hint: str | None = None
-    duration_s: float
-    rows_per_s: float
-    #: seconds each partition's Spark task took (empty when nothing was exported this run)
-    task_s: dict[int, float] = Field(default_factory=dict)
-    #: CPU seconds of each partition's task
-    task_cpu_s: dict[int, float] = Field(default_factory=dict)
-
-
 class ExportService(ResourceService):
     """Exports over the archive and catalog the settings name (see the module docstring).
 
@@ -188,13 +77,16 @@ class ExportService(ResourceService):
         *,
         wait_open_txns_s: float = 0,
         on_wait: Callable[[ReplayPlan], None] | None = None,
+        output_options: Mapping[str, Any] | None = None,
     ) -> ExportPlan:
         """Resolve ``request`` against the catalog, as replay would plan it (``wait_open_txns_s``
         / ``on_wait``: as :meth:`~kafka_archive.services.replay.ReplayService.plan`).
 
         Raises:
-            ReplayConfigError: a bad position, an unknown topic or partition, an empty range,
-                or a format other than ``parquet``.
+            ReplayConfigError: a bad position, an unknown topic or partition, an empty range
+                (for an Iceberg table that has exports: a plan that is ``up_to_date``
+                instead), a bad ``table``, a format other than ``parquet``/``iceberg``, or
+                typed values asked of an Iceberg export (Parquet only).
         """
         from kafka_archive.export.manifest import export_id_for
         from kafka_archive.replay.errors import ReplayConfigError
@@ -203,33 +95,51 @@ class ExportService(ResourceService):
         from kafka_archive.replay.runner import plan_replay
         from kafka_archive.services.replay import spec_from_request
 
-        if request.format != "parquet":
+        if request.format not in FORMATS:
             raise ReplayConfigError(
-                f"unknown export format {request.format!r}", hint="Use --format parquet."
-            )
-        spec = spec_from_request(
-            {
-                "cluster": request.cluster,
-                "topic": request.topic,
-                "partitions": request.partitions,
-                "from": request.from_,
-                "to": request.to,
-                "allow_gaps": request.allow_gaps,
-            },
-            TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
-        )
-
-        def once() -> ReplayPlan:
-            return plan_replay(
-                spec, CatalogPlanSource(self.resources.catalog(), self.resources.store())
+                f"unknown export format {request.format!r}",
+                hint="Use --format parquet or --format iceberg.",
             )
 
-        plan = once()
-        if plan.incomplete and wait_open_txns_s > 0:
-            from kafka_archive.replay.planning.stability import wait_until_stable
+        def plan_from(from_: str) -> ReplayPlan:
+            spec = spec_from_request(
+                {
+                    "cluster": request.cluster,
+                    "topic": request.topic,
+                    "partitions": request.partitions,
+                    "from": from_,
+                    "to": request.to,
+                    "allow_gaps": request.allow_gaps,
+                },
+                TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
+            )
 
-            plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
-        ranges = _ranges(plan)
+            def once() -> ReplayPlan:
+                return plan_replay(
+                    spec, CatalogPlanSource(self.resources.catalog(), self.resources.store())
+                )
+
+            plan = once()
+            if plan.incomplete and wait_open_txns_s > 0:
+                from kafka_archive.replay.planning.stability import wait_until_stable
+
+                plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
+            return plan
+
+        if request.format == "iceberg":
+            if request.value_format is not None or request.value_schema is not None:
+                # the table's schema is the export's raw columns; typed value columns would
+                # change it per export (and per schema version) - not supported yet
+                raise ReplayConfigError(
+                    "typed values (--value-format/--value-schema) are for --format parquet "
+                    "only: an Iceberg table holds the raw columns",
+                    hint="Drop --value-format, or export with --format parquet.",
+                )
+            from kafka_archive.services.export_iceberg import plan_iceberg
+
+            return plan_iceberg(self, request, plan_from, dict(output_options or {}))
+        plan = plan_from(request.from_)
+        ranges = plan_ranges(plan)
         values = None
         if request.value_format is not None:
             from kafka_archive.services.export_values import plan_values
@@ -265,46 +175,58 @@ class ExportService(ResourceService):
             check_output,
             clean_output,
             commit,
+            open_export_stores,
             read_manifest,
         )
         from kafka_archive.replay.planning.stability import INCOMPLETE
         from kafka_archive.replay.runner import require_complete
-        from kafka_archive.store import open_store
 
+        if plan.request.format == "iceberg":
+            from kafka_archive.services.export_iceberg import run_iceberg
+
+            return run_iceberg(
+                self, plan, spark_master=spark_master, spark=spark,
+                output_options=dict(output_options or {}),
+                store_options=dict(store_options or {}),
+            )  # fmt: skip
         started = time.monotonic()
         replay_plan = plan.replay_plan
         require_complete(replay_plan)
-        output = open_store(plan.request.output, **dict(output_options or {}))
+        output, meta = open_export_stores(plan.request.output, **dict(output_options or {}))
         try:
             check_output(output)  # a bad --output is one line here, not a Spark job's stacks
-            existing = read_manifest(output)
+            existing = read_manifest(meta, output)
             if existing is not None and existing.export_id == plan.export_id:
-                clean_output(output, existing)  # finishes an interrupted clean-up
+                clean_output(output, meta, existing)  # finishes an interrupted clean-up
                 if existing.complete:
-                    return self._report(existing, "already-committed", started, output.uri, [])
+                    return self._report(
+                        existing, "already-committed", started, output.uri, [], meta.uri
+                    )
                 # an incomplete export (stopped at the archive's last stable offset) is never
                 # served as done: it is exported again, whole, and its manifest replaced
             manifest, results = self._export(
-                plan, replay_plan, output, spark_master, spark,
+                plan, replay_plan, meta, spark_master, spark,
                 dict(output_options or {}), dict(store_options or {}),
             )  # fmt: skip
-            commit(output, manifest)
+            commit(output, meta, manifest)
             status = "committed" if manifest.complete else INCOMPLETE
-            return self._report(manifest, status, started, output.uri, results)
+            return self._report(manifest, status, started, output.uri, results, meta.uri)
         finally:
             output.close()
+            meta.close()
 
     def _export(
         self,
         plan: ExportPlan,
         replay_plan: ReplayPlan,
-        output: ObjectStore,
+        staging: ObjectStore,
         spark_master: str | None,
         spark: Any,
         output_options: dict[str, Any],
         store_options: dict[str, Any],
     ) -> tuple[ExportManifest, list[PartitionExport]]:
-        """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
+        """Run the tasks under the export's lease: ``(manifest to commit, task results)``;
+        the tasks stage their files in ``staging`` (the bookkeeping store)."""
         from kafka_archive.catalog.leases import ObjectLeases
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
@@ -313,22 +235,24 @@ class ExportService(ResourceService):
         from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 
+        catalog = self.resources.catalog()
+        ids = topic_ids(catalog.engine, replay_plan)
         tasks = [
             ExportTask(
                 export_id=plan.export_id,
                 topic=plan.request.topic,
                 partition_plan_json=p.model_dump_json(),
                 store_uri=self.resources.require("store"),
-                output_uri=output.uri,
+                output_uri=staging.uri,
                 store_options=store_options,
                 output_options=output_options,
                 max_rows_per_file=plan.request.max_rows_per_file,
                 value_spec_json=plan.value_spec_json,
+                topic_id=ids.get(p.partition),
             )
             for p in replay_plan.partitions
             if not p.empty
         ]
-        catalog = self.resources.catalog()
         ranges = lease_ranges(replay_plan)
         # one live run per export id, and the offsets it reads leased so that prune leaves
         # them (a range pruned since planning is refused, as for a replay)
@@ -345,7 +269,8 @@ class ExportService(ResourceService):
             export_id=plan.export_id,
             cluster=plan.request.cluster,
             topic=plan.request.topic,
-            ranges=_ranges(replay_plan),
+            topic_id=next(iter(set(ids.values()))) if len(set(ids.values())) == 1 else None,
+            ranges=plan_ranges(replay_plan),
             files=[f for r in results for f in r.files],
             aborted_records=sum(r.aborted_records for r in results),
             control_batches=sum(r.control_batches for r in results),
@@ -367,6 +292,7 @@ class ExportService(ResourceService):
         started: float,
         uri: str,
         results: list[PartitionExport],
+        meta_uri: str,
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
         from kafka_archive.replay.planning.stability import INCOMPLETE_HINT
@@ -381,7 +307,7 @@ class ExportService(ResourceService):
             cluster=manifest.cluster,
             topic=manifest.topic,
             output=uri,
-            manifest=MANIFEST_KEY,
+            manifest=f"{meta_uri}/{MANIFEST_KEY}",
             files=len(manifest.files),
             rows=manifest.rows,
             rows_per_partition=per,

@@ -9,14 +9,19 @@
 2. per topic, the segment configs (DescribeConfigs ``segment.bytes``, ``segment.ms``,
    ``index.interval.bytes``, ``segment.index.bytes``; each overridable);
 3. per partition, the resume point (:func:`~kafka_archive.archive.fetch.store_side.
-   resume_point`); a partition with nothing archived starts at its log start offset
-   (ListOffsets earliest); a log start above the resume point is a **hole**
-   (:meth:`~kafka_archive.archive.fetch.partition.PartitionArchiver.hole`);
+   resume_point`, of the topic's current topic id); a partition with nothing archived starts
+   at its log start offset (ListOffsets earliest); a log start above the resume point is a
+   **hole** (:meth:`~kafka_archive.archive.fetch.partition.PartitionArchiver.hole`)
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
 4. fetches round by round, one request per leader for all its partitions, read_uncommitted;
    each answer goes to the partition's :class:`~kafka_archive.archive.fetch.partition.
    PartitionArchiver`. ``OFFSET_OUT_OF_RANGE`` asks ListOffsets earliest (a hole when it moved
    past the position); leadership errors ask Metadata again; any other error ends that
-   partition for this run (named in the report) while the others go on;
+   partition for this run (named in the report) while the others go on. Metadata is asked
+   again every ``metadata_max_age_s`` too: new leaders and leader epochs are checked with
+   OffsetsForLeaderEpoch before the next Fetch (:mod:`~kafka_archive.archive.fetch.epochs`),
+   deleted or re-created topics end their partitions, added partitions join
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
 5. stops when ``until_caught_up`` and every partition reached the high watermark it had at its
    first answer, or after ``duration_s``, or when ``stop`` is set; then rolls and uploads every
    open segment (a clean stop keeps everything fetched).
@@ -38,21 +43,16 @@ from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.fetch.batches import FetchDiverged
-from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
+from kafka_archive.archive.fetch.members import Key, PartitionSet, selected
+from kafka_archive.archive.fetch.partition import PartitionArchiver
 from kafka_archive.archive.fetch.report import FetchReport
 from kafka_archive.archive.fetch.source import FetchSource
-from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.layout import check_cluster
 from kafka_archive.archive.manifest import utc_now
 from kafka_archive.archive.topic_selection import TopicSelection
 from kafka_archive.errors import KafkaArchiveError
-from kafka_archive.kafka_protocol.client import error_name
-from kafka_archive.kafka_protocol.fetch import (
-    EARLIEST,
-    LEADERSHIP_ERRORS,
-    OFFSET_OUT_OF_RANGE,
-    TopicInfo,
-)
+from kafka_archive.kafka_protocol.client import error_name, retriable
+from kafka_archive.kafka_protocol.fetch import EARLIEST, LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from kafka_archive.store import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.segment_builder import SegmentConfig
@@ -120,12 +120,9 @@ class FetchOptions:
     #: fails (named in the report) instead of holding the run forever; a continuous run
     #: waits for the cluster instead
     stall_s: float = 120.0
-
-
-def _selected(info: TopicInfo, selection: TopicSelection) -> bool:
-    if info.internal:
-        return info.name in selection.patterns
-    return not selection or selection.matches(info.name)
+    #: Metadata is asked again at least this often (leader changes, topics re-created,
+    #: partitions added), besides whenever a Fetch says leadership moved
+    metadata_max_age_s: float = 30.0
 
 
 def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
@@ -162,89 +159,66 @@ def run_fetch_archive(
     stop = stop or threading.Event()
     report = FetchReport(cluster, store.uri, utc_now().isoformat())
     meta = source.topics()
-    chosen = {n: t for n, t in sorted(meta.topics.items()) if _selected(t, selection)}
+    chosen = {n: t for n, t in sorted(meta.topics.items()) if selected(t, selection)}
     if not chosen:
         raise NoTopicSelected(
             f"no topic matches {' or '.join(options.topics)}"
             if options.topics
             else "the cluster has no topic"
         )
-    host = socket.gethostname()
     with tempfile.TemporaryDirectory(prefix="kafka-archive-fetch-", dir=options.work_dir) as tmp:
-        parts = _open_partitions(
-            cluster, source, store, chosen, meta.cluster_id, host, options, Path(tmp)
+        parts = PartitionSet(
+            cluster=cluster,
+            source=source,
+            store=store,
+            selection=selection,
+            cluster_id=meta.cluster_id,
+            host=socket.gethostname(),
+            work_dir=Path(tmp),
+            config_of=lambda topic: _segment_config(source, topic, options.segment_overrides),
+            on_open=report.partitions.append,
         )
-        report.partitions = [p.report for p in parts]
+        for info in chosen.values():
+            parts.open_topic(info, sorted(info.leaders))
         try:
-            report.stopped_by = _fetch_loop(source, parts, chosen, options, stop)
+            report.stopped_by = _fetch_loop(source, parts, options, stop)
         finally:
-            for p in parts:
+            for p in parts.live.values():
                 if p.report.error is None:
                     try:
                         p.finish()
                     except Exception as exc:  # the store: recorded, the others still finish
                         p.report.error = f"{type(exc).__name__}: {exc}"
                         log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
-            for p in parts:
+            for p in parts.every:
                 report.holes.extend(p.holes)
     report.finished_at = utc_now().isoformat()
     return report
 
 
-def _open_partitions(
-    cluster: str,
-    source: FetchSource,
-    store: ObjectStore,
-    chosen: Mapping[str, TopicInfo],
-    cluster_id: str | None,
-    host: str,
-    options: FetchOptions,
-    tmp: Path,
-) -> list[PartitionArchiver]:
-    parts: list[PartitionArchiver] = []
-    for name, info in chosen.items():
-        config = _segment_config(source, name, options.segment_overrides)
-        resumes = {p: resume_point(store, cluster, name, p) for p in sorted(info.leaders)}
-        earliest: dict[int, int] = {}
-        by_leader: dict[int, list[int]] = {}
-        for p, leader in info.leaders.items():
-            by_leader.setdefault(leader, []).append(p)
-        for leader, ps in by_leader.items():
-            if leader >= 0:
-                earliest.update(source.list_offsets(leader, name, ps, EARLIEST))
-        for p in sorted(info.leaders):
-            resume = resumes[p]
-            log_start = earliest.get(p, 0)
-            start = resume.offset if resume.offset is not None else log_start
-            work = tmp / f"{name}-{p}"
-            work.mkdir()
-            ident = PartitionIdentity(cluster, name, p, info.topic_id, cluster_id, host)
-            pa = PartitionArchiver(ident, store, config, resume, start, work)
-            pa.leader = info.leaders[p]
-            if resume.offset is not None and log_start > resume.offset:
-                pa.hole(log_start)
-            parts.append(pa)
-    return parts
-
-
 def _fetch_loop(
     source: FetchSource,
-    parts: list[PartitionArchiver],
-    chosen: Mapping[str, TopicInfo],
+    parts: PartitionSet,
     options: FetchOptions,
     stop: threading.Event,
 ) -> str:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
-    targets: dict[tuple[str, int], int] = {}
-    solo: set[tuple[str, int]] = set()  # asked alone next (an empty answer below the HW)
-    by_key = {(p.ident.topic, p.ident.partition): p for p in parts}
+    targets: dict[Key, int] = {}
+    solo: set[Key] = set()  # asked alone next (an empty answer below the HW)
     max_wait = 0 if options.until_caught_up else options.max_wait_ms
+    refresh = False
     while True:
         if stop.is_set():
             return "signal"
         if deadline is not None and time.monotonic() >= deadline:
             return "duration"
-        live = [p for k, p in by_key.items() if p.report.error is None]
+        if refresh or time.monotonic() - parts.refreshed_at >= options.metadata_max_age_s:
+            for key in parts.refresh():  # opened (again): fetched at least once
+                targets.pop(key, None)
+                solo.discard(key)
+        refresh = parts.check_epochs()
+        by_key = parts.live
+        live = [p for p in by_key.values() if p.report.error is None]
         if options.until_caught_up:
             # a partition not fetched yet has no target: it is fetched at least once
             live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
@@ -252,12 +226,13 @@ def _fetch_loop(
             live = [p for p in live if p.report.error is None]
         if not live:
             return "caught_up" if options.until_caught_up else "no_partition_left"
-        refresh = False
-        groups: dict[int, dict[tuple[str, int], int]] = {}
+        groups: dict[int, dict[Key, int]] = {}
         for p in live:
-            key = (p.ident.topic, p.ident.partition)
+            key = _key(p)
             if p.leader < 0:
                 refresh = True
+                continue
+            if p.needs_check:  # its leader's log is checked first (next round)
                 continue
             if key in solo:
                 solo.discard(key)
@@ -271,7 +246,6 @@ def _fetch_loop(
                 break
             refresh |= _fetch_into(source, leader, asks, by_key, targets, solo, max_wait)
         if refresh:
-            _refresh_leaders(source, by_key)
             time.sleep(0.2)
 
 
@@ -286,25 +260,29 @@ def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
             log.error("kafka-archive: %s: %s", p.name, p.report.error)
 
 
-def _key(p: PartitionArchiver) -> tuple[str, int]:
+def _key(p: PartitionArchiver) -> Key:
     return (p.ident.topic, p.ident.partition)
 
 
 def _fetch_into(
     source: FetchSource,
     leader: int,
-    asks: Mapping[tuple[str, int], int],
-    by_key: Mapping[tuple[str, int], PartitionArchiver],
-    targets: dict[tuple[str, int], int],
-    solo: set[tuple[str, int]],
+    asks: Mapping[Key, int],
+    by_key: Mapping[Key, PartitionArchiver],
+    targets: dict[Key, int],
+    solo: set[Key],
     max_wait_ms: int,
 ) -> bool:
-    """One Fetch from ``leader``, each answer to its partition; whether leaders must be asked
-    again."""
+    """One Fetch from ``leader`` (by topic id, with the current leader epoch, where known),
+    each answer to its partition; whether leaders must be asked again."""
     from kafka_archive.kafka_protocol.client import ProtocolConnectionError
 
+    topic_ids = {k[0]: by_key[k].ident.topic_id for k in asks}
+    epochs = {k: by_key[k].leader_epoch for k in asks}
     try:
-        answers = source.fetch(leader, asks, max_wait_ms=max_wait_ms)
+        answers = source.fetch(
+            leader, asks, max_wait_ms=max_wait_ms, topic_ids=topic_ids, leader_epochs=epochs
+        )
     except ProtocolConnectionError as exc:
         log.warning("kafka-archive: Fetch from broker %d failed (%s); asking again", leader, exc)
         for key in asks:
@@ -316,7 +294,9 @@ def _fetch_into(
         p = by_key.get(key)
         if p is None or key not in asks or asks[key] != p.position:
             continue
-        if a.error_code in LEADERSHIP_ERRORS:
+        if a.error_code in LEADERSHIP_ERRORS or (
+            a.error_code and a.error_code != OFFSET_OUT_OF_RANGE and retriable(a.error_code)
+        ):  # ask Metadata, then the leader again
             p.leader = -1
             refresh = True
             continue
@@ -331,6 +311,7 @@ def _fetch_into(
                 continue
             try:
                 p.log_start_moved(found[a.partition])
+                targets.pop(key, None)  # a new position: caught up once fetched from it
             except FetchDiverged as exc:
                 p.report.error = str(exc)
                 log.error("kafka-archive: %s: %s", p.name, exc)
@@ -351,17 +332,3 @@ def _fetch_into(
                 else:  # maybe crowded out by the response's size limit: ask it alone
                     solo.add(key)
     return refresh
-
-
-def _refresh_leaders(
-    source: FetchSource, by_key: Mapping[tuple[str, int], PartitionArchiver]
-) -> None:
-    try:
-        meta = source.topics()
-    except KafkaArchiveError as exc:
-        log.warning("kafka-archive: Metadata failed (%s); asking again", exc)
-        return
-    for (topic, partition), p in by_key.items():
-        info = meta.topics.get(topic)
-        if info is not None:
-            p.leader = info.leaders.get(partition, -1)

@@ -1,8 +1,10 @@
 """The fetch archiver's side of the store: where a partition resumes, and one segment's upload.
 
 Progress is what the store holds (no local state): :func:`resume_point` reads the partition's
-newest manifest of ``origin`` ``fetch`` (manifests are listed in base offset order; only the
-newest are read) and returns its ``end_offset``, the transactions open there and the leader
+newest manifest of ``origin`` ``fetch`` of the topic's current incarnation (manifests are
+listed in base offset order; only the newest are read, down to one of that topic id: a topic
+deleted and re-created starts again at offset 0, its manifests among the old incarnation's)
+and returns its ``end_offset``, the transactions open there and the leader
 epochs known, which is all a :class:`~segment_lib.segment_builder.SegmentBuilder` needs to go
 on as if it had never stopped.
 
@@ -13,6 +15,17 @@ inside ``[base_offset, end_offset)``), every file goes under its content-address
 last. A crash anywhere before the manifest leaves a segment the next run fetches and builds
 again (its files, byte-identical, are found in the store and not sent twice); a manifest
 written concurrently for the same bytes counts as archived.
+
+Two fetch archivers of one partition at once (nothing coordinates them; the store's writes are
+exclusive per key): from a common resume point they build the same segments (rolls depend on
+the batches and the topic's configs only), so their uploads are the same keys and one of each
+is kept. They differ only where one rolls early (its run ends, a hole): then
+:func:`fetched_from` before an upload sees that the other stored segments from that base on
+(the archiver goes on from the store's end instead), and :func:`settle_same_base` after it
+keeps the longer of two segments stored at one base (the shorter's offsets are all in it) and
+deletes the other's manifest, whichever archiver sees both. So the store never holds one
+offset twice for long, nor two histories of it, and :func:`resume_point` takes the longest
+segment at the newest base.
 """
 
 from __future__ import annotations
@@ -22,7 +35,12 @@ from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.digests import digest_buffer
-from kafka_archive.archive.layout import ObjectExtension, manifest_key, object_key
+from kafka_archive.archive.layout import (
+    ObjectExtension,
+    manifest_key,
+    object_key,
+    parse_manifest_key,
+)
 from kafka_archive.archive.manifest import (
     EpochRange,
     FetchedSegment,
@@ -36,12 +54,19 @@ from kafka_archive.archive.manifest import (
     utc_now,
 )
 from kafka_archive.archive.uploader import archiver_version, scan_log
-from kafka_archive.store import IntegrityError, ObjectStore
+from kafka_archive.store import IntegrityError, ObjectNotFound, ObjectStore
 from segment_lib.checkpoints import EpochEntry
 from segment_lib.names import LOG_SUFFIX
 from segment_lib.segment_builder import BuiltSegment
 
-__all__ = ["Resume", "UploadResult", "resume_point", "upload_segment"]
+__all__ = [
+    "Resume",
+    "UploadResult",
+    "fetched_from",
+    "resume_point",
+    "settle_same_base",
+    "upload_segment",
+]
 
 _EXT: Final[dict[FileRole, ObjectExtension]] = {
     "log": ".log",
@@ -61,15 +86,25 @@ class Resume:
     manifest_key: str | None = None
 
 
-def resume_point(store: ObjectStore, cluster: str, topic: str, partition: int) -> Resume:
-    """The end of the partition's newest fetched manifest (module docstring)."""
+def resume_point(
+    store: ObjectStore, cluster: str, topic: str, partition: int, topic_id: str | None = None
+) -> Resume:
+    """The end of the partition's newest fetched manifest of ``topic_id`` (module docstring;
+    ``None``, or a manifest without one: any topic id)."""
     keys = list(iter_manifest_keys(store, cluster, topic, partition))
+    found: SegmentManifest | None = None
+    found_key = ""
     for key in reversed(keys):  # newest base offsets first: the first fetched one ends last
-        m = read_manifest(store, key)
-        if m.origin == "fetch":
+        if found is not None and _base_of(key) != found.base_offset:
             break
-    else:
+        m = _read(store, key)
+        if m is None or not _ours(m, topic_id):
+            continue
+        if found is None or m.end_offset > found.end_offset:
+            found, found_key = m, key
+    if found is None:
         return Resume(None)
+    m, key = found, found_key
     fetch = m.fetch
     return Resume(
         m.end_offset,
@@ -77,6 +112,74 @@ def resume_point(store: ObjectStore, cluster: str, topic: str, partition: int) -
         tuple((e.epoch, e.start_offset) for e in m.leader_epochs),
         key,
     )
+
+
+def _base_of(key: str) -> int:
+    parsed = parse_manifest_key(key)
+    return -1 if parsed is None else parsed.base_offset
+
+
+def _ours(m: SegmentManifest | None, topic_id: str | None) -> bool:
+    """A fetched manifest of the incarnation ``topic_id`` (``None``: any)."""
+    return (
+        m is not None
+        and m.origin == "fetch"
+        and (topic_id is None or m.topic_id in (None, topic_id))
+    )
+
+
+def _read(store: ObjectStore, key: str) -> SegmentManifest | None:
+    """The manifest, or ``None`` if another archiver deleted it meanwhile."""
+    try:
+        return read_manifest(store, key)
+    except ObjectNotFound:
+        return None
+
+
+def fetched_from(
+    store: ObjectStore,
+    cluster: str,
+    topic: str,
+    partition: int,
+    topic_id: str | None,
+    base: int,
+    foreign: set[str] | None = None,
+) -> int | None:
+    """The largest end offset of the fetched manifests of ``topic_id`` whose base offset is at
+    least ``base`` (another archiver's progress; ``None``: there are none). Lists the
+    partition's manifest keys and reads only those at or past ``base``; ``foreign`` collects
+    the keys found not to be such manifests (disk-archived, another incarnation's: a manifest
+    never changes under its key), which are not read again."""
+    ends = []
+    for key in iter_manifest_keys(store, cluster, topic, partition):
+        if _base_of(key) >= base and (foreign is None or key not in foreign):
+            m = _read(store, key)
+            if m is not None and _ours(m, topic_id):
+                ends.append(m.end_offset)
+            elif m is not None and foreign is not None:
+                foreign.add(key)
+    return max(ends, default=None)
+
+
+def settle_same_base(store: ObjectStore, own: SegmentManifest, own_key: str) -> bool:
+    """After ``own`` was stored: of the fetched manifests of its incarnation at its base
+    offset, only the longest stays (module docstring). Whether ``own`` stays."""
+    prefix = manifest_key(own.cluster, own.topic, own.partition, own.base_offset, "0" * 64)
+    prefix = prefix[: prefix.rindex("-") + 1]
+    keep = True
+    for key in iter_manifest_keys(store, own.cluster, own.topic, own.partition):
+        if not key.startswith(prefix) or key == own_key:
+            continue
+        m = _read(store, key)
+        if m is None or not _ours(m, own.topic_id):
+            continue
+        if m.end_offset > own.end_offset:
+            keep = False
+        elif m.end_offset < own.end_offset:
+            store.delete(key)
+    if not keep:
+        store.delete(own_key)
+    return keep
 
 
 @dataclass(frozen=True, slots=True)
