@@ -378,3 +378,28 @@ def test_cli_dry_run_names_the_value_format_and_refusals_are_one_line(
     code, lines, text = cli(*base, "--topic", "logs", "--value-format", "json",
                             "--value-schema", str(tmp_path / "missing.json"))  # fmt: skip
     assert code == 2 and "--value-schema" in text and "Traceback" not in text
+
+
+def test_typed_values_are_refused_for_an_iceberg_export(
+    cataloged: tuple[str, str], tmp_path: Path
+) -> None:
+    """An Iceberg table holds the raw columns: --value-format with --format iceberg is refused
+    in one line (CLI usage error before anything is read; the service too, for the DAG)."""
+    from kafka_archive.replay.errors import ReplayConfigError
+    from kafka_archive.services.export import ExportRequest, ExportService
+    from kafka_archive.settings import load_settings
+    from support.cli_json import cli
+
+    store_uri, db = cataloged
+    base = ["export", "--cluster", "c", "--topic", "orders", "--from", "earliest",
+            "--store", store_uri, "--db", db, "--output", str(tmp_path / "w"), "--format",
+            "iceberg", "--dry-run", "--json"]  # fmt: skip
+    code, lines, text = cli(*base, "--value-format", "auto")
+    assert code == 2 and "--format parquet" in text and "Traceback" not in text, text
+    with ExportService(load_settings({"store": store_uri, "db": db}, env={})) as svc:
+        request = ExportRequest.model_validate(
+            {"cluster": "c", "topic": "orders", "from": "earliest", "output": str(tmp_path),
+             "format": "iceberg", "value_format": "json"}
+        )  # fmt: skip
+        with pytest.raises(ReplayConfigError, match="for --format parquet only"):
+            svc.plan(request)
