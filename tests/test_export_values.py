@@ -394,7 +394,7 @@ def test_typed_values_are_refused_for_an_iceberg_export(
     base = ["export", "--cluster", "c", "--topic", "orders", "--from", "earliest",
             "--store", store_uri, "--db", db, "--output", str(tmp_path / "w"), "--format",
             "iceberg", "--dry-run", "--json"]  # fmt: skip
-    code, lines, text = cli(*base, "--value-format", "auto")
+    code, _lines, text = cli(*base, "--value-format", "auto")
     assert code == 2 and "--format parquet" in text and "Traceback" not in text, text
     with ExportService(load_settings({"store": store_uri, "db": db}, env={})) as svc:
         request = ExportRequest.model_validate(
