@@ -25,5 +25,12 @@ setup(
             depends=_SHARED_HEADERS,
             optional=True,
         ),
+        # magic-2 records decoded into Arrow-layout column buffers (the Parquet export's
+        # decoder: segment_lib/_columns.c)
+        Extension(
+            "segment_lib._columns",
+            sources=["segment_lib/_columns.c"],
+            optional=True,
+        ),
     ]
 )

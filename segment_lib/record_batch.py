@@ -60,6 +60,7 @@ __all__ = [
     "first_record_timestamp",
     "has_delete_horizon",
     "parse_batch_header_v2",
+    "records_section",
     "verify_crc_v2",
 ]
 
@@ -296,6 +297,20 @@ def emit_records_v2(
         )
     except CorruptRecordError as exc:
         raise _reanchored(exc, header, error_base) from exc
+
+
+def records_section(
+    buf: bytes | memoryview, header: BatchHeader
+) -> tuple[bytes | memoryview, int | None]:
+    """``(records bytes, LogAppendTime or None)`` of a magic-2 batch: its records section,
+    decompressed if needed, and the timestamp every record takes under LogAppendTime (for
+    decoders other than this module's, e.g. :mod:`segment_lib.columns`).
+
+    Raises:
+        CompressionError: the payload does not decompress (at the payload's position).
+    """
+    data, _, log_append_ts = _records_section(buf, header)
+    return data, log_append_ts
 
 
 def _records_section(

@@ -34,10 +34,11 @@ def _dirs_named(text: str, bases: tuple[Path, ...] = ()) -> list[Path]:
     found = []
     for token in re.findall(r"`([^`]+)`", text):
         token = token.rstrip("/")
-        for root in (*FIXED_ROOTS, *bases):
-            if token and (root / token).is_dir():
-                found.append(root / token)
-                break
+        # every match, not the first: an ignored folder of the same name at a fixed root
+        # (`build/` of a compiled extension at the repository's root) must not hide the one meant
+        found += [
+            root / token for root in (*FIXED_ROOTS, *bases) if token and (root / token).is_dir()
+        ]
     return found
 
 

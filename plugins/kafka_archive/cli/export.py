@@ -119,6 +119,24 @@ def export(
             "manifest says so, and running it again later completes it).",
         ),
     ] = 0,
+    value_format: Annotated[
+        str | None,
+        typer.Option(
+            "--value-format",
+            help="Also write values as typed columns beside the raw bytes: json, avro "
+            "(Confluent-framed, schemas from the archived _schemas topic) or auto; values that "
+            "do not decode are kept raw and counted.",
+        ),
+    ] = None,
+    value_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--value-schema",
+            metavar="FILE",
+            help="With --value-format json: the Avro schema (JSON file) of the typed column "
+            "(default: inferred from the range's first values).",
+        ),
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option("--store", help="Archive store URI (default $KAFKA_ARCHIVE_STORE)."),
@@ -138,6 +156,10 @@ def export(
              as_json=as_json)  # fmt: skip
     if table is not None and fmt != "iceberg":
         fail("--table is for --format iceberg", code=2, as_json=as_json)
+    if fmt == "iceberg" and (value_format is not None or value_schema is not None):
+        fail("--value-format/--value-schema are for --format parquet (an Iceberg table holds "
+             "the raw columns)", hint="drop them, or use --format parquet", code=2,
+             as_json=as_json)  # fmt: skip
     try:
         request = ExportRequest.model_validate(
             {
@@ -150,6 +172,8 @@ def export(
                 "format": fmt,
                 "table": table,
                 "allow_gaps": allow_gaps,
+                "value_format": value_format,
+                "value_schema": _read_schema(value_schema, as_json),
             }
         )
     except ValidationError as exc:
@@ -238,7 +262,22 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"  skipped: {report['aborted_records']} {ABORTED}, {report['control_batches']} "
         f"{MARKERS}, {report['open_txn_records']} record(s) of transactions still open"
     )
+    if report.get("value_format"):
+        console.print(
+            f"  typed values ({report['value_format']}): {report['decoded_values']} decoded, "
+            f"{report['undecoded_values']} kept raw only (did not decode)"
+        )
     console.print(f"  manifest: {report['manifest']}")
+
+
+def _read_schema(path: str | None, as_json: bool) -> str | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        fail(f"--value-schema: cannot read {path}: {exc.strerror or exc}", code=2, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

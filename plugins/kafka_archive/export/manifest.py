@@ -127,6 +127,11 @@ class ExportManifest(FrozenModel):
     aborted_records: int = 0
     control_batches: int = 0
     open_txn_records: int = 0
+    #: typed values (``json``/``avro``; None: raw only): values decoded into the typed column,
+    #: and values kept raw only because they did not decode (counted, never dropped)
+    value_format: str | None = None
+    decoded_values: int = 0
+    undecoded_values: int = 0
     #: ``False``: records of the ranges above the archive's last stable offset are not in the
     #: files (a transaction was open where the archive ends); running the same export again
     #: once the archive holds its outcome re-exports the ranges whole (:attr:`incomplete`)
@@ -141,11 +146,17 @@ class ExportManifest(FrozenModel):
 
 
 def export_id_for(
-    cluster: str, topic: str, ranges: Sequence[PartitionRange], *, fmt: str = "parquet"
+    cluster: str,
+    topic: str,
+    ranges: Sequence[PartitionRange],
+    values: str | None = None,
+    *,
+    fmt: str = "parquet",
 ) -> str:
     """The export id: a digest of what is exported (cluster, topic, resolved offset ranges),
-    where to (``fmt``: ``parquet``, or ``iceberg:<table>``) and the schema version. The same
-    request resolved to the same offsets is the same export."""
+    where to (``fmt``: ``parquet``, or ``iceberg:<table>``), the schema version and, with typed
+    values, their spec (``values``, JSON). The same request resolved to the same offsets is the
+    same export."""
     ident = {
         "cluster": cluster,
         "topic": topic,
@@ -153,6 +164,8 @@ def export_id_for(
         "format": fmt,
         "schema": SCHEMA_VERSION,
     }
+    if values is not None:
+        ident["values"] = values
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
     return f"e-{digest[:16]}"
 
@@ -367,6 +380,10 @@ def manifest_for(
     control_batches: int = 0,
     open_txn_records: int = 0,
     incomplete: Sequence[dict[str, Any]] = (),
+    extra_columns: Sequence[tuple[str, str]] = (),
+    value_format: str | None = None,
+    decoded_values: int = 0,
+    undecoded_values: int = 0,
 ) -> ExportManifest:
     """The manifest of a finished set of tasks (files in partition, then key order)."""
     ordered = sorted(files, key=lambda f: (f.partition, f.key))
@@ -375,13 +392,16 @@ def manifest_for(
         cluster=cluster,
         topic=topic,
         topic_id=topic_id,
-        columns={f.name: str(f.type) for f in FILE_SCHEMA},
+        columns={**{f.name: str(f.type) for f in FILE_SCHEMA}, **dict(extra_columns)},
         ranges=list(ranges),
         files=ordered,
         rows=sum(f.rows for f in ordered),
         aborted_records=aborted_records,
         control_batches=control_batches,
         open_txn_records=open_txn_records,
+        value_format=value_format,
+        decoded_values=decoded_values,
+        undecoded_values=undecoded_values,
         complete=not incomplete,
         incomplete=list(incomplete),
         committed_at_ms=now_ms(),

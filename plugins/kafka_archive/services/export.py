@@ -30,181 +30,39 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from kafka_archive.frozen import FrozenModel
+from kafka_archive.services.export_plan import (
+    FORMATS,
+    ExportPlan,
+    ExportReport,
+    ExportRequest,
+    plan_ranges,
+    topic_ids,
+)
 from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
-    from kafka_archive.export.manifest import ExportManifest, PartitionRange
+    from kafka_archive.export.manifest import ExportManifest
     from kafka_archive.export.partition import PartitionExport
     from kafka_archive.replay.planning.plan import ReplayPlan
     from kafka_archive.store.base import ObjectStore
 
+#: the request, plan and report live in :mod:`kafka_archive.services.export_plan` (shared with
+#: the Iceberg side) and are this module's API too
 __all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService", "topic_ids"]
 
-#: the export formats: Parquet files in a directory, or appends to an Iceberg table
-FORMATS = ("parquet", "iceberg")
 #: the placeholder target of the replay spec an export is planned with (planning never uses
 #: it; it only keeps the replay id of the plan distinct from any real replay's)
 _EXPORT_TARGET = "export:"
 
 
-def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
-    from kafka_archive.export.manifest import PartitionRange
+def _value_columns(spec_json: str | None) -> list[tuple[str, str]]:
+    """``(name, type)`` of the typed value columns of an export (none without typed values)."""
+    if spec_json is None:
+        return []
+    from kafka_archive.export.values import ValueDecoder, ValueSpec
 
-    return [
-        PartitionRange(partition=p.partition, start_offset=p.start_offset, end_offset=p.end_offset)
-        for p in plan.partitions
-    ]
-
-
-def topic_ids(engine: Engine, plan: ReplayPlan) -> dict[int, str | None]:
-    """Per partition, the Kafka topic id of the archived segments the plan reads (from their
-    ``partition.metadata``, as cataloged); ``None`` where the catalog has none."""
-    from sqlalchemy import select
-
-    from kafka_archive.catalog.tables import segments
-
-    out: dict[int, str | None] = {}
-    with engine.connect() as conn:
-        for p in plan.partitions:
-            keys = [o.key for o in p.objects] or [o.key for o in p.tail_objects]
-            ids: set[str] = set()
-            for i in range(0, len(keys), 500):
-                rows = conn.execute(
-                    select(segments.c.topic_id).where(
-                        segments.c.object_key.in_(keys[i : i + 500]),
-                        segments.c.topic_id.is_not(None),
-                    )
-                )
-                ids.update(str(r[0]) for r in rows)
-            # the plan reads one incarnation of the topic: one id (several: unknown which)
-            out[p.partition] = ids.pop() if len(ids) == 1 else None
-    return out
-
-
-class ExportRequest(FrozenModel):
-    """What to export: a topic's range, where to, and how.
-
-    ``from``/``to`` are positions as replay takes them (a time in any form the CLI takes,
-    ``offset:N``, ``offset:P=N,...``, ``earliest``, ``latest``); no ``to``: the end of the
-    archive. ``output`` is a store URI (``file:///dir``, a path, ``s3://bucket/prefix``).
-    """
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    cluster: str = Field(min_length=1)
-    topic: str = Field(min_length=1)
-    from_: str = Field(alias="from", min_length=1)
-    to: str | None = None
-    partitions: list[int] | None = None
-    output: str = Field(min_length=1)
-    format: str = "parquet"
-    #: ``--format iceberg``: the table ``CATALOG.NAMESPACE.TABLE`` (default
-    #: ``kafka_archive.<cluster>.<topic>``); ``output`` is then the warehouse for new tables
-    table: str | None = None
-    allow_gaps: bool = False
-    max_rows_per_file: int | None = Field(default=None, gt=0)
-
-
-class ExportPlan(BaseModel):
-    """A resolved export: the replay plan of the range, the export id and the output."""
-
-    export_id: str
-    request: ExportRequest
-    replay_plan_json: str
-    #: Iceberg exports: the table, the offsets its last export snapshot holds (``None``: its
-    #: first export), and whether nothing lies beyond them (then no plan and no export id)
-    table: str | None = None
-    previous_offsets: dict[int, int] | None = None
-    up_to_date: bool = False
-
-    @property
-    def replay_plan(self) -> ReplayPlan:
-        from kafka_archive.replay.planning.plan import ReplayPlan
-
-        return ReplayPlan.from_json(self.replay_plan_json)
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready description (``--dry-run``): the ranges, bytes and holes."""
-        if self.up_to_date:
-            return {
-                "kind": "export-plan",
-                "export_id": None,
-                "cluster": self.request.cluster,
-                "topic": self.request.topic,
-                "output": self.request.output,
-                "table": self.table,
-                "up_to_date": True,
-                "previous_offsets": self.previous_offsets,
-                "partitions": [],
-                "bytes": 0,
-                "records_at_most": 0,
-            }
-        plan = self.replay_plan
-        return {
-            "kind": "export-plan",
-            "export_id": self.export_id,
-            "cluster": self.request.cluster,
-            "topic": self.request.topic,
-            "output": self.request.output,
-            "table": self.table,
-            "previous_offsets": self.previous_offsets,
-            "partitions": [
-                {
-                    "partition": p.partition,
-                    "start_offset": p.start_offset,
-                    "end_offset": p.end_offset,
-                    "records_at_most": p.records,
-                    "bytes": p.bytes,
-                    "holes": len(p.holes),
-                }
-                for p in plan.partitions
-            ],
-            "bytes": plan.total_bytes,
-            "records_at_most": plan.total_records,
-        }
-
-
-class ExportReport(BaseModel):
-    """The outcome of :meth:`ExportService.run` (``--json`` prints it as one object)."""
-
-    kind: str = "export"
-    export_id: str
-    #: "committed", "already-committed", "incomplete" (committed, see below) or, for an
-    #: Iceberg table holding everything archived already, "up-to-date"
-    status: str
-    cluster: str
-    topic: str
-    output: str
-    manifest: str
-    files: int
-    rows: int
-    rows_per_partition: dict[int, int]
-    bytes_written: int
-    bytes_read: int = 0
-    aborted_records: int = 0
-    control_batches: int = 0
-    open_txn_records: int = 0
-    #: partitions whose records above the archive's last stable offset are not in the files
-    #: (the manifest says ``complete: false``; running the export again completes it)
-    incomplete: list[dict[str, Any]] = Field(default_factory=list)
-    #: what to do next (set when ``incomplete``)
-    hint: str | None = None
-    duration_s: float
-    rows_per_s: float
-    #: seconds each partition's Spark task took (empty when nothing was exported this run)
-    task_s: dict[int, float] = Field(default_factory=dict)
-    #: CPU seconds of each partition's task
-    task_cpu_s: dict[int, float] = Field(default_factory=dict)
-    #: Iceberg exports: the table, the snapshot committed, and the offsets the table holds
-    #: now (per partition, the next offset to export)
-    table: str | None = None
-    snapshot_id: int | None = None
-    offsets: dict[int, int] = Field(default_factory=dict)
+    fields = ValueDecoder(ValueSpec.model_validate_json(spec_json)).fields()
+    return [(f.name, str(f.type)) for f in fields]
 
 
 class ExportService(ResourceService):
@@ -227,7 +85,8 @@ class ExportService(ResourceService):
         Raises:
             ReplayConfigError: a bad position, an unknown topic or partition, an empty range
                 (for an Iceberg table that has exports: a plan that is ``up_to_date``
-                instead), a bad ``table``, or a format other than ``parquet``/``iceberg``.
+                instead), a bad ``table``, a format other than ``parquet``/``iceberg``, or
+                typed values asked of an Iceberg export (Parquet only).
         """
         from kafka_archive.export.manifest import export_id_for
         from kafka_archive.replay.errors import ReplayConfigError
@@ -268,15 +127,34 @@ class ExportService(ResourceService):
             return plan
 
         if request.format == "iceberg":
+            if request.value_format is not None or request.value_schema is not None:
+                # the table's schema is the export's raw columns; typed value columns would
+                # change it per export (and per schema version) - not supported yet
+                raise ReplayConfigError(
+                    "typed values (--value-format/--value-schema) are for --format parquet "
+                    "only: an Iceberg table holds the raw columns",
+                    hint="Drop --value-format, or export with --format parquet.",
+                )
             from kafka_archive.services.export_iceberg import plan_iceberg
 
             return plan_iceberg(self, request, plan_from, dict(output_options or {}))
         plan = plan_from(request.from_)
-        ranges = _ranges(plan)
+        ranges = plan_ranges(plan)
+        values = None
+        if request.value_format is not None:
+            from kafka_archive.services.export_values import plan_values
+
+            value_spec = plan_values(
+                request.value_format, request.value_schema, topic=request.topic,
+                cluster=request.cluster, plan=plan, store=self.resources.store(),
+                source=CatalogPlanSource(self.resources.catalog(), self.resources.store()),
+            )  # fmt: skip
+            values = None if value_spec is None else value_spec.model_dump_json(by_alias=True)
         return ExportPlan(
-            export_id=export_id_for(request.cluster, request.topic, ranges),
+            export_id=export_id_for(request.cluster, request.topic, ranges, values),
             request=request,
             replay_plan_json=plan.to_json(),
+            value_spec_json=values,
         )
 
     def run(
@@ -369,6 +247,7 @@ class ExportService(ResourceService):
                 store_options=store_options,
                 output_options=output_options,
                 max_rows_per_file=plan.request.max_rows_per_file,
+                value_spec_json=plan.value_spec_json,
                 topic_id=ids.get(p.partition),
             )
             for p in replay_plan.partitions
@@ -391,7 +270,7 @@ class ExportService(ResourceService):
             cluster=plan.request.cluster,
             topic=plan.request.topic,
             topic_id=next(iter(set(ids.values()))) if len(set(ids.values())) == 1 else None,
-            ranges=_ranges(replay_plan),
+            ranges=plan_ranges(replay_plan),
             files=[f for r in results for f in r.files],
             aborted_records=sum(r.aborted_records for r in results),
             control_batches=sum(r.control_batches for r in results),
@@ -399,6 +278,10 @@ class ExportService(ResourceService):
             incomplete=incomplete_rows(
                 replay_plan, {r.partition: r.stopped_at for r in results if r.stopped_at >= 0}
             ),
+            extra_columns=_value_columns(plan.value_spec_json),
+            value_format=plan.value_format,
+            decoded_values=sum(r.decoded_values for r in results),
+            undecoded_values=sum(r.undecoded_values for r in results),
         )
         return manifest, results
 
@@ -433,6 +316,9 @@ class ExportService(ResourceService):
             aborted_records=manifest.aborted_records,
             control_batches=manifest.control_batches,
             open_txn_records=manifest.open_txn_records,
+            value_format=manifest.value_format,
+            decoded_values=manifest.decoded_values,
+            undecoded_values=manifest.undecoded_values,
             incomplete=manifest.incomplete,
             hint=None if manifest.complete else INCOMPLETE_HINT,
             duration_s=round(duration, 3),

@@ -1,4 +1,5 @@
-"""The Iceberg side of :class:`~kafka_archive.services.export.ExportService`.
+"""The Iceberg side of :class:`~kafka_archive.services.export.ExportService` (which calls it;
+the plan, request and report it shares with it are :mod:`kafka_archive.services.export_plan`).
 
 * :func:`plan_iceberg` reads the table's exported offsets (the newest export snapshot's
   summary, :mod:`kafka_archive.export.iceberg`) and plans only what lies beyond them: the
@@ -29,12 +30,8 @@ from kafka_archive.replay.errors import EmptyRangeError, ReplayError
 if TYPE_CHECKING:
     from kafka_archive.export.iceberg import TableName, TableState
     from kafka_archive.replay.planning.plan import ReplayPlan
-    from kafka_archive.services.export import (
-        ExportPlan,
-        ExportReport,
-        ExportRequest,
-        ExportService,
-    )
+    from kafka_archive.services.export_plan import ExportPlan, ExportReport, ExportRequest
+    from kafka_archive.services.resources import ResourceService
 
 __all__ = ["IcebergTableMovedError", "plan_iceberg", "run_iceberg", "table_of"]
 
@@ -70,21 +67,21 @@ def _read_s3(options: dict[str, Any]) -> Any:
     return read
 
 
-def table_state(service: ExportService, table: TableName, options: dict[str, Any]) -> TableState:
+def table_state(service: ResourceService, table: TableName, options: dict[str, Any]) -> TableState:
     from kafka_archive.export.iceberg import read_table_state
 
     return read_table_state(service.resources.catalog().engine, table, _read_s3(options))
 
 
 def plan_iceberg(
-    service: ExportService, request: ExportRequest, plan_with: Any, options: dict[str, Any]
+    service: ResourceService, request: ExportRequest, plan_with: Any, options: dict[str, Any]
 ) -> ExportPlan:
     """Plan an Iceberg export (see the module docstring). ``plan_with(from_)`` plans the
     request with another ``from`` (the service's replay planning)."""
     from kafka_archive.export.iceberg import offsets_from_position
     from kafka_archive.export.manifest import export_id_for
     from kafka_archive.replay.planning.catalog_source import CatalogPlanSource
-    from kafka_archive.services.export import ExportPlan, _ranges
+    from kafka_archive.services.export_plan import ExportPlan, plan_ranges
 
     table = table_of(request)
     state = table_state(service, table, options)
@@ -108,7 +105,7 @@ def plan_iceberg(
             previous_offsets=state.offsets,
             up_to_date=True,
         )
-    ranges = _ranges(plan)
+    ranges = plan_ranges(plan)
     return ExportPlan(
         export_id=export_id_for(request.cluster, request.topic, ranges, fmt=f"iceberg:{table}"),
         request=request,
@@ -123,7 +120,7 @@ def _lease_id(table: TableName) -> str:
 
 
 def run_iceberg(
-    service: ExportService,
+    service: ResourceService,
     plan: ExportPlan,
     *,
     spark_master: str | None,
@@ -144,7 +141,7 @@ def run_iceberg(
     )
     from kafka_archive.replay.bookkeeping.lease import ReplayLease
     from kafka_archive.replay.runner import require_complete
-    from kafka_archive.services.export import topic_ids
+    from kafka_archive.services.export_plan import topic_ids
     from kafka_archive.services.replay import lease_ranges, refuse_pruned
     from kafka_archive.spark.export import ExportTask
     from kafka_archive.spark.iceberg import (
@@ -244,7 +241,7 @@ def _report(
 ) -> ExportReport:
     from kafka_archive.export.iceberg import SUMMARY_EXPORT_ID
     from kafka_archive.replay.planning.stability import INCOMPLETE_HINT, incomplete_rows
-    from kafka_archive.services.export import ExportReport
+    from kafka_archive.services.export_plan import ExportReport
 
     mine = next(
         (s for s in state.history if s.get(SUMMARY_EXPORT_ID) == plan.export_id), None

@@ -34,6 +34,8 @@ class ExportTask:
     output_options: dict[str, Any] = field(default_factory=dict)
     row_group_rows: int | None = None
     max_rows_per_file: int | None = None
+    #: typed values: a :class:`kafka_archive.export.values.ValueSpec` as JSON
+    value_spec_json: str | None = None
 
 
 def export_task(task: ExportTask) -> dict[str, Any]:
@@ -44,6 +46,7 @@ def export_task(task: ExportTask) -> dict[str, Any]:
         DEFAULT_ROW_GROUP_ROWS,
         export_partition,
     )
+    from kafka_archive.export.values import ValueSpec
     from kafka_archive.replay.planning.plan import PartitionPlan
     from kafka_archive.store import open_store
 
@@ -60,7 +63,10 @@ def export_task(task: ExportTask) -> dict[str, Any]:
             topic_id=task.topic_id,
             row_group_rows=task.row_group_rows or DEFAULT_ROW_GROUP_ROWS,
             max_rows_per_file=task.max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
-        )
+            values=None if task.value_spec_json is None else ValueSpec.model_validate_json(
+                task.value_spec_json
+            ),
+        )  # fmt: skip
     finally:
         store.close()
         output.close()
