@@ -34,6 +34,9 @@ class PartitionReport:
     bytes_uploaded: int = 0
     #: compaction gaps met (legitimate; recorded in the manifests)
     offset_gaps: int = 0
+    #: segments not stored because another archiver claimed their base offset first (a
+    #: group hand-over: :mod:`~kafka_archive.archive.fetch.claims`); not an error
+    fenced: int = 0
     #: every archived manifest key of this run
     manifests: list[str] = field(default_factory=list)
     error: str | None = None

@@ -28,6 +28,7 @@ manifests, and the next run resumes from them.
 from __future__ import annotations
 
 import logging
+import shutil
 import socket
 import tempfile
 import threading
@@ -38,6 +39,8 @@ from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.fetch.batches import FetchDiverged
+from kafka_archive.archive.fetch.claims import Fenced
+from kafka_archive.archive.fetch.group import DEFAULT_SESSION_TIMEOUT_MS, Membership
 from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
 from kafka_archive.archive.fetch.report import FetchReport
 from kafka_archive.archive.fetch.source import FetchSource
@@ -120,6 +123,10 @@ class FetchOptions:
     #: fails (named in the report) instead of holding the run forever; a continuous run
     #: waits for the cluster instead
     stall_s: float = 120.0
+    #: the Kafka consumer group whose members share the partitions
+    #: (:mod:`~kafka_archive.archive.fetch.group`); None: this process archives them all
+    group: str | None = None
+    group_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
 
 
 def _selected(info: TopicInfo, selection: TopicSelection) -> bool:
@@ -146,8 +153,10 @@ def run_fetch_archive(
     store: ObjectStore,
     options: FetchOptions,
     stop: threading.Event | None = None,
+    membership: Membership | None = None,
 ) -> FetchReport:
-    """Archive the selected partitions over the Kafka protocol (module docstring).
+    """Archive the selected partitions over the Kafka protocol (module docstring); with
+    ``membership`` only the partitions its group gives this process, as they come and go.
 
     Raises:
         ValueError: ``cluster`` cannot name a cluster (checked before anything is asked or
@@ -169,81 +178,172 @@ def run_fetch_archive(
             if options.topics
             else "the cluster has no topic"
         )
-    host = socket.gethostname()
     with tempfile.TemporaryDirectory(prefix="kafka-archive-fetch-", dir=options.work_dir) as tmp:
-        parts = _open_partitions(
-            cluster, source, store, chosen, meta.cluster_id, host, options, Path(tmp)
+        run = _Partitions(
+            cluster, source, store, chosen, meta.cluster_id, options, Path(tmp), report
         )
-        report.partitions = [p.report for p in parts]
         try:
-            report.stopped_by = _fetch_loop(source, parts, chosen, options, stop)
+            if membership is None:
+                run.open({(n, p) for n, t in chosen.items() for p in t.leaders})
+            else:
+                membership.start(sorted(chosen))
+            report.stopped_by = _fetch_loop(run, options, stop, membership)
         finally:
-            for p in parts:
-                if p.report.error is None:
-                    try:
-                        p.finish()
-                    except Exception as exc:  # the store: recorded, the others still finish
-                        p.report.error = f"{type(exc).__name__}: {exc}"
-                        log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
-            for p in parts:
+            try:
+                run.finish(list(run.by_key))
+            finally:
+                if membership is not None:
+                    membership.close()
+            for p in run.opened:
                 report.holes.extend(p.holes)
     report.finished_at = utc_now().isoformat()
     return report
 
 
-def _open_partitions(
-    cluster: str,
-    source: FetchSource,
-    store: ObjectStore,
-    chosen: Mapping[str, TopicInfo],
-    cluster_id: str | None,
-    host: str,
-    options: FetchOptions,
-    tmp: Path,
-) -> list[PartitionArchiver]:
-    parts: list[PartitionArchiver] = []
-    for name, info in chosen.items():
-        config = _segment_config(source, name, options.segment_overrides)
-        resumes = {p: resume_point(store, cluster, name, p) for p in sorted(info.leaders)}
+class _Partitions:
+    """The partitions this process archives now: opened from the store's resume point,
+    finished (open segment uploaded) and dropped when given up, opened again when fenced."""
+
+    def __init__(
+        self,
+        cluster: str,
+        source: FetchSource,
+        store: ObjectStore,
+        chosen: Mapping[str, TopicInfo],
+        cluster_id: str | None,
+        options: FetchOptions,
+        tmp: Path,
+        report: FetchReport,
+    ) -> None:
+        self.cluster = cluster
+        self.source = source
+        self.store = store
+        self.chosen = dict(chosen)
+        self.cluster_id = cluster_id
+        self.options = options
+        self.tmp = tmp
+        self.host = socket.gethostname()
+        self.report = report
+        self.by_key: dict[tuple[str, int], PartitionArchiver] = {}
+        self.work_dirs: dict[tuple[str, int], Path] = {}
+        #: given by the group, not opened yet (opening failed: asked again next round)
+        self.pending: set[tuple[str, int]] = set()
+        self.opened: list[PartitionArchiver] = []  # every one of the run, for the report
+        self.targets: dict[tuple[str, int], int] = {}
+        self.solo: set[tuple[str, int]] = set()  # asked alone next (an empty answer below HW)
+        self.fenced: set[tuple[str, int]] = set()  # lost a claim: opened again from the store
+        self._configs: dict[str, SegmentConfig] = {}
+        self._n = 0
+
+    def open(self, keys: set[tuple[str, int]]) -> None:
+        if any(t not in self.chosen or p not in self.chosen[t].leaders for t, p in keys):
+            # a partition added since the run started (the group saw it first)
+            self.chosen.update({t: i for t, i in self.source.topics().topics.items()})
+        for name in sorted({t for t, _ in keys}):
+            info = self.chosen.get(name)
+            if info is None:
+                continue
+            ps = sorted(p for t, p in keys if t == name and p in info.leaders)
+            if name not in self._configs:
+                self._configs[name] = _segment_config(
+                    self.source, name, self.options.segment_overrides
+                )
+            for pa, work in self._open_topic(info, ps):
+                self.by_key[_key(pa)] = pa
+                self.work_dirs[_key(pa)] = work
+                self.opened.append(pa)
+                self.report.partitions.append(pa.report)
+
+    def open_pending(self) -> None:
+        """Open the partitions the group gave; one that cannot be opened now (its leader
+        moved) is asked again next round."""
+        for key in sorted(self.pending):
+            try:
+                self.open({key})
+            except KafkaArchiveError as exc:
+                log.warning("kafka-archive: %s-%d: cannot open yet (%s)", *key, exc)
+            else:
+                self.pending.discard(key)
+
+    def _open_topic(self, info: TopicInfo, ps: list[int]) -> list[tuple[PartitionArchiver, Path]]:
+        name = info.name
+        resumes = {p: resume_point(self.store, self.cluster, name, p, info.topic_id) for p in ps}
         earliest: dict[int, int] = {}
         by_leader: dict[int, list[int]] = {}
-        for p, leader in info.leaders.items():
-            by_leader.setdefault(leader, []).append(p)
-        for leader, ps in by_leader.items():
+        for p in ps:
+            by_leader.setdefault(info.leaders[p], []).append(p)
+        for leader, lps in by_leader.items():
             if leader >= 0:
-                earliest.update(source.list_offsets(leader, name, ps, EARLIEST))
-        for p in sorted(info.leaders):
+                earliest.update(self.source.list_offsets(leader, name, lps, EARLIEST))
+        out = []
+        for p in ps:
             resume = resumes[p]
             log_start = earliest.get(p, 0)
             start = resume.offset if resume.offset is not None else log_start
-            work = tmp / f"{name}-{p}"
+            self._n += 1
+            work = self.tmp / f"{name}-{p}.{self._n}"
             work.mkdir()
-            ident = PartitionIdentity(cluster, name, p, info.topic_id, cluster_id, host)
-            pa = PartitionArchiver(ident, store, config, resume, start, work)
+            ident = PartitionIdentity(
+                self.cluster, name, p, info.topic_id, self.cluster_id, self.host
+            )
+            pa = PartitionArchiver(ident, self.store, self._configs[name], resume, start, work)
             pa.leader = info.leaders[p]
             if resume.offset is not None and log_start > resume.offset:
                 pa.hole(log_start)
-            parts.append(pa)
-    return parts
+            out.append((pa, work))
+        return out
+
+    def finish(self, keys: list[tuple[str, int]]) -> None:
+        """Upload the open segments of ``keys`` (a failure is the partition's error; a lost
+        claim is not: the other writer has it) and drop them."""
+        for key in keys:
+            p = self.by_key.pop(key)
+            self.targets.pop(key, None)
+            self.solo.discard(key)
+            if p.report.error is None and key not in self.fenced:
+                try:
+                    p.finish()
+                except Fenced as exc:
+                    p.report.fenced += 1
+                    log.info("kafka-archive: %s: %s", p.name, exc)
+                except Exception as exc:  # the store: recorded, the others still finish
+                    p.report.error = f"{type(exc).__name__}: {exc}"
+                    log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
+            self.fenced.discard(key)
+            shutil.rmtree(self.work_dirs.pop(key), ignore_errors=True)
+
+    def reopen_fenced(self) -> None:
+        """Partitions that lost a claim drop what they built and go on from the store."""
+        keys = {k for k in self.fenced if k in self.by_key}
+        for key in keys:
+            del self.by_key[key]
+            shutil.rmtree(self.work_dirs.pop(key), ignore_errors=True)
+            self.fenced.discard(key)
+        if keys:
+            self.open(keys)
 
 
 def _fetch_loop(
-    source: FetchSource,
-    parts: list[PartitionArchiver],
-    chosen: Mapping[str, TopicInfo],
+    run: _Partitions,
     options: FetchOptions,
     stop: threading.Event,
+    membership: Membership | None,
 ) -> str:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
-    targets: dict[tuple[str, int], int] = {}
-    solo: set[tuple[str, int]] = set()  # asked alone next (an empty answer below the HW)
-    by_key = {(p.ident.topic, p.ident.partition): p for p in parts}
+    by_key, targets, solo = run.by_key, run.targets, run.solo
     max_wait = 0 if options.until_caught_up else options.max_wait_ms
     while True:
         if stop.is_set():
             return "signal"
         if deadline is not None and time.monotonic() >= deadline:
             return "duration"
+        if membership is not None:
+            added, revoked = membership.ownership.changes()
+            run.pending = (run.pending | added) - revoked
+            run.finish(sorted(k for k in revoked if k in by_key))
+            membership.ownership.released(revoked)
+            run.open_pending()
+        run.reopen_fenced()
         live = [p for k, p in by_key.items() if p.report.error is None]
         if options.until_caught_up:
             # a partition not fetched yet has no target: it is fetched at least once
@@ -251,6 +351,11 @@ def _fetch_loop(
             _fail_stalled(live, options.stall_s)
             live = [p for p in live if p.report.error is None]
         if not live:
+            if membership is not None and (
+                not options.until_caught_up or not membership.ownership.settled or run.pending
+            ):
+                time.sleep(0.2)  # waiting for the group to give partitions
+                continue
             return "caught_up" if options.until_caught_up else "no_partition_left"
         refresh = False
         groups: dict[int, dict[tuple[str, int], int]] = {}
@@ -262,16 +367,18 @@ def _fetch_loop(
             if key in solo:
                 solo.discard(key)
                 refresh |= _fetch_into(
-                    source, p.leader, {key: p.position}, by_key, targets, solo, 0
+                    run.source, p.leader, {key: p.position}, by_key, targets, solo, 0, run.fenced
                 )
                 continue
             groups.setdefault(p.leader, {})[key] = p.position
         for leader, asks in groups.items():
             if stop.is_set():
                 break
-            refresh |= _fetch_into(source, leader, asks, by_key, targets, solo, max_wait)
+            refresh |= _fetch_into(
+                run.source, leader, asks, by_key, targets, solo, max_wait, run.fenced
+            )
         if refresh:
-            _refresh_leaders(source, by_key)
+            _refresh_leaders(run.source, by_key)
             time.sleep(0.2)
 
 
@@ -298,6 +405,7 @@ def _fetch_into(
     targets: dict[tuple[str, int], int],
     solo: set[tuple[str, int]],
     max_wait_ms: int,
+    fenced: set[tuple[str, int]],
 ) -> bool:
     """One Fetch from ``leader``, each answer to its partition; whether leaders must be asked
     again."""
@@ -341,6 +449,11 @@ def _fetch_into(
             targets.setdefault(key, a.high_watermark)
             try:
                 kept = p.feed(a)
+            except Fenced as exc:  # another writer's segment: go on from the store
+                p.report.fenced += 1
+                fenced.add(key)
+                log.info("kafka-archive: %s: %s", p.name, exc)
+                continue
             except (KafkaArchiveError, SegmentError) as exc:  # diverged, or damaged bytes
                 p.report.error = f"{type(exc).__name__}: {exc}"
                 log.error("kafka-archive: %s: %s", p.name, exc)

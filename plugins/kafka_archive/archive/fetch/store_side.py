@@ -10,7 +10,9 @@ on as if it had never stopped.
 (:mod:`kafka_archive.archive.uploader`): the ``.log`` is scanned batch by batch (CRC, offsets
 inside ``[base_offset, end_offset)``), every file goes under its content-addressed key with
 ``put_if_absent`` (the store verifies the SHA-256 it was given), and the manifest is written
-last. A crash anywhere before the manifest leaves a segment the next run fetches and builds
+last, after its claim (:mod:`~kafka_archive.archive.fetch.claims`: the fence against a second
+writer of the partition; :func:`resume_point` completes a claim whose manifest a crash left
+unwritten). A crash anywhere before the claim leaves a segment the next run fetches and builds
 again (its files, byte-identical, are found in the store and not sent twice); a manifest
 written concurrently for the same bytes counts as archived.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.digests import digest_buffer
+from kafka_archive.archive.fetch.claims import claim_segment, follow_claims
 from kafka_archive.archive.layout import ObjectExtension, manifest_key, object_key
 from kafka_archive.archive.manifest import (
     EpochRange,
@@ -61,15 +64,29 @@ class Resume:
     manifest_key: str | None = None
 
 
-def resume_point(store: ObjectStore, cluster: str, topic: str, partition: int) -> Resume:
-    """The end of the partition's newest fetched manifest (module docstring)."""
+def resume_point(
+    store: ObjectStore, cluster: str, topic: str, partition: int, topic_id: str | None = None
+) -> Resume:
+    """The end of the partition's newest fetched manifest, or of the claims going on from it
+    (module docstring; ``topic_id``: whose claims, when no manifest says)."""
     keys = list(iter_manifest_keys(store, cluster, topic, partition))
+    found: SegmentManifest | None = None
     for key in reversed(keys):  # newest base offsets first: the first fetched one ends last
         m = read_manifest(store, key)
         if m.origin == "fetch":
+            found = m
             break
-    else:
+    claimed = follow_claims(
+        store, cluster, topic, partition,
+        found.topic_id if found is not None else topic_id,
+        found.end_offset if found is not None else None,
+    )  # fmt: skip
+    if claimed is not None:
+        found = claimed
+        key = manifest_key(cluster, topic, partition, claimed.base_offset, claimed.segment_sha256)
+    if found is None:
         return Resume(None)
+    m = found
     fetch = m.fetch
     return Resume(
         m.end_offset,
@@ -165,9 +182,11 @@ def upload_segment(
         origin="fetch",
         fetch=fetch,
     )
+    data = manifest.to_json_bytes()
+    claim_segment(store, manifest, data)  # Fenced: another archiver's segment starts here
     key = manifest_key(cluster, topic, partition, built.base_offset, scan.digest.sha256)
     try:
-        _obj, created = store.put_if_absent(key, manifest.to_json_bytes())
+        _obj, created = store.put_if_absent(key, data)
     except IntegrityError:
         # another archiver wrote this segment's manifest first: archived, if the same bytes
         existing = parse_manifest(store.get_bytes(key), key=key)
