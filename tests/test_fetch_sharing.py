@@ -349,3 +349,20 @@ def test_group_reaches_the_membership_with_the_client_settings(
     assert made == [(conf, "archivers", {"session_timeout_ms": 10_000})]
     store = LocalStore(tmp_path)
     assert stored(store, 1) == cluster.logs[1] and stored(store, 0) == []  # its share only
+
+
+def test_describe_configs_is_not_asked_when_every_segment_config_is_forced(
+    tmp_path: Path,
+) -> None:
+    class NoDescribeConfigs(FakeCluster):
+        def configs(self, topic: str, names: Sequence[str]) -> dict[str, str]:
+            raise AssertionError("DescribeConfigs asked")
+
+    cluster = NoDescribeConfigs({0: _log(4)})
+    forced = {"segment.bytes": 400, "segment.ms": 60_000, "index.interval.bytes": 100,
+              "segment.index.bytes": 4096}  # fmt: skip
+    report = run_fetch_archive(
+        cluster="c1", source=cluster, store=LocalStore(tmp_path),
+        options=_opts(segment_overrides=forced),
+    )  # fmt: skip
+    assert report.ok and stored(LocalStore(tmp_path)) == cluster.logs[0]

@@ -136,7 +136,9 @@ def _selected(info: TopicInfo, selection: TopicSelection) -> bool:
 
 
 def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
-    found = source.configs(topic, list(SEGMENT_CONFIGS))
+    # all four forced: DescribeConfigs is not asked (a principal without it may archive)
+    asked = [n for n in SEGMENT_CONFIGS if n not in overrides]
+    found = source.configs(topic, asked) if asked else {}
     values: dict[str, int] = {}
     for name, attr in SEGMENT_CONFIGS.items():
         if name in overrides:
