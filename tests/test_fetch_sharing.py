@@ -366,3 +366,30 @@ def test_describe_configs_is_not_asked_when_every_segment_config_is_forced(
         options=_opts(segment_overrides=forced),
     )  # fmt: skip
     assert report.ok and stored(LocalStore(tmp_path)) == cluster.logs[0]
+
+
+def test_the_group_callbacks_fetch_nothing_through_librdkafka_and_hand_over() -> None:
+    """GroupMembership's callbacks: an assignment is kept out of librdkafka's fetcher (an empty
+    local assignment) and handed to the fetch loop; a lost session gives the partitions up at
+    once (the store's claims cover what is still in flight)."""
+    from types import SimpleNamespace
+
+    from kafka_archive.archive.fetch.group import GroupMembership
+
+    calls: list[Any] = []
+    consumer = SimpleNamespace(
+        assign=lambda tps: calls.append(("assign", tps)),
+        unassign=lambda: calls.append(("unassign",)),
+    )
+    member = GroupMembership({"bootstrap.servers": "k:9092"}, "g", revoke_timeout_s=30)
+    tps = [SimpleNamespace(topic=TOPIC, partition=p) for p in (0, 1)]
+    member._on_assign(consumer, tps)
+    assert calls == [("assign", [])]
+    assert member.ownership.changes() == ({(TOPIC, 0), (TOPIC, 1)}, set())
+    member._on_lost(consumer, tps[:1])  # returns at once, the loop still to give it up
+    assert not member.ownership.owns((TOPIC, 0)) and member.ownership.owns((TOPIC, 1))
+    assert member.ownership.changes()[1] == {(TOPIC, 0)}
+    member.ownership.released([(TOPIC, 0)])
+    member.close()  # never started: nothing to leave
+    member._on_revoke(consumer, tps[1:])  # closed: does not wait
+    assert calls[-1] == ("unassign",)
