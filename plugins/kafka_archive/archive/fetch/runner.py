@@ -441,6 +441,10 @@ def _fetch_into(
                 continue
             try:
                 p.log_start_moved(found[a.partition])
+            except Fenced as exc:  # the segment the hole ended: another writer's
+                p.report.fenced += 1
+                fenced.add(key)
+                log.info("kafka-archive: %s: %s", p.name, exc)
             except FetchDiverged as exc:
                 p.report.error = str(exc)
                 log.error("kafka-archive: %s: %s", p.name, exc)
