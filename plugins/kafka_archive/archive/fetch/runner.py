@@ -432,22 +432,7 @@ def _fetch_into(
             continue
         p.last_answer_at = time.monotonic()
         if a.error_code == OFFSET_OUT_OF_RANGE:
-            try:
-                found = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)
-            except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
-                log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
-                p.leader = -1
-                refresh = True
-                continue
-            try:
-                p.log_start_moved(found[a.partition])
-            except Fenced as exc:  # the segment the hole ended: another writer's
-                p.report.fenced += 1
-                fenced.add(key)
-                log.info("kafka-archive: %s: %s", p.name, exc)
-            except FetchDiverged as exc:
-                p.report.error = str(exc)
-                log.error("kafka-archive: %s: %s", p.name, exc)
+            refresh |= _out_of_range(source, leader, p, fenced)
         elif a.error_code:
             p.report.error = f"Fetch answered {error_name(a.error_code)}"
             log.error("kafka-archive: %s: %s", p.name, p.report.error)
@@ -470,6 +455,29 @@ def _fetch_into(
                 else:  # maybe crowded out by the response's size limit: ask it alone
                     solo.add(key)
     return refresh
+
+
+def _out_of_range(
+    source: FetchSource, leader: int, p: PartitionArchiver, fenced: set[tuple[str, int]]
+) -> bool:
+    """OFFSET_OUT_OF_RANGE: where the log starts now (a hole, or a diverged log); whether
+    leaders must be asked again."""
+    try:
+        found = source.list_offsets(leader, p.ident.topic, [p.ident.partition], EARLIEST)
+    except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
+        log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
+        p.leader = -1
+        return True
+    try:
+        p.log_start_moved(found[p.ident.partition])
+    except Fenced as exc:  # the segment the hole ended: another writer's
+        p.report.fenced += 1
+        fenced.add(_key(p))
+        log.info("kafka-archive: %s: %s", p.name, exc)
+    except FetchDiverged as exc:
+        p.report.error = str(exc)
+        log.error("kafka-archive: %s: %s", p.name, exc)
+    return False
 
 
 def _refresh_leaders(
