@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -57,6 +58,7 @@ import _data
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka_archive.archive import run_archive
 from kafka_archive.archive.fetch.runner import FetchOptions
+from kafka_archive.archive.manifest import iter_manifest_keys, parse_manifest
 from kafka_archive.services.archive import ArchiveService
 from kafka_archive.settings import Settings
 from kafka_archive.store import LocalStore
@@ -229,11 +231,12 @@ def archive_lag(cluster: LocalKafkaCluster, tmp: Path, args: argparse.Namespace)
     _report(proc)
     worst: list[float] = []  # the segment's first record: it waited the longest
     best: list[float] = []  # its last record
-    for path in (root / "bench" / LAG_TOPIC).glob("*/manifests/*.json"):
-        m = json.loads(path.read_text())
+    for key in iter_manifest_keys(LocalStore(root), "bench", LAG_TOPIC):
+        path = root / key  # the local store keeps an object at its key's path
+        m = parse_manifest(path.read_bytes())
         done = path.stat().st_mtime
-        first = acked.get((m["partition"], m["base_offset"]))
-        last = acked.get((m["partition"], m["end_offset"] - 1))
+        first = acked.get((m.partition, m.base_offset))
+        last = acked.get((m.partition, m.end_offset - 1))
         if first is not None and last is not None and done < stopped_at:
             worst.append(done - first)
             best.append(done - last)
@@ -298,6 +301,7 @@ def main() -> int:
                     assert n == args.records, (kind, n, args.records)
                 else:
                     dt, n = disk_archive(cluster, root)
+                shutil.rmtree(root, ignore_errors=True)  # measured: its disk back
                 if rep >= 0:
                     times[kind].append(dt)
                     print(
