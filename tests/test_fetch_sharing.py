@@ -393,3 +393,22 @@ def test_the_group_callbacks_fetch_nothing_through_librdkafka_and_hand_over() ->
     member.close()  # never started: nothing to leave
     member._on_revoke(consumer, tps[1:])  # closed: does not wait
     assert calls[-1] == ("unassign",)
+
+
+def test_a_group_the_principal_may_not_join_stops_the_run_with_one_error(tmp_path: Path) -> None:
+    """GROUP_AUTHORIZATION_FAILED (no Read on the group) would leave a member waiting for an
+    assignment forever: the run stops with GroupFailed naming the group; a transient error is
+    only logged."""
+    from kafka_archive.archive.fetch.group import GroupFailed, GroupMembership
+
+    member = GroupMembership({"bootstrap.servers": "k:9092"}, "archivers")
+    member.on_error(15, False, "Coordinator not available")  # transient: goes on
+    assert member.ownership.error is None
+    member.on_error(30, False, "Broker: Group authorization failed")
+    fake = FakeMembership(set())
+    fake.ownership = member.ownership
+    with pytest.raises(GroupFailed, match="group archivers: Broker: Group authorization"):
+        run_fetch_archive(
+            cluster="c1", source=FakeCluster({0: _log(2)}), store=LocalStore(tmp_path),
+            options=_opts(group="archivers"), membership=fake,
+        )  # fmt: skip

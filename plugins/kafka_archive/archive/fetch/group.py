@@ -35,13 +35,33 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-__all__ = ["DEFAULT_SESSION_TIMEOUT_MS", "GroupMembership", "Membership", "Ownership"]
+from kafka_archive.errors import KafkaArchiveError
+
+__all__ = [
+    "DEFAULT_SESSION_TIMEOUT_MS",
+    "GroupFailed",
+    "GroupMembership",
+    "Membership",
+    "Ownership",
+]
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 
 DEFAULT_SESSION_TIMEOUT_MS: Final = 30_000
+
+#: librdkafka's codes of a group that can never be joined (the principal lacks Read on it)
+_FATAL_GROUP_ERRORS: Final = frozenset({30, 29})  # GROUP_ / TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupFailed(KafkaArchiveError):
+    """The group cannot be joined (named with why): the run stops, nothing is archived by it."""
+
+    default_hint = (
+        "with --group the principal needs Read on the group (docs/archivers.md); check "
+        "the group name and the ACLs"
+    )
 
 
 class Ownership:
@@ -60,6 +80,8 @@ class Ownership:
         self._revoking: set[Key] = set()  # held, to be given up
         self._closed = False
         self._assignments = 0
+        #: why the group cannot be joined (the fetch loop raises :class:`GroupFailed`)
+        self.error: str | None = None
 
     # -- the membership side -----------------------------------------------------------------
 
@@ -86,6 +108,12 @@ class Ownership:
             return self._cond.wait_for(
                 lambda: self._closed or not (wait & self._revoking), timeout=timeout_s
             )
+
+    def fail(self, why: str) -> None:
+        """The group cannot be joined: the fetch loop stops with :class:`GroupFailed`."""
+        with self._cond:
+            self.error = why
+            self._cond.notify_all()
 
     def close(self) -> None:
         """The run ends: nothing waits for the fetch loop any more."""
@@ -196,9 +224,20 @@ class GroupMembership:
     def _poll(self) -> None:
         while not self._stop.is_set():
             try:
-                self._consumer.poll(self._poll_s)  # nothing assigned: only callbacks, errors
+                msg = self._consumer.poll(self._poll_s)  # nothing assigned: callbacks, errors
             except Exception as exc:  # a group error: logged, membership goes on
                 log.warning("kafka-archive: group %s: %s", self.group, exc)
+                continue
+            err = msg.error() if msg is not None else None
+            if err is not None:
+                self.on_error(err.code(), err.fatal(), err.str())
+
+    def on_error(self, code: int, fatal: bool, text: str) -> None:
+        """A consumer error: one that means the group can never be joined stops the run."""
+        if fatal or code in _FATAL_GROUP_ERRORS:
+            self.ownership.fail(f"group {self.group}: {text}")
+        else:
+            log.warning("kafka-archive: group %s: %s", self.group, text)
 
     @staticmethod
     def _keys(partitions: Iterable[Any]) -> list[Key]:

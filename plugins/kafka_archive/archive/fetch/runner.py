@@ -40,7 +40,11 @@ from typing import Final
 
 from kafka_archive.archive.fetch.batches import FetchDiverged
 from kafka_archive.archive.fetch.claims import Fenced
-from kafka_archive.archive.fetch.group import DEFAULT_SESSION_TIMEOUT_MS, Membership
+from kafka_archive.archive.fetch.group import (
+    DEFAULT_SESSION_TIMEOUT_MS,
+    GroupFailed,
+    Membership,
+)
 from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
 from kafka_archive.archive.fetch.report import FetchReport
 from kafka_archive.archive.fetch.source import FetchSource
@@ -340,6 +344,8 @@ def _fetch_loop(
         if deadline is not None and time.monotonic() >= deadline:
             return "duration"
         if membership is not None:
+            if membership.ownership.error is not None:
+                raise GroupFailed(membership.ownership.error)
             added, revoked = membership.ownership.changes()
             run.pending = (run.pending | added) - revoked
             run.finish(sorted(k for k in revoked if k in by_key))
