@@ -34,6 +34,10 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem seconds / replay-batch
   seconds: the bare *non-transactional* loop, target >= 1.0) are issue 27's figures (kafka-python's
   protocol client cannot talk to the mock cluster).
+* ``replay-batch-before`` (``--target real`` only): ``replay-batch`` with every batch sent at
+  once with ``acks=all``, as before only a partition's last batch of a transaction asked it:
+  ``ratio_batch_vs_before`` is what that gives, ``ratio_batch_before_vs_record_replay`` the
+  batch path as it was before.
 
 Every run records wall seconds and the process CPU seconds it used (all threads: Python,
 librdkafka, the mock brokers). Two ratios, each the median over repetitions of the same
@@ -65,6 +69,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -270,6 +275,26 @@ def replay(
     return time.perf_counter() - t0, time.process_time() - c0, report.records_sent
 
 
+@contextmanager
+def acks_all_each() -> Iterator[None]:
+    """Batch-level replay's producer as it was before only a partition's last batch of a
+    transaction asked ``acks=all`` (``replay-batch-before``: every batch sent at once with
+    ``acks=all``), for the same-run A/B ratio."""
+    from kafka_archive.kafka_protocol import transactions as tx
+
+    def append(self: Any, topic: str, partition: int, batch: Any, on_offset: Any = None) -> None:
+        if (topic, partition) not in self._added:
+            raise tx.TxnFatal(f"{topic}-{partition} was not added to the transaction")
+        self._send(tx._Request(self._leader(topic, partition), topic, partition, batch, on_offset))
+
+    saved = tx.TxnBatchProducer.append
+    tx.TxnBatchProducer.append = append  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tx.TxnBatchProducer.append = saved  # type: ignore[method-assign]
+
+
 # a benchmark protocol read top to bottom; benchmarks change only for typing in issue 11
 def breakdown(  # noqa: C901, PLR0915
     store: LocalStore,
@@ -441,7 +466,7 @@ def spark_run(
 
 
 # a benchmark driver read top to bottom; benchmarks change only for typing in issue 11
-def main() -> int:  # noqa: C901, PLR0915
+def main() -> int:  # noqa: C901, PLR0912, PLR0915
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--records", type=int, default=300_000, help="per partition")
@@ -469,6 +494,11 @@ def main() -> int:  # noqa: C901, PLR0915
         help="mock: librdkafka's mock cluster per run; real: a 3-broker Apache Kafka cluster "
         "(kafka_archive_dev.local_kafka, needs Java 17 and Maven), one fresh topic per run",
     )  # fmt: skip
+    ap.add_argument(
+        "--kinds", default="",
+        help="comma-separated kinds to run (default: all); the ratios of kinds not run are "
+        "left out, e.g. bare-idem,replay-par,replay-batch for issue 27's batch-level figures",
+    )  # fmt: skip
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
 
@@ -493,7 +523,12 @@ def main() -> int:  # noqa: C901, PLR0915
     ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     if _real_cluster:
-        kinds.append("replay-batch")
+        kinds += ["replay-batch", "replay-batch-before"]
+    if args.kinds:
+        asked = args.kinds.split(",")
+        if unknown := set(asked) - set(kinds):
+            ap.error(f"--kinds: unknown or unavailable here: {', '.join(sorted(unknown))}")
+        kinds = [k for k in kinds if k in asked]
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
     startup: list[float] = []
@@ -509,15 +544,16 @@ def main() -> int:  # noqa: C901, PLR0915
             elif kind == "bare-idem":
                 dt, dc = bare_idempotent(mock.bootstrap_servers, topic, messages)
             else:
-                dt, dc, sent = replay(
-                    mock, topic, store, source, ledger, args,
-                    args.partitions if kind in ("replay-par", "replay-batch") else 1,
-                    "auto" if kind == "replay-batch" else "records",
-                )  # fmt: skip
+                with acks_all_each() if kind == "replay-batch-before" else nullcontext():
+                    dt, dc, sent = replay(
+                        mock, topic, store, source, ledger, args,
+                        1 if kind == "replay" else args.partitions,
+                        "auto" if kind.startswith("replay-batch") else "records",
+                    )  # fmt: skip
                 assert sent == total, (sent, total)
             mock.close()
             if rep < 0:
-                startup[len(times["bare-txn"]) :] = []
+                startup[len(times.get("bare-txn", [])) :] = []
                 continue
             times[kind].append(dt)
             cpu[kind].append(dc)
@@ -527,6 +563,9 @@ def main() -> int:  # noqa: C901, PLR0915
 
     def per_rep(ref: str, run: str, table: dict[str, list[float]]) -> list[float]:
         # same-repetition ratios ref seconds / run seconds: run's throughput relative to ref's
+        # (nan when --kinds left either out)
+        if not table.get(ref) or not table.get(run):
+            return [float("nan")]
         return [table[ref][i] / table[run][i] for i in range(reps)] or [float("nan")]
 
     def med(values: list[float]) -> float:
@@ -538,7 +577,8 @@ def main() -> int:  # noqa: C901, PLR0915
     cpu_vs_txn = per_rep("bare-txn", "replay", cpu)
     # the reference with its start-up counted, as the replay's is (producer, init_transactions)
     with_startup = [
-        (times["bare-txn"][i] + startup[i]) / times["replay"][i] for i in range(reps)
+        (times["bare-txn"][i] + startup[i]) / times["replay"][i]
+        for i in range(reps if times.get("bare-txn") and times.get("replay") else 0)
     ] or [float("nan")]
     result: dict[str, Any] = {
         "kind": "replay",
@@ -559,7 +599,7 @@ def main() -> int:  # noqa: C901, PLR0915
             "seconds": times,
             "process_cpu_seconds": cpu,
             "bare_txn_startup_s": startup,
-            "median_records_per_s": {k: total / med(v) for k, v in times.items()},
+            "median_records_per_s": {k: total / med(v) for k, v in times.items() if v},
             "ratio_replay_vs_bare_txn": med(vs_txn),
             "ratio_replay_vs_bare_txn_per_rep": vs_txn,
             "ratio_replay_vs_bare_txn_with_startup": med(with_startup),
@@ -575,10 +615,17 @@ def main() -> int:  # noqa: C901, PLR0915
             result["ratio_batch_replay_vs_bare_idem"] = med(
                 per_rep("bare-idem", "replay-batch", times)
             )
+            result["ratio_batch_vs_before"] = med(
+                per_rep("replay-batch-before", "replay-batch", times)
+            )
+            result["ratio_batch_before_vs_record_replay"] = med(
+                per_rep("replay-par", "replay-batch-before", times)
+            )
             vs_loop = result["ratio_batch_replay_vs_bare_idem"]
             print(f"batch-level replay / record-level replay (real cluster): "
                   f"{result['ratio_batch_vs_record_replay']:.2f}x; / bare non-transactional "
-                  f"loop: {vs_loop:.2f}x", flush=True)  # fmt: skip
+                  f"loop: {vs_loop:.2f}x; / the batch path with acks=all on every batch: "
+                  f"{result['ratio_batch_vs_before']:.2f}x", flush=True)  # fmt: skip
         print(f"replay / bare-txn (the reference, 1 thread each), both with their start-up: "
               f"{result['ratio_replay_vs_bare_txn_with_startup']:.2f}x (per rep "
               f"{', '.join(f'{r:.2f}' for r in with_startup)}); the reference's start-up left "

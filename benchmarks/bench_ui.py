@@ -5,7 +5,8 @@ The catalog is the one of ``bench_offsets_latency.py`` (its builder is reused): 
 through the real schema. The on-call API (``kafka_archive.ui.api.build_app``, the app Airflow's
 API server mounts) is served by uvicorn on a loopback port in this process, and an HTTP client
 makes, for each of ``--reps`` random times T, the calls the page makes when it opens on a
-topic (``oncall.html``: ``loadClusters`` then ``show``), in its order, each over HTTP:
+topic (``frontend/src/main.jsx``: who, clusters, connections, then the topics and Show),
+in its order, each over HTTP:
 
 ``/whoami``, ``/clusters``, ``/clusters/bench/topics``, ``/connections``,
 ``/clusters/bench/topics/topic/offsets?at=T``, ``.../holes``,

@@ -10,8 +10,11 @@ hand from the UI ("Trigger DAG w/ config") or the API; every field is validated 
 
 * `plan`: resolves the range against the catalog exactly as a replay would and derives the
   export id (logged; a dry run stops here).
-* `export`: one Spark task per partition stages its files in the output's `_staging/` prefix;
-  the driver publishes them and writes the manifest `_kafka_archive_export.json` last. Retries
+* `export`: one Spark task per partition stages its files in `<output>.kafka-archive/_staging/`
+  (the output itself holds only data files); the driver publishes them and writes the
+  manifest `<output>.kafka-archive/_kafka_archive_export.json` last. With `format` iceberg,
+  the run appends to the table (`table`) what is new since its last export snapshot, as one
+  snapshot: trigger it on a schedule for an incremental table. Retries
   are safe: the same files are staged again, rows are never duplicated, and an export already
   committed is not written again.
 * `report`: rows, files, bytes, what was skipped, the manifest's location.
@@ -61,7 +64,7 @@ DEFAULT_ARGS: dict[str, Any] = {
     schedule=None,
     start_date=datetime(2024, 1, 1, tzinfo=UTC),
     catchup=False,
-    tags=["kafka-archive", "export", "parquet"],
+    tags=["kafka-archive", "export", "parquet", "iceberg"],
     doc_md=__doc__,
     default_args=DEFAULT_ARGS,
     params=dag_params(PARAMS_SCHEMA),

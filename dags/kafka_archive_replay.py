@@ -84,7 +84,11 @@ DEFAULT_ARGS: dict[str, Any] = {
 def kafka_archive_replay() -> None:
     @task(retries=1)
     def plan(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return plan_task(params or {}, variable_getter=airflow_variable_reader())
+        return plan_task(
+            params or {},
+            variable_getter=airflow_variable_reader(),
+            connection_getter=airflow_connection,
+        )
 
     @task
     def execute(planned: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:

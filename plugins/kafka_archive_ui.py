@@ -2,18 +2,19 @@
 
 The one module Airflow's plugin loader should import from ``plugins/`` (the package
 ``kafka_archive`` beside it is a library). Airflow 3's plugin interface: ``fastapi_apps`` (the
-app mounted by the API server at ``/kafka-archive``) and ``external_views`` (the page in the
-navigation); see :mod:`kafka_archive.ui`. The class is defined here and nowhere else (a plugin
-defined twice is an import error).
+app mounted by the API server at ``/kafka-archive``) and ``react_apps`` (the page, a React
+app that Airflow's UI renders in its own shell at ``/plugin/kafka-archive``); see
+:mod:`kafka_archive.ui`. The class is defined here and nowhere else (a plugin defined twice is
+an import error).
 """
 
 from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
-from kafka_archive.ui import external_view_spec, fastapi_app_spec
+from kafka_archive.ui import fastapi_app_spec, react_app_spec
 
 
 class KafkaArchiveUiPlugin(AirflowPlugin):
     name = "kafka_archive_ui"
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [fastapi_app_spec()]
-    external_views: ClassVar[list[dict[str, Any]]] = [external_view_spec()]
+    react_apps: ClassVar[list[dict[str, Any]]] = [react_app_spec()]

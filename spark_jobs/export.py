@@ -1,4 +1,4 @@
-"""Spark job: export an archived range of a topic as Parquet, one task per partition.
+"""Spark job: export an archived range of a topic as Parquet (or into an Iceberg table).
 
 Runs the same with a local master and on a cluster; only the master URL changes::
 
@@ -6,6 +6,10 @@ Runs the same with a local master and on a cluster; only the master URL changes:
         --output s3://lake/kafka/orders --store s3://bucket/archive --db catalog.db
     spark-submit --master spark://spark-master:7077 spark_jobs/export.py \\
         --cluster prod --topic orders --from earliest --output s3://lake/kafka/orders
+    spark-submit --packages org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0,\
+org.apache.iceberg:iceberg-aws-bundle:1.12.0,org.postgresql:postgresql:42.7.8 \
+        spark_jobs/export.py --cluster prod --topic orders --from earliest \
+        --format iceberg --table lake.prod.orders --output s3://lake/warehouse
 
 The driver plans the range from the catalog (as ``kafka-archive export`` does, through
 :class:`kafka_archive.services.export.ExportService`), the executors read their partition's
@@ -36,6 +40,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--to", default=None, help="end (exclusive); default the end of the archive")
     p.add_argument("--partitions", default=None, help="comma-separated partitions (default all)")
     p.add_argument("--output", required=True, help="output URI: a directory or s3://bucket/p")
+    p.add_argument("--format", default="parquet", choices=["parquet", "iceberg"])
+    p.add_argument("--table", default=None, help="iceberg: CATALOG.NAMESPACE.TABLE")
     p.add_argument("--store", default=None, help=f"archive store URI (default ${env_var('store')})")
     p.add_argument("--db", default=None, help=f"catalog URL or path (default ${env_var('db')})")
     p.add_argument(
@@ -53,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     request = ExportRequest.model_validate(
         {"cluster": args.cluster, "topic": args.topic, "from": args.from_, "to": args.to,
-         "partitions": partitions, "output": args.output}
+         "partitions": partitions, "output": args.output, "format": args.format,
+         "table": args.table}
     )  # fmt: skip
     try:
         settings = load_settings({"store": args.store, "db": args.db})

@@ -280,6 +280,11 @@ def test_locate_stats_gaps_topics(
     assert sum(b["records"] for b in buckets) == total
     text = _run(cli, *args, "--png", str(png))
     assert "records" in text and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # buckets finer than a minute are counted from the archived batches (--store)
+    fine_args = [*args[:-3], "10s", "--db", db, "--store", store, "--json"]
+    fine = _lines(_run(cli, *fine_args))
+    assert all(b["width_ms"] == 10_000 for b in fine) and len(fine) in (366, 367)
+    assert sum(b["records"] for b in fine) == total
     assert _lines(_run(cli, "gaps", "--cluster", C, "--json", "--db", db)) == []
     assert "no gaps" in _run(cli, "gaps", "--cluster", C, "--db", db)
     held = _lines(_run(cli, "topics", "--cluster", C, "--json", "--db", db))
@@ -361,12 +366,33 @@ def test_errors_are_explained(built: tuple[History, str, str], cli: CliRunner) -
         "--from",
         "-1h",
         "--bucket",
+        "1500ms",
+        "--db",
+        db,
+        "--store",
+        store,
+        code=1,
+    )
+    assert "whole seconds" in out
+    # a bucket finer than the catalog's minutes reads the archived batches: without a store
+    # the error says where to give one
+    out = _run(
+        cli,
+        "stats",
+        "--cluster",
+        C,
+        "--topic",
+        "orders",
+        "--from",
+        "-1h",
+        "--bucket",
         "90s",
         "--db",
         db,
-        code=1,
+        env={"KAFKA_ARCHIVE_STORE": ""},
+        code=2,
     )
-    assert "minute" in out
+    assert "--store" in out
     out = _run(cli, "topics", "--cluster", C, "--json", env={"KAFKA_ARCHIVE_DB": ""}, code=1)
     assert "KAFKA_ARCHIVE_DB" in _lines(out)[0]["hint"]
 
@@ -391,11 +417,16 @@ def test_demo_ends_with_commands_that_work(built: tuple[History, str, str], cli:
         "cluster": C,
         "db": db,
         "store": store,
+        "root": str(Path(db).parent),
         "offsets_at": {"topic": "orders", "timestamp": at},
         "group_position": {"group": "billing"},
     }
-    commands = explore_commands(report)
+    lines = explore_commands(report)
+    # each command follows a line saying what it shows
+    assert all(x.startswith(("kafka-archive ", "# ")) for x in lines) and lines[0].startswith("#")
+    commands = [x for x in lines if x.startswith("kafka-archive catalog ")]
     assert any(" clusters " in c for c in commands) and any(" topics " in c for c in commands)
+    # (the demo's own test, tests/e2e/test_demo.py, runs them all: replay, group move, export)
     for command in commands:
         argv = shlex.split(command)
         assert argv[0] == "kafka-archive" and "--db" in argv

@@ -23,7 +23,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from kafka_archive.export import manifest as manifest_mod
-from kafka_archive.export.manifest import MANIFEST_KEY, read_manifest
+from kafka_archive.export.manifest import (
+    BOOKKEEPING_SUFFIX,
+    MANIFEST_KEY,
+    open_export_stores,
+    read_manifest,
+)
 from kafka_archive.export.partition import export_partition
 from kafka_archive.export.schema import FILE_SCHEMA, bucket_of
 from kafka_archive.replay.execution.reader import BatchRecords, PartitionReader
@@ -36,6 +41,7 @@ from support.s3common import unique_prefix
 
 from segment_lib.control import ControlType, decode_control_record
 from segment_lib.log_file import open_log
+from segment_lib.metadata_files import parse_partition_metadata
 from segment_lib.partition import PartitionView
 
 pytest_plugins = ["support.spark", "support.s3server"]
@@ -66,11 +72,18 @@ def _run(archive: tuple[History, str, str], plan: ExportPlan, spark: Any, **kw: 
         return svc.run(plan, spark=spark, **kw)
 
 
-def _row(topic: str, partition: int, rec: Any, header: Any) -> Row:
+def topic_id_of(pdir: Path) -> str | None:
+    """The topic id of a partition directory's ``partition.metadata`` (what the archiver
+    catalogs and the export writes into ``topic_id``)."""
+    meta = pdir / "partition.metadata"
+    return str(parse_partition_metadata(meta.read_bytes()).topic_id) if meta.exists() else None
+
+
+def _row(topic: str, partition: int, rec: Any, header: Any, topic_id: str | None = None) -> Row:
     bucket = bucket_of(rec.timestamp)
     return (
         topic,
-        None,
+        topic_id,
         partition,
         rec.offset,
         rec.timestamp,
@@ -90,9 +103,10 @@ def replay_rows(archive: tuple[History, str, str], plan: ExportPlan) -> list[Row
     store = open_store(archive[1])
     rows: list[Row] = []
     for pp in plan.replay_plan.partitions:
+        tid = topic_id_of(archive[0].dirs[(plan.request.topic, pp.partition)])
         for group in PartitionReader(store, pp):
             assert isinstance(group, BatchRecords)
-            rows += [_row(plan.request.topic, pp.partition, r, group.header) for r in group]
+            rows += [_row(plan.request.topic, pp.partition, r, group.header, tid) for r in group]
     return rows
 
 
@@ -102,6 +116,7 @@ def oracle_rows(hist: History, topic: str, partition: int, start: int, end: int)
     out: list[Row] = []
     pending: dict[int, list[Row]] = {}
     view = PartitionView.open(hist.dirs[(topic, partition)])
+    tid = topic_id_of(hist.dirs[(topic, partition)])
     for seg in view.segments:
         with open_log(seg.log) as log:
             for header, rec in log.iter_records(include_control=True):
@@ -111,7 +126,7 @@ def oracle_rows(hist: History, topic: str, partition: int, start: int, end: int)
                     if marker.type is ControlType.COMMIT:
                         out += held
                     continue
-                row = _row(topic, partition, rec, header)
+                row = _row(topic, partition, rec, header, tid)
                 if header.is_transactional:
                     pending.setdefault(header.producer_id, []).append(row)
                 else:
@@ -142,9 +157,31 @@ def read_with_pyarrow(root: Path) -> list[Row]:
     return _normalise(table.to_pylist())
 
 
-def read_manifest_files_with_duckdb(root: Path) -> list[Row]:
+def meta_dir(root: Path) -> Path:
+    """The export's bookkeeping folder beside its output (manifest, staged files)."""
+    return root.with_name(root.name + BOOKKEEPING_SUFFIX)
+
+
+def manifest_of(root: Path) -> Any:
+    return read_manifest(open_export_stores(str(root))[1])
+
+
+def read_glob_with_duckdb(root: Path) -> list[Row]:
+    """The whole output as a reader that globs it finds it: ``read_parquet('<output>/**')``
+    (every file under it must be a data file: no manifest, staging or sidecar)."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    cur = con.execute(
+        f"SELECT * FROM read_parquet('{root}/**', hive_partitioning = true, "
+        "hive_types = {'date': VARCHAR, 'hour': INTEGER})"
+    )
+    names = [c[0] for c in cur.description]
+    return _normalise([dict(zip(names, row, strict=True)) for row in cur.fetchall()])
+
+
+def read_manifest_files_with_duckdb(root: Path, meta: Path | None = None) -> list[Row]:
     """Only the files the manifest lists, read by DuckDB with Hive partition columns."""
-    manifest = json.loads((root / MANIFEST_KEY).read_text())
+    manifest = json.loads(((meta or meta_dir(root)) / MANIFEST_KEY).read_text())
     files = [str(root / f["key"]) for f in manifest["files"]]
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
@@ -180,11 +217,14 @@ def test_export_rows_are_what_replay_delivers(
     assert expected == sorted(oracle, key=lambda r: (r[2], r[3]))
     assert read_with_pyarrow(out) == expected
     assert read_manifest_files_with_duckdb(out) == expected
-    # the manifest is the truth, and the directory holds exactly its files (nothing staged)
-    manifest = read_manifest(open_store(str(out)))
+    # the manifest is the truth, and the directory holds exactly its files: nothing staged,
+    # no manifest or sidecar, so DuckDB's glob of the whole output reads it
+    manifest = manifest_of(out)
     assert manifest is not None and manifest.export_id == plan.export_id
     assert _data_files(out) == {f.key for f in manifest.files}
-    assert not (out / "_staging").exists() or not any((out / "_staging").rglob("*.parquet"))
+    assert {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} == _data_files(out)
+    assert read_glob_with_duckdb(out) == expected
+    assert not any((meta_dir(out) / "_staging").rglob("*.parquet"))
     for f in manifest.files:
         data = (out / f.key).read_bytes()
         assert hashlib.sha256(data).hexdigest() == f.sha256 and len(data) == f.bytes
@@ -201,7 +241,7 @@ def test_small_files_keep_every_row_once(
     out = tmp_path / "small"
     plan = _plan(archive, str(out), topic="orders", max_rows_per_file=40, **{"from": "earliest"})
     report = _run(archive, plan, spark)
-    manifest = read_manifest(open_store(str(out)))
+    manifest = manifest_of(out)
     assert manifest is not None
     per_bucket: dict[tuple[int, str | None, int | None], int] = {}
     for f in manifest.files:
@@ -258,30 +298,30 @@ def test_a_crash_mid_export_is_completed_by_running_again(
     out = tmp_path / "crash"
     plan = _plan(archive, str(out), topic="orders", **{"from": "earliest"})
     expected = sorted(replay_rows(archive, plan), key=lambda r: (r[2], r[3]))
-    output = open_store(str(out))
+    output, meta = open_export_stores(str(out))
     archive_store = open_store(archive[1])
     # 1. a job that died after staging partition 0, with a torn staged file of partition 1
     staged = export_partition(
-        plan.replay_plan.partition(0), store=archive_store, output=output,
+        plan.replay_plan.partition(0), store=archive_store, output=meta,
         export_id=plan.export_id, topic="orders",
     )  # fmt: skip
     assert staged.files
     torn = f"_staging/{plan.export_id}/{staged.files[0].key.replace('-p00000-', '-p00001-')}"
-    output.put_bytes(torn, b"PAR1 torn")
+    meta.put_bytes(torn, b"PAR1 torn")
     # 2. the next run dies in the commit, after publishing some files but before the manifest
     published: list[str] = []
     real_publish = manifest_mod._publish
 
-    def publish_then_die(store: Any, export_id: str, file: Any) -> None:
+    def publish_then_die(store: Any, staging: Any, export_id: str, file: Any) -> None:
         if published:
             raise OSError("killed mid-commit")
-        real_publish(store, export_id, file)
+        real_publish(store, staging, export_id, file)
         published.append(file.key)
 
     monkeypatch.setattr(manifest_mod, "_publish", publish_then_die)
     with pytest.raises(OSError, match="killed mid-commit"):
         _run(archive, plan, spark)
-    assert published and read_manifest(output) is None
+    assert published and read_manifest(meta, output) is None
     # 3. the run after that dies after writing the manifest, before cleaning up
     monkeypatch.setattr(manifest_mod, "_publish", real_publish)
 
@@ -291,14 +331,15 @@ def test_a_crash_mid_export_is_completed_by_running_again(
     monkeypatch.setattr(manifest_mod, "clean_output", die)
     with pytest.raises(OSError, match="killed before clean-up"):
         _run(archive, plan, spark)
-    assert any((out / "_staging").rglob("*.parquet"))
+    assert any((meta_dir(out) / "_staging").rglob("*.parquet"))
     # 4. running the same export again finishes: every row once, nothing staged left over
     monkeypatch.undo()
     report = _run(archive, plan, spark)
     assert report.status == "already-committed" and report.rows == len(expected)
     assert read_with_pyarrow(out) == expected
-    assert not [p for p in (out / "_staging").rglob("*") if p.is_file()]
-    manifest = read_manifest(output)
+    assert read_glob_with_duckdb(out) == expected
+    assert not [p for p in (meta_dir(out) / "_staging").rglob("*") if p.is_file()]
+    manifest = read_manifest(meta)
     assert manifest is not None and _data_files(out) == {f.key for f in manifest.files}
 
 
@@ -316,14 +357,20 @@ def test_export_to_s3_matches_the_local_export(
     local = tmp_path / "from-s3"
     listed = client.list_objects_v2(Bucket=moto_s3.bucket, Prefix=prefix + "/")
     keys = [o["Key"] for o in listed.get("Contents", [])]
-    assert not [k for k in keys if "/_staging/" in k]
+    assert keys and all(k.endswith(".parquet") and "/_staging/" not in k for k in keys)
     for key in keys:
         dest = local / key[len(prefix) + 1 :]
         dest.parent.mkdir(parents=True, exist_ok=True)
         client.download_file(moto_s3.bucket, key, str(dest))
+    meta = tmp_path / "meta-from-s3"
+    meta.mkdir()
+    client.download_file(
+        moto_s3.bucket, f"{prefix}{BOOKKEEPING_SUFFIX}/{MANIFEST_KEY}", str(meta / MANIFEST_KEY)
+    )
     expected = sorted(replay_rows(archive, plan), key=lambda r: (r[2], r[3]))
     assert read_with_pyarrow(local) == expected
-    assert read_manifest_files_with_duckdb(local) == expected
+    assert read_manifest_files_with_duckdb(local, meta) == expected
+    assert read_glob_with_duckdb(local) == expected
     again = _run(archive, plan, spark, output_options=options)
     assert again.status == "already-committed"
     assert len(
@@ -439,7 +486,7 @@ def test_a_running_export_holds_its_lease_and_a_second_run_is_refused(
         # written, no manifest
         with pytest.raises(ReplayBusyError):
             _run(archive, plan, spark)
-        assert read_manifest(open_store(str(out))) is None
+        assert manifest_of(out) is None
         assert not _data_files(out)
     report = _run(archive, plan, spark)  # the lease released: the export runs
     assert report.status == "committed" and report.rows > 0

@@ -5,7 +5,7 @@ test_fetch_archiver_real.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,36 +14,13 @@ from kafka_archive.archive.fetch.batches import FetchDiverged, usable_batches
 from kafka_archive.archive.fetch.report import Hole
 from kafka_archive.archive.fetch.runner import FetchOptions, run_fetch_archive
 from kafka_archive.archive.fetch.store_side import resume_point
-from kafka_archive.archive.manifest import SegmentManifest, iter_manifests
-from kafka_archive.kafka_protocol.fetch import (
-    OFFSET_OUT_OF_RANGE,
-    ClusterTopics,
-    FetchedPartition,
-    TopicInfo,
-)
+from kafka_archive.kafka_protocol.fetch import ClusterTopics, FetchedPartition, TopicInfo
 from kafka_archive.store import LocalStore
-from kafka_archive_dev.writer import WriteRecord, encode_batch_v2, encode_control_batch
-
-from segment_lib.control import ControlType
-from segment_lib.log_file import iter_batches
-
-TOPIC = "orders"
-
-
-def batch(base: int, n: int = 2, *, ts: int = 1_000, **kw: Any) -> bytes:
-    records = [WriteRecord(b"k", bytes(20), (), ts) for _ in range(n)]
-    return encode_batch_v2(base, records, **kw).data
-
-
-def txn(base: int, pid: int, n: int = 2) -> bytes:
-    return batch(base, n, producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True)
-
-
-def abort(offset: int, pid: int) -> bytes:
-    return encode_control_batch(
-        offset, ControlType.ABORT, producer_id=pid, producer_epoch=0, timestamp=1_000
-    ).data
-
+from support.fetch_cluster import TOPIC, FakeCluster, abort, batch, txn
+from support.fetch_cluster import fake_log as _log
+from support.fetch_cluster import manifests as _manifests
+from support.fetch_cluster import run as _run
+from support.fetch_cluster import stored_batches as _stored_batches
 
 # -- what of an answer is kept -------------------------------------------------------------------
 
@@ -77,89 +54,6 @@ def test_nothing_at_or_above_the_high_watermark() -> None:
 
 
 # -- a fake cluster ------------------------------------------------------------------------------
-
-
-class FakeCluster:
-    """One topic; per partition a list of batches, a log start offset and a high watermark.
-    A Fetch returns whole batches from the one holding the offset, at most ``limit`` bytes,
-    then the first ``tail`` bytes of the next one (a partial batch)."""
-
-    def __init__(self, logs: Mapping[int, list[bytes]], *, limit: int = 300, tail: int = 25):
-        self.logs = {p: list(bs) for p, bs in logs.items()}
-        self.log_start = dict.fromkeys(self.logs, 0)
-        self.limit = limit
-        self.tail = tail
-        self.fetches = 0
-
-    def hw(self, p: int) -> int:
-        last = next(iter_batches(self.logs[p][-1])).last_offset if self.logs[p] else -1
-        return last + 1
-
-    def topics(self) -> ClusterTopics:
-        return ClusterTopics(
-            "kc", {TOPIC: TopicInfo(TOPIC, None, False, dict.fromkeys(self.logs, 1))}
-        )
-
-    def configs(self, topic: str, names: Sequence[str]) -> dict[str, str]:
-        return {"segment.bytes": "400", "index.interval.bytes": "100"}
-
-    def list_offsets(
-        self, node: int, topic: str, partitions: Iterable[int], timestamp: int
-    ) -> dict[int, int]:
-        return {p: self.log_start[p] if timestamp == -2 else self.hw(p) for p in partitions}
-
-    def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
-    ) -> list[FetchedPartition]:
-        self.fetches += 1
-        out = []
-        for (topic, p), offset in asks.items():
-            if offset < self.log_start[p] or offset > self.hw(p):
-                out.append(FetchedPartition(topic, p, OFFSET_OUT_OF_RANGE, -1, -1, -1, b""))
-                continue
-            data = b""
-            kept = [b for b in self.logs[p] if next(iter_batches(b)).last_offset >= offset]
-            for i, b in enumerate(kept):
-                if len(data) + len(b) > self.limit and data:
-                    data += kept[i][: self.tail]
-                    break
-                data += b
-            hw = self.hw(p)
-            out.append(FetchedPartition(topic, p, 0, hw, hw, self.log_start[p], data))
-        return out
-
-    def close(self) -> None:
-        pass
-
-
-def _log(n_batches: int, start: int = 0) -> list[bytes]:
-    """Batches of 2 records; a transaction of producer 7 aborted in the middle."""
-    out, offset = [], start
-    for i in range(n_batches):
-        if i == n_batches // 2:
-            out += [txn(offset, 7), abort(offset + 2, 7)]
-            offset += 3
-        out.append(batch(offset))
-        offset += 2
-    return out
-
-
-def _run(cluster: FakeCluster, store: LocalStore) -> Any:
-    return run_fetch_archive(
-        cluster="c1", source=cluster, store=store, options=FetchOptions(until_caught_up=True)
-    )
-
-
-def _manifests(store: LocalStore, partition: int = 0) -> list[SegmentManifest]:
-    return sorted(iter_manifests(store, "c1", TOPIC, partition), key=lambda m: m.base_offset)
-
-
-def _stored_batches(store: LocalStore, partition: int = 0) -> list[bytes]:
-    out = []
-    for m in _manifests(store, partition):
-        data = store.get_bytes(m.log_file.key)
-        out += [data[h.position : h.next_position] for h in iter_batches(data)]
-    return out
 
 
 def test_a_run_stores_every_batch_once_below_the_high_watermark(tmp_path: Path) -> None:
@@ -263,11 +157,11 @@ class MovingCluster(FakeCluster):
         self.to, self.keep = to, keep
 
     def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+        self, node: int, asks: Mapping[tuple[str, int], int], **kw: Any
     ) -> list[FetchedPartition]:
         if self.fetches == 0:
             self.logs[0], self.log_start[0] = self.keep, self.to
-        return super().fetch(node, asks, max_wait_ms=max_wait_ms)
+        return super().fetch(node, asks, **kw)
 
 
 def test_a_new_partition_starts_where_the_log_starts_without_a_hole(tmp_path: Path) -> None:
@@ -375,13 +269,13 @@ class DeadLeader(FakeCluster):
         return ClusterTopics("kc", {TOPIC: TopicInfo(TOPIC, None, False, leaders)})
 
     def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+        self, node: int, asks: Mapping[tuple[str, int], int], **kw: Any
     ) -> list[FetchedPartition]:
         from kafka_archive.kafka_protocol.client import ProtocolConnectionError
 
         if node == 2:
             raise ProtocolConnectionError("broker 2 is not reachable")
-        return super().fetch(node, asks, max_wait_ms=max_wait_ms)
+        return super().fetch(node, asks, **kw)
 
 
 def test_until_caught_up_gives_up_on_a_dead_leader_naming_it(tmp_path: Path) -> None:
@@ -428,7 +322,7 @@ def test_topics_are_globs_and_internal_topics_only_by_name(
 ) -> None:
     """``archive fetch --topics`` selects as ``archive --topics`` does (shell-style globs on the
     whole name), except that an internal topic is taken only when named exactly."""
-    from kafka_archive.archive.fetch.runner import _selected
+    from kafka_archive.archive.fetch.members import selected
     from kafka_archive.archive.topic_selection import TopicSelection
     from kafka_archive.kafka_protocol.fetch import TopicInfo
 
@@ -437,7 +331,7 @@ def test_topics_are_globs_and_internal_topics_only_by_name(
         for n in ("orders-eu", "orders-us", "payments", "__consumer_offsets", "__transaction_state")
     ]
     selection = TopicSelection(patterns)
-    assert {t.name for t in topics if _selected(t, selection)} == chosen
+    assert {t.name for t in topics if selected(t, selection)} == chosen
 
 
 def test_store_options_reach_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -216,12 +216,12 @@ class SlowCluster(FakeCluster):
     asked: dict[int, int]
 
     def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int, **kw: Any
     ) -> list[FetchedPartition]:
         self.asked.update({p: o for (_t, p), o in asks.items()})
         if max_wait_ms and all(o >= self.hw(p) for (_t, p), o in asks.items()):
             time.sleep(0.02)
-        return super().fetch(node, asks, max_wait_ms=max_wait_ms)
+        return super().fetch(node, asks, max_wait_ms=max_wait_ms, **kw)
 
 
 def test_members_archive_only_their_share_and_together_everything(tmp_path: Path) -> None:

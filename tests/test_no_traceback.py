@@ -211,3 +211,54 @@ def test_a_closed_pipe_is_a_quiet_end(tmp_path: Path, as_json: bool) -> None:
     assert err == "", err
     assert code == EXIT_CLOSED_PIPE == 141
     assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # --help is printed by Click and rich while parsing, before any command runs
+        ["kafka-archive", "--help"],
+        ["kafka-archive", "catalog", "--help"],
+        ["kafka-archive", "replay", "run", "--help"],
+        ["kafka-archive", "catalog", "topics", "--help"],
+        ["kafka-archive-dev", "--help"],
+        ["kafka-archive-dev", "demo", "--help"],
+        # the development command had no guard for it: an internal error and a crash log;
+        # its demo's own `except OSError` took it for an unwritable --root
+        # (its first progress line: the demo stops there, before any stage runs)
+        ["kafka-archive-dev", "demo", "--kafka", "mock", "--root", "{tmp}/demo"],
+    ],
+    ids=lambda a: " ".join(a).replace("{tmp}/", ""),
+)
+def test_every_closed_pipe_is_a_quiet_end(tmp_path: Path, argv: list[str]) -> None:
+    """Issue 23: ``--help | head`` and ``kafka-archive-dev demo | head`` ended in exit 1 or an
+    ``internal error: BrokenPipeError ... this is a bug`` with a crash log. A real pipe whose
+    reader went away before the first write: exit 141, nothing on stderr, no crash log."""
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name(argv[0])
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv[1:]]
+    env = {
+        **os.environ,
+        crash.ERROR_LOG_DIR_ENV: str(tmp_path / "state"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head` that has already gone
+    try:
+        proc = subprocess.run(
+            [str(exe), *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    err = proc.stderr.decode()
+    assert err == "", err
+    assert proc.returncode == EXIT_CLOSED_PIPE, err
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").rglob("*.log"))

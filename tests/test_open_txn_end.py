@@ -262,7 +262,7 @@ def exported_values(out: Path) -> list[bytes]:
 def test_export_is_committed_incomplete_and_a_rerun_completes_it(
     archive: Archive, spark: Any, outcome: str
 ) -> None:
-    from kafka_archive.export.manifest import read_manifest
+    from kafka_archive.export.manifest import open_export_stores, read_manifest
     from kafka_archive.services.export import ExportRequest, ExportService
     from kafka_archive.settings import load_settings
 
@@ -283,7 +283,7 @@ def test_export_is_committed_incomplete_and_a_rerun_completes_it(
     (row,) = first.incomplete
     assert (row["partition"], row["stable_offset"], row["open_txns"]) == (0, LSO, [[OPEN_PID, LSO]])
     assert first.hint and "archive the partition again" in first.hint.lower()
-    manifest = read_manifest(open_store(str(out)))
+    manifest = read_manifest(open_export_stores(str(out))[1])
     assert (
         manifest is not None and not manifest.complete and manifest.incomplete == first.incomplete
     )
@@ -296,7 +296,7 @@ def test_export_is_committed_incomplete_and_a_rerun_completes_it(
     archive.archive(outcome)
     done_id, done = run()
     assert (done_id, done.status, done.incomplete) == (export_id, "committed", [])
-    manifest = read_manifest(open_store(str(out)))
+    manifest = read_manifest(open_export_stores(str(out))[1])
     assert manifest is not None and manifest.complete
     assert exported_values(out) == values(outcome)
     assert run()[1].status == "already-committed"

@@ -16,6 +16,10 @@ root's attributes, and never by class names:
 * ``http_status`` / ``api_error`` (class attributes) - the on-call API's answer: status and the
   machine-readable ``error`` name. ``http_status`` ``None`` (the default) means the API has no
   answer of its own for it: a 500 like any bug;
+* ``field`` - the input the error is about, by the on-call API's request name (``at``,
+  ``target``, ``target_topic``, ...; ``None``: the request as a whole): the API answers it
+  beside the message so the page can show it next to that field (a class default, or set by
+  the raiser);
 * ``internal`` (class attribute) - raised and caught inside the platform (control flow, such as
   "abort this transaction and redo it"): one reaching a boundary is a bug, reported as an
   internal error, never as a user-facing failure.
@@ -51,6 +55,8 @@ class KafkaArchiveError(Exception):
     #: raised and caught inside the platform: one that reaches a boundary is a bug
     internal: ClassVar[bool] = False
 
+    #: the request field the error is about (see the module docstring); None: the whole request
+    field: str | None = None
     message: str
     hint: str | None
 

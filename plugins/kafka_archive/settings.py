@@ -135,6 +135,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         used_by="catalog build, replay, export",
     ),
     Setting(
+        "iceberg_jars",
+        "Folder of Iceberg's Spark runtime jars (what scripts/ensure-iceberg.sh prints); unset: "
+        "that script's default cache folder for this PySpark's Spark line.",
+        used_by="export --format iceberg",
+    ),
+    Setting(
         "spark_ui",
         "Start Spark's web UI for local builds (off by default: it would listen on a port).",
         kind="bool",
@@ -284,6 +290,7 @@ class Settings:
     store: str | None = None
     db: str | None = None
     spark_master: str | None = None
+    iceberg_jars: str | None = None
     spark_ui: bool = False
     catalog_verify: str = "crc32c"
     catalog_engine: str = "auto"

@@ -82,12 +82,18 @@ def resolve_time(text: str, name: str) -> dict[str, object]:
     Raises:
         TimeParseError: unreadable, or outside 1970..9999.
     """
-    ms = parse_time_ms(text)
+    try:
+        ms = parse_time_ms(text)
+    except TimeParseError as exc:
+        exc.field = name  # the API shows it next to the field
+        raise
     if not 0 <= ms <= MAX_MS:
-        raise TimeParseError(
+        error = TimeParseError(
             f"{name}: {text!r} is outside 1970-01-01..9999-12-31; give e.g. "
             "2026-11-20T03:00Z, epoch ms, or -2h"
         )
+        error.field = name
+        raise error
     return {"input": text, "ms": ms, "utc": format_ms(ms)}
 
 

@@ -19,26 +19,25 @@ RF 3, segments rolling every 800 ms) writes through the session's 3-broker clust
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from kafka_archive.archive.manifest import SegmentManifest, iter_manifests
+from kafka_archive.archive.manifest import SegmentManifest
 from kafka_archive.catalog.db import open_catalog
 from kafka_archive.catalog.queries import offsets_for_time
-from kafka_archive.cli import _register_groups, app
+from kafka_archive.cli import app
 from kafka_archive.kafka_protocol.client import ProtocolClient
 from kafka_archive.store import LocalStore
 from kafka_archive_dev.local_kafka import LocalKafkaCluster
+from support.fetched_archive import broker_batches, fetch_cli, log_batches, partition_manifests
 from support.live_archiving import broker_offsets
 from support.live_workload import LiveWorkload
 from support.real_kafka import unique_name
 from typer.testing import CliRunner
 
-from segment_lib.log_file import open_log
 from segment_lib.metadata_files import read_partition_metadata
 from segment_lib.txn_index import parse_txn_index, read_txn_index
 
@@ -49,45 +48,13 @@ ROLES = ("codec-none", "codec-lz4", "logappend", "txn")
 
 
 def _fetch(bootstrap: str, store_uri: str, prefix: str) -> dict[str, object]:
-    _register_groups()
-    out = CliRunner().invoke(
-        app,
-        [
-            "archive", "fetch", "--cluster", CLUSTER, "--bootstrap", bootstrap,
-            "--store", store_uri, "--topics", f"{prefix}-*", "--until-caught-up", "--json",
-        ],
-    )  # fmt: skip
-    assert out.exit_code == 0, out.output
-    report: dict[str, object] = json.loads(
-        next(ln for ln in out.output.splitlines() if ln.startswith("{"))
-    )
+    report = fetch_cli(CLUSTER, bootstrap, store_uri, f"{prefix}-*")
     assert report["ok"] and not report["holes"], report
     return report
 
 
-def _batches(data: bytes) -> dict[int, bytes]:
-    """base offset -> batch bytes of a ``.log``'s bytes."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".log") as f:
-        f.write(data)
-        f.flush()
-        with open_log(f.name) as lb:
-            return {
-                h.base_offset: bytes(lb.data[h.position : h.next_position])
-                for h in lb.batches(allow_torn_tail=True)
-            }
-
-
-def _broker_batches(pdir: Path) -> dict[int, bytes]:
-    out: dict[int, bytes] = {}
-    for log in sorted(pdir.glob("*.log")):
-        out.update(_batches(log.read_bytes()))
-    return out
-
-
 def _manifests(store: LocalStore, topic: str, partition: int) -> list[SegmentManifest]:
-    return sorted(iter_manifests(store, CLUSTER, topic, partition), key=lambda m: m.base_offset)
+    return partition_manifests(store, CLUSTER, topic, partition)
 
 
 @dataclass
@@ -138,11 +105,11 @@ def test_every_batch_is_the_leaders_and_aborts_match(fetched: Fetched) -> None:
         pdir = fetched.cluster.log_dirs[leader] / f"{topic}-{part}"
         topic_id = read_partition_metadata(pdir / "partition.metadata").topic_id
         assert {m.topic_id for m in ms} == {topic_id}
-        broker = _broker_batches(pdir)
+        broker = broker_batches(pdir)
         expected = {o for o in broker if o < hw[(topic, part)]}
         seen: set[int] = set()
         for m in ms:
-            ours = _batches(store.get_bytes(m.log_file.key))
+            ours = log_batches(store.get_bytes(m.log_file.key))
             assert not (set(ours) & seen)
             seen |= set(ours)
             for base, data in ours.items():
@@ -311,5 +278,5 @@ def _stored(store: LocalStore, topic: str) -> list[bytes]:
     out: list[bytes] = []
     for m in _manifests(store, topic, 0):
         log = next(f for f in m.files if f.role == "log")
-        out += list(_batches(store.get_bytes(log.key)).values())
+        out += list(log_batches(store.get_bytes(log.key)).values())
     return out

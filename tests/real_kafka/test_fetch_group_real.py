@@ -33,9 +33,8 @@ from kafka_archive.kafka_protocol.client import ProtocolClient
 from kafka_archive.kafka_protocol.fetch import list_offsets
 from kafka_archive.store import LocalStore
 from kafka_archive_dev.local_kafka import LocalKafkaCluster
+from support.fetched_archive import broker_batches, log_batches
 from support.real_kafka import unique_name
-
-from real_kafka.test_fetch_archiver_real import _batches, _broker_batches
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -154,10 +153,10 @@ def _check_archive(
         for a, b in itertools.pairwise(ms):  # one chain: no gap, no overlap
             assert a.end_offset == b.base_offset, (part, a.end_offset, b.base_offset)
         pdir = cluster.log_dirs[leaders[part]] / f"{topic}-{part}"
-        broker = _broker_batches(pdir)
+        broker = broker_batches(pdir)
         seen: set[int] = set()
         for m in ms:
-            ours = _batches(store.get_bytes(m.log_file.key))
+            ours = log_batches(store.get_bytes(m.log_file.key))
             assert not (set(ours) & seen), (part, m.base_offset)  # nothing stored twice
             seen |= set(ours)
             for base, data in ours.items():

@@ -4,7 +4,10 @@ As a pytest plugin (``pytest_plugins = ["support.spark"]``):
 
 * ``spark`` (session): a ``local[2]`` SparkSession made by the catalog's own
   :func:`~kafka_archive.spark.session.make_spark_session`. Its executors get fake AWS
-  credentials (``spark.executorEnv.*``) so that they can read the tests' moto S3 server.
+  credentials (``spark.executorEnv.*``) so that they can read the tests' moto S3 server. It
+  loads Iceberg's Spark runtime (``scripts/ensure-iceberg.sh``, resolved from Maven Central
+  once) when Java and Maven are there: a JVM's classpath is fixed when it starts, and every
+  test of a pytest run shares this one session.
 * ``spark_cluster`` (session): a Spark standalone master and one worker (2 cores) started from
   the ``pyspark`` package's own ``spark-class`` on free ports of 127.0.0.1; yields the master
   URL (``spark://127.0.0.1:<port>``). Both processes are stopped at the end of the session.
@@ -35,6 +38,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def iceberg_conf() -> dict[str, str]:
+    """The session settings that load Iceberg (empty when its jars cannot be resolved)."""
+    from kafka_archive.spark.iceberg import find_iceberg_jars, iceberg_session_conf
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "ensure-iceberg.sh"
+    try:
+        out = subprocess.run(
+            [str(script)], capture_output=True, text=True, timeout=900, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    jars = find_iceberg_jars(out.splitlines()[-1]) if out else []
+    return iceberg_session_conf(jars) if jars else {}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from kafka_archive.spark.session import make_spark_session
@@ -51,6 +69,7 @@ def spark() -> Iterator[Any]:
             "spark.executorEnv.NO_PROXY": "127.0.0.1,localhost",
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
+            **iceberg_conf(),
         },
     )
     session.sparkContext.setLogLevel("ERROR")

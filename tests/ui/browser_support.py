@@ -170,3 +170,74 @@ class AirflowServer:
                     return
                 time.sleep(0.5)
         self.proc.wait(10)
+
+
+# -- the page inside Airflow's UI -----------------------------------------------------------
+
+#: screenshots of each step (git-ignored); docs/images/oncall/ holds the user guide's copies
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "ui"
+#: the page's route in Airflow's UI (the plugin's react_apps entry)
+PAGE = "/plugin/kafka-archive/"
+
+
+def open_page(page: Any, url: str, query: str = "") -> None:
+    """Open the page at ``url + PAGE + query`` as the browser test's user: Airflow's login
+    form first when the browser has no session (Airflow then returns to the link, query
+    kept), until the page has said who is logged in."""
+    from playwright.sync_api import expect
+
+    page.goto(url + PAGE + query)
+    login, who = page.locator("input[name=username]"), page.locator("#who")
+    # Airflow's UI sends a browser without a session to its login form (after loading)
+    expect(login.or_(who).first).to_be_visible()
+    if login.is_visible():
+        login.fill(UI_USER)
+        page.locator("input[name=password]").fill(UI_PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_contain_text(UI_USER)
+
+
+def set_mode(page: Any, mode: str) -> None:
+    """Light or dark mode, as the operating system's preference Airflow's UI follows."""
+    page.emulate_media(color_scheme=mode)
+    page.wait_for_function(
+        "m => document.documentElement.classList.contains(m)"
+        " || document.documentElement.dataset.theme === m",
+        arg=mode,
+    )
+
+
+def shot(page: Any, name: str, show: Any = None) -> Path:
+    """A PNG of Airflow's window under :data:`ARTIFACTS`, ``show`` (a locator) scrolled into
+    view first."""
+    if show is not None:
+        show.scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(out))
+    return out
+
+
+def set_check(page: Any, box_id: str, value: bool) -> None:
+    """Tick or untick the page's checkbox ``box_id`` (a click on its label, as a person does)."""
+    box = page.locator(f"[data-testid={box_id}]")
+    if box.locator("input").is_checked() != value:
+        box.click()
+    assert box.locator("input").is_checked() == value
+
+
+def no_error_shown(page: Any) -> None:
+    """No error anywhere on the page."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#kafka-archive-oncall [role=alert]")).to_have_count(0)
+
+
+def table_rows(table: Any, key: int, value: int) -> dict[int, str]:
+    """``{int(cell key): cell value}`` over a table's body rows."""
+    rows = table.locator("tbody tr")
+    out: dict[int, str] = {}
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td")
+        out[int(cells.nth(key).inner_text())] = cells.nth(value).inner_text().strip()
+    return out

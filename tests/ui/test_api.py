@@ -63,7 +63,9 @@ def _replay_body(**over: Any) -> dict[str, Any]:
 
 def _every_route(client: TestClient) -> list[tuple[str, str]]:
     spec = client.get(f"{API}/openapi.json", headers=OP).json()
-    routes = [("GET", f"{API}/openapi.json"), ("GET", f"{URL_PREFIX}/")]
+    # (the app's "/" only redirects to the page in Airflow's UI, and its bundle is code: no
+    # data; tests/ui/test_page.py)
+    routes = [("GET", f"{API}/openapi.json")]
     for path, ops in spec["paths"].items():
         concrete = path.replace("{cluster}", C).replace("{topic}", "orders")
         concrete = concrete.replace("{partition}", "0").replace("{group}", "billing")
@@ -249,7 +251,8 @@ def test_bad_input_is_a_4xx_json_error(
     got = client.get(f"{API}/{path}", params=params, headers=OP)
     assert got.status_code == status, got.text
     body = got.json()
-    assert set(body) == {"error", "message", "hint"}
+    # the shape the page relies on, and the request field at fault (null: the whole request)
+    assert set(body) == {"error", "message", "hint", "field"}
     assert body["message"]
     if error:
         assert body["error"] == error
@@ -439,10 +442,12 @@ def test_connections_are_listed_by_id_only(client: TestClient) -> None:
     assert SECRET not in got.text
 
 
-def test_the_page_is_served_to_a_logged_in_user(client: TestClient) -> None:
-    got = client.get(f"{URL_PREFIX}/", cookies={"_token": "viewer-token"})
-    assert got.status_code == 200
-    assert "<html" in got.text.lower() or "<!doctype html" in got.text.lower()
+def test_the_page_is_airflows_and_its_address_leads_there(client: TestClient) -> None:
+    """The page is rendered by Airflow's UI (react_apps; tests/ui/test_page.py): the app's
+    own address redirects a logged-in user there."""
+    got = client.get(f"{URL_PREFIX}/", cookies={"_token": "viewer-token"}, follow_redirects=False)
+    assert got.status_code == 307
+    assert got.headers["location"] == "../plugin/kafka-archive/"
 
 
 def test_openapi_describes_the_versioned_api(client: TestClient) -> None:
@@ -502,3 +507,40 @@ def test_a_bug_is_a_json_500_without_details(
     assert got.status_code == 500
     assert got.json()["error"] == "internal"
     assert SECRET not in got.text and "Traceback" not in got.text
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field", "words"),
+    [
+        # issue 23: an empty T said "Field required - see .../openapi.json"
+        ("clusters/c1/topics/orders/offsets", {}, "at", "Time T is missing"),
+        ("clusters/c1/topics/orders/offsets", {"at": ""}, "at", "Time T: cannot read an empty"),
+        ("clusters/c1/topics/orders/offsets", {"at": "yesterday-ish"}, "at", "yesterday-ish"),
+        ("time", {"at": "99999999999999999999"}, "at", "99999999999999999999"),
+        ("clusters/c1/topics/orders/stats", {"from": "-1h", "to": "nope"}, "to", "nope"),
+        ("clusters/c1/topics/orders/stats", {}, "from", "From is missing"),
+        ("clusters/c1/topics/orders/offsets", {"at": "-2h", "partition": 2**40}, "partition", ""),
+    ],
+)
+def test_errors_name_the_field_in_the_pages_words(
+    client: TestClient, path: str, params: dict[str, Any], field: str, words: str
+) -> None:
+    """The page places each message next to the field it is about (``field``), in its own
+    words: no CLI option, no pointer to the OpenAPI document."""
+    got = client.get(f"{API}/{path}", params=params, headers=OP)
+    assert 400 <= got.status_code < 500, got.text
+    body = got.json()
+    assert body["field"] == field, body
+    assert words in body["message"], body
+    text = f"{body['message']} {body['hint'] or ''}"
+    assert "openapi" not in text and "--" not in text and "Field required" not in text
+
+
+def test_the_counts_are_named_as_everywhere(client: TestClient) -> None:
+    """Issue 23, point 4: the page names its numbers with the labels the CLI and the user
+    guide use (kafka_archive.counts)."""
+    from kafka_archive.counts import LEGEND
+
+    got = client.get(f"{API}/counts", headers=OP)
+    assert got.status_code == 200, got.text
+    assert {i["label"]: i["meaning"] for i in got.json()["items"]} == LEGEND

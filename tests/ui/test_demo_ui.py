@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from kafka_archive_dev.demo import (
     UI_REPLAY_TOPIC,
@@ -47,3 +48,16 @@ def test_replays_from_the_demo_page_have_a_live_target(tmp_path: Path) -> None:
         assert producer.flush(10) == 0
         got = read_to_end(bootstrap, UI_REPLAY_TOPIC, [0, 1, 2])
         assert [r.value for r in got[1]] == [b"v"]
+
+
+def test_the_default_relative_root_is_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`./dev demo --ui` runs with the default root `.work/demo`, relative to the checkout: the
+    store's file URI (which cannot be relative) and every path Airflow gets are absolute."""
+    monkeypatch.chdir(tmp_path)
+    _argv, env = ui_command(Path(".work/demo"), 18080)
+    root = tmp_path / ".work" / "demo"
+    assert env["KAFKA_ARCHIVE_STORE"] == (root / "store").as_uri()
+    assert env["AIRFLOW_HOME"] == str(root / "airflow")
+    assert env["KAFKA_ARCHIVE_DB"] == f"sqlite:///{root / 'catalog.sqlite'}"

@@ -1,18 +1,26 @@
-"""The on-call page: served to a logged-in user only, self-contained (nothing loaded from
-another origin), and every API path its script calls exists in the API's OpenAPI description."""
+"""The on-call page as Airflow's UI loads it (issue 23): the plugin's ``react_apps`` entry, the
+bundle the API app serves, the old address redirecting to the page in Airflow's shell with its
+query, a bundle that brings no React of its own and loads nothing from elsewhere, and every API
+path the page's sources call present in the API's OpenAPI description."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from kafka_archive.settings import load_settings
+from kafka_archive.ui import react_app_spec
 from kafka_archive.ui.api import URL_PREFIX, build_app
-from kafka_archive.ui.models import ReplayRequest
-from kafka_archive.ui.page import page_html
+from kafka_archive.ui.models import GroupRequest, ReplayRequest
+from kafka_archive.ui.page import BUNDLE_PATH, bundle_js
 from ui_fakes import RecordingLauncher, TokenAccess
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = REPO / "frontend" / "src"
 
 
 @pytest.fixture(scope="module")
@@ -27,82 +35,105 @@ def client() -> TestClient:
     return TestClient(root)
 
 
-def test_the_page_needs_a_login(client: TestClient) -> None:
-    assert client.get(f"{URL_PREFIX}/").status_code == 401
-    got = client.get(f"{URL_PREFIX}/", cookies={"_token": "viewer-token"})
+def _sources() -> str:
+    return "\n".join(p.read_text() for p in sorted(SOURCES.glob("*.js*")))
+
+
+def test_the_plugin_declares_a_react_app_in_airflows_shell() -> None:
+    spec = react_app_spec()
+    digest = hashlib.sha256(bundle_js()).hexdigest()[:12]
+    assert spec == {
+        "name": "Kafka archive",
+        # relative: Airflow resolves it against its <base href> (a base path is kept)
+        "bundle_url": f"kafka-archive{BUNDLE_PATH}?v={digest}",
+        "destination": "nav",
+        "url_route": "kafka-archive",
+        "category": "browse",
+    }
+    plugin = (REPO / "plugins" / "kafka_archive_ui.py").read_text()
+    assert "react_apps" in plugin and "external_views" not in plugin.split('"""', 2)[2]
+
+
+def test_the_bundle_is_served_to_anyone_as_javascript(client: TestClient) -> None:
+    got = client.get(f"{URL_PREFIX}{BUNDLE_PATH}")
     assert got.status_code == 200
-    assert got.text == page_html()
-    assert got.headers["content-type"].startswith("text/html")
+    assert got.content == bundle_js()
+    assert got.headers["content-type"].startswith("text/javascript")
+    assert "immutable" in got.headers["cache-control"]  # its URL names its content
 
 
-def test_the_page_loads_nothing_from_elsewhere() -> None:
-    html = page_html()
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
-    assert "@import" not in html
-    assert "http://" not in html and "https://" not in html
+def test_the_old_address_leads_to_the_page_in_airflow_with_its_query(client: TestClient) -> None:
+    link = f"{URL_PREFIX}/?cluster=demo&topic=orders&at=-2h&group=billing"
+    got = client.get(link, follow_redirects=False)
+    assert got.status_code == 307
+    query = "cluster=demo&topic=orders&at=-2h&group=billing"
+    assert got.headers["location"] == f"../plugin/kafka-archive/?{query}"
+    bare = client.get(f"{URL_PREFIX}/", follow_redirects=False)
+    assert bare.headers["location"] == "../plugin/kafka-archive/"
 
 
-def _called_paths(html: str) -> set[str]:
-    """The API paths the script calls, with each ``${...}`` as ``{}``."""
-    script = html.split("<script>", 1)[1].split("</script>", 1)[0]
+def test_the_bundle_uses_the_hosts_react_and_chakra() -> None:
+    """UMD that puts the page on globalThis.AirflowPlugin, taking React, its JSX runtime, React
+    Router and Chakra UI from the globals Airflow's UI sets: no second React in the page."""
+    js = bundle_js().decode()
+    assert "global.AirflowPlugin = factory(" in js
+    hosts = ("global.ChakraUI", "global.ReactJSXRuntime", "global.React", "global.ReactRouterDOM")
+    for name in hosts:
+        assert name in js, name
+    assert "react.production" not in js and "__CLIENT_INTERNALS" not in js
+    assert len(js) < 200_000  # the page's own code only
+
+
+def test_the_page_loads_nothing_from_elsewhere_and_writes_no_raw_html() -> None:
+    src = _sources()
+    assert not re.search(r"https?://", src)
+    assert "dangerouslySetInnerHTML" not in src and "innerHTML" not in src
+
+
+def _called_paths(src: str) -> set[str]:
+    """The API paths the sources call, with each ``${...}`` or ``+ enc(...)`` as ``{}``."""
     topic = "/clusters/{}/topics/{}"
     found = set()
-    # a topic's paths: topicPath() + "...", or `path + "..."` where show() keeps topicPath()
-    for m in re.finditer(r"api\(((?:topicPath\(\)|path)\s*\+\s*)?([\"`])(.*?)\2", script):
+    call = r"api\(\s*(topicPath\([^)]*\)\s*\+\s*)?([\"`])(.*?)\2(\s*\+\s*enc\()?"
+    for m in re.finditer(call, src):
         path = re.sub(r"\$\{[^}]*\}", "{}", m.group(3))
+        if m.group(4):
+            path += "{}"
         found.add((topic if m.group(1) else "") + path)
-    # "/replay/runs/" + enc(id)
-    return {p + "{}" if p.endswith("/") else p for p in found}
+    return found
 
 
-def test_every_path_the_script_calls_is_in_the_api(client: TestClient) -> None:
+def test_every_path_the_page_calls_is_in_the_api(client: TestClient) -> None:
     spec = client.get(
         f"{URL_PREFIX}/api/v1/openapi.json", headers={"Authorization": "Bearer op-token"}
     ).json()
     api = {re.sub(r"\{[^}]*\}", "{}", p.removeprefix("/api/v1")) for p in spec["paths"]}
-    called = _called_paths(page_html())
-    assert len(called) >= 13, called
+    called = _called_paths(_sources())
+    assert len(called) >= 15, called
     assert called <= api, called - api
     # and the page offers every endpoint but the replay list and the Prometheus text
     assert api - called == {"/replays", "/clusters/{}/gaps", "/metrics"}
 
 
-def _function(html: str, name: str) -> str:
-    """The source of the script's top-level ``function name(...) {...}``."""
-    script = html.split("<script>", 1)[1]
-    start = script.index(f"function {name}(")
-    return script[start : script.index("\n}\n", start) + 2]
+def _keys_of(src: str, function: str) -> set[str]:
+    """The object keys a function of the sources returns (``key: value`` at its return)."""
+    body = src.split(f"function {function}(", 1)[1].split("\n  }\n", 1)[0]
+    if "const out = {" in body:
+        body = body.split("const out = {", 1)[1].split("\n    };", 1)[0]
+    else:
+        body = body.split("return {", 1)[1]
+    body = re.sub(r"//[^\n]*", "", body)
+    return set(re.findall(r"(?:^|[{,\s])([a-z_]+):\s", body))
 
 
-def test_the_replay_form_sends_only_request_fields() -> None:
-    """Every key the replay form sends is a field of the request (an unknown one is a 422 on
-    the page), and the created topic's settings are among them."""
-    body = _function(page_html(), "replayBody").split("return {", 1)[1]
-    body = re.sub(r"//[^\n]*", "", body)  # comments name no field
-    sent = set(re.findall(r"(?:^|[{,\s])([a-z_]+):\s", body))
+def test_the_forms_send_only_request_fields() -> None:
+    """Every key the replay and the group forms send is a field of the request (an unknown
+    one is a 422), the created topic's settings among them."""
+    replay = _keys_of((SOURCES / "replay.jsx").read_text(), "body")
     fields = {f.alias or name for name, f in ReplayRequest.model_fields.items()}
-    assert {"topic_config", "no_source_config", "replication_factor", "create_topic"} <= sent
-    assert sent <= fields, sent - fields
-
-
-def test_the_created_topics_inputs_show_with_create_topic() -> None:
-    html = page_html()
-    opts = html.split('id="create-opts"', 1)[1].split("</div>", 1)[0]
-    assert " hidden>" in html.split('id="create-opts"', 1)[1][:20]  # off until asked for
-    for name in ("topic_config", "no_source_config", "replication_factor"):
-        assert f'name="{name}"' in opts, name
-    assert '$("create-opts").hidden = !$("replay").create_topic.checked' in html
-
-
-#: the page's own constants and already escaped parts (anything else must be esc()'d)
-SAFE = {"id", "rf", 'f.level === "error" ? "bad" : "warn"', 'f.hint ? " - " + esc(f.hint) : ""'}
-
-
-def test_the_preview_escapes_the_topic_config_it_shows() -> None:
-    """Every value of the preview's ``topic_config`` goes through ``esc()`` (config values
-    and finding messages come from clusters, not from this page)."""
-    for name in ("topicConfigHtml", "rowsTable"):
-        src = _function(page_html(), name)
-        # innermost ${...}: an outer one (a .map of templates) holds only checked inner ones
-        for expr in re.findall(r"\$\{([^{}]*)\}", src):
-            assert expr.startswith("esc(") or expr in SAFE, (name, expr)
+    assert {"topic_config", "no_source_config", "replication_factor", "create_topic"} <= replay
+    assert replay <= fields, replay - fields
+    group = _keys_of((SOURCES / "groups.jsx").read_text(), "body")
+    sent = {"cluster", "topic", "group", "at", "commits_at", "replay_id", "target_topic", "target"}
+    assert group == sent
+    assert group <= set(GroupRequest.model_fields)

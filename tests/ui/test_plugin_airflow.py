@@ -55,6 +55,7 @@ out = {
         if "kafka_archive_ui" in k + v or "kafka_archive/ui" in k
     },
     "views": [v["name"] for p in ours for v in p.external_views],
+    "react_apps": [a for p in ours for a in p.react_apps],
     "anonymous": call("GET", "/clusters"),
     "forged": client.get("/kafka-archive/api/v1/clusters",
                          headers={"Authorization": "Bearer not.a.jwt"}).status_code,
@@ -69,7 +70,15 @@ out["cookie_read"] = cookie_client.get("/kafka-archive/api/v1/whoami").json()
 out["cookie_post_bare"] = cookie_client.post(
     "/kafka-archive/api/v1/replay/launch", json=body
 ).json()
-out["cookie_page"] = cookie_client.get("/kafka-archive/").status_code
+out["cookie_page"] = cookie_client.get("/kafka-archive/?topic=orders",
+                                      follow_redirects=False).headers.get("location")
+# what Airflow's UI asks to build its menus and routes (the plugins its UI renders)
+ui_plugins = cookie_client.get("/api/v2/plugins")
+out["ui_react_apps"] = [a for p in ui_plugins.json()["plugins"] for a in p["react_apps"]]
+bundle_url = out["react_apps"][0]["bundle_url"] if out["react_apps"] else ""
+bundle = client.get("/" + bundle_url)  # Airflow resolves it against its base URL: "/"
+out["bundle"] = {"status": bundle.status_code, "type": bundle.headers.get("content-type"),
+                 "umd": "global.AirflowPlugin" in bundle.text}
 conns = client.get("/kafka-archive/api/v1/connections",
                    headers={"Authorization": f"Bearer {token['viewer']}"})
 out["connections"] = conns.json()
@@ -131,7 +140,14 @@ def test_the_plugin_in_airflow(
     )
     assert out["loaded"] == 1, out
     assert out["our_errors"] == {}
-    assert out["views"] == ["Kafka archive"]
+    # the page is a React app in Airflow's own UI (no iframe view), at /plugin/kafka-archive
+    assert out["views"] == []
+    (app,) = out["react_apps"]
+    assert (app["name"], app["url_route"], app["destination"]) == (
+        "Kafka archive", "kafka-archive", "nav",
+    )  # fmt: skip
+    assert [a["url_route"] for a in out["ui_react_apps"]] == ["kafka-archive"], out
+    assert out["bundle"] == {"status": 200, "type": "text/javascript; charset=utf-8", "umd": True}
     assert out["anonymous"]["status"] == 401
     assert out["forged"] in (401, 403)
     assert out["viewer_read"]["status"] == 200
@@ -148,7 +164,7 @@ def test_the_plugin_in_airflow(
     assert "secret-pw" not in out["connections_text"]
     assert out["cookie_read"] == {"user": "op", "can_trigger": True, "can_apply_groups": True}
     assert out["cookie_post_bare"]["error"] == "csrf"
-    assert out["cookie_page"] == 200
+    assert out["cookie_page"] == "../plugin/kafka-archive/?topic=orders"
     # the Airflow home is shared with other tests of the session, which trigger runs of their
     # own: the launch made exactly one run, the one it answered with
     launched = out["op_launch"]["body"]["run_id"]

@@ -16,6 +16,7 @@ from starlette.requests import Request
 
 REPLAY = "kafka_archive_replay"
 GROUPS = "kafka_archive_group_offsets"
+RESTORE = "kafka_archive_restore"
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class User:
 
 
 USERS = {
-    "op-token": User("oncall", read=True, trigger=frozenset({REPLAY, GROUPS})),
+    "op-token": User("oncall", read=True, trigger=frozenset({REPLAY, GROUPS, RESTORE})),
     "viewer-token": User("viewer", read=True, trigger=frozenset()),
     "nobody-token": User("stranger", read=False, trigger=frozenset()),
     # may launch replays, not move consumer groups

@@ -49,9 +49,20 @@ PARAMS_SCHEMA: ParamsSchema = {
     "output": (
         "",
         {"type": "string", "minLength": 1},
-        "Where to write: s3://bucket/prefix or a directory the Spark executors share.",
+        "Where to write: s3://bucket/prefix or a directory the Spark executors share "
+        "(format iceberg: the warehouse of new tables).",
     ),
-    "format": ("parquet", {"type": "string", "enum": ["parquet"]}, "Output format."),
+    "format": (
+        "parquet",
+        {"type": "string", "enum": ["parquet", "iceberg"]},
+        "Output format: Parquet files, or appends to an Iceberg table (each run appends what "
+        "is new since the table's last export snapshot: schedule it).",
+    ),
+    "table": (
+        None,
+        NULLABLE_STR,
+        "Format iceberg: CATALOG.NAMESPACE.TABLE; empty: kafka_archive.<cluster>.<topic>.",
+    ),
     "allow_gaps": (
         False,
         {"type": "boolean"},
@@ -79,6 +90,7 @@ def request_from_params(params: Mapping[str, Any]) -> ExportRequest:
             "partitions": list(params.get("partitions") or []) or None,
             "output": params["output"],
             "format": params.get("format", "parquet"),
+            "table": params.get("table") or None,
             "allow_gaps": bool(params.get("allow_gaps")),
         }
     )
@@ -167,7 +179,7 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         return dict(planned["summary"])
     log.info(
         "export %s %s: %d rows in %d file(s), %d bytes, %.1f s (%.0f rows/s); skipped %d "
-        "aborted records, %d control batches, %d records of open transactions; manifest %s/%s",
+        "aborted records, %d control batches, %d records of open transactions; manifest %s",
         result["export_id"],
         result["status"],
         result["rows"],
@@ -178,7 +190,6 @@ def report_task(planned: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         result["aborted_records"],
         result["control_batches"],
         result["open_txn_records"],
-        result["output"],
         result["manifest"],
     )
     raise_if_incomplete("export", result["export_id"], result)

@@ -8,8 +8,9 @@
   JSON object: ``{at, commits_at, basis, target, items}``, the on-call API's preview answer and
   the task's XCom alike. It holds the target's bootstrap servers and connection name, never
   its settings.
-* :func:`apply_task` - the DAG's ``apply`` task: the target's secrets come from the Airflow
-  connection named by ``target`` (resolved inside the task; they never go through XCom).
+* :func:`apply_task` - the DAG's ``apply`` task: the target's servers and secrets come from the
+  Airflow connection named by ``target``, else from the one the replay was launched to
+  (:func:`connection_resolver`, resolved inside the task; secrets never go through XCom).
 
 Re-running is safe: committing the same offsets for the same group again is idempotent (the
 positions are a function of the catalog's offset map and the pinned time), so a retried or
@@ -22,13 +23,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_archive.airflow.params import NULLABLE_STR, ParamsSchema
 from kafka_archive.airflow.params import validate_params as check_params
-from kafka_archive.services.group_translation import GroupTranslationService
+from kafka_archive.services.group_translation import GroupTranslationService, TargetResolver
 
-__all__ = ["PARAMS_SCHEMA", "apply_task", "target_secrets", "translate", "validate_params"]
+if TYPE_CHECKING:
+    from kafka_archive.replay.planning.plan import TargetSpec
+
+__all__ = [
+    "PARAMS_SCHEMA",
+    "apply_task",
+    "connection_resolver",
+    "target_secrets",
+    "translate",
+    "validate_params",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +65,8 @@ PARAMS_SCHEMA: ParamsSchema = {
     "target": (
         None,
         NULLABLE_STR,
-        "Airflow connection id holding the target's secrets (SASL password, TLS key); empty "
-        "when the target needs none. The bootstrap servers are the replay's.",
+        "Airflow connection id of the target (its servers and secrets: SASL password, TLS "
+        "key); empty: the replay's own target (its connection, if it was launched to one).",
     ),
 }
 
@@ -73,11 +84,14 @@ def translate(
     *,
     apply: bool,
     target_config: Mapping[str, str] | None = None,
+    target_resolver: TargetResolver | None = None,
 ) -> dict[str, Any]:
     """Group ``params["group"]``'s positions on the replay's target (committed there with
     ``apply``) as ``{at, commits_at, basis, target, items}``: the resolved times
     (``{input, ms, utc}`` or None), what the positions were based on, where they go (bootstrap
-    servers and connection name only) and one ``translate-group --json`` object per partition.
+    servers and connection name only: the servers ``target_resolver`` resolves, e.g. of an
+    Airflow connection, over the replay's recorded ones) and one ``translate-group --json``
+    object per partition.
 
     Raises:
         TimeParseError: ``at``/``commits_at`` unreadable or outside 1970..9999.
@@ -99,8 +113,9 @@ def translate(
         target_topic=params.get("target_topic"),
         apply=apply,
         target_config=target_config,
+        target_resolver=target_resolver,
     )
-    where = found.plan.spec.target
+    where = found.target
     return {
         "at": at,
         "commits_at": commits_at,
@@ -111,13 +126,15 @@ def translate(
 
 
 def target_secrets(target: str | None, connection_getter: Callable[[str], Any]) -> dict[str, str]:
-    """The librdkafka settings of Airflow connection ``target`` (its extra, login and password
-    as :func:`~kafka_archive.airflow.replay_tasks.resolve_target` reads them); ``{}`` without
+    """The librdkafka settings of Airflow connection ``target``, its bootstrap servers as
+    ``bootstrap.servers`` (host, port, extra, login and password as
+    :func:`~kafka_archive.airflow.replay_tasks.resolve_target` reads them); ``{}`` without
     one.
 
     Raises:
         GroupTranslationError: ``target`` names no connection (a typo would otherwise commit
-            without the secrets and fail later with a less helpful error).
+            without the secrets and fail later with a less helpful error); ``field``:
+            ``target``.
     """
     from kafka_archive.airflow.replay_tasks import resolve_target
     from kafka_archive.replay.errors import GroupTranslationError
@@ -128,11 +145,48 @@ def target_secrets(target: str | None, connection_getter: Callable[[str], Any]) 
         conn = connection_getter(target)
     except Exception:  # Airflow raises its own not-found types
         raise GroupTranslationError(
-            f"no Airflow connection {target!r} for the target's secrets",
-            hint="create it (Admin > Connections), or leave 'target' empty when the target "
-            "needs no secrets",
+            f"no Airflow connection {target!r} for the target",
+            hint="create it (Admin > Connections), or leave 'target' empty to use the "
+            "replay's own target",
+            field="target",
         ) from None
-    return dict(resolve_target(target, None, lambda _id: conn).config)
+    spec = resolve_target(target, None, lambda _id: conn)
+    return {**spec.config, "bootstrap.servers": spec.bootstrap_servers}
+
+
+def connection_resolver(
+    target: str | None, connection_getter: Callable[[str], Any]
+) -> TargetResolver:
+    """The settings of the target a group is moved on, from Airflow connections: those of
+    ``target`` when given (it must exist), else, when the replay was launched to a connection
+    (its recorded name has no ``host:port``), that connection's, servers included; a replay
+    recorded with servers and no connection keeps them. A ``target`` that names no
+    connection is refused here, before anything else is read."""
+
+    from kafka_archive.replay.errors import GroupTranslationError
+
+    named = target_secrets(target, connection_getter) if target else None  # a typo: now
+
+    def resolve(recorded: TargetSpec) -> dict[str, str]:
+        if named is not None:
+            return named
+        name = recorded.name or ""
+        if not name or ":" in name:
+            return {}
+        try:
+            return target_secrets(name, connection_getter)
+        except GroupTranslationError:
+            if not recorded.recorded_as_connection():
+                return {}  # a plain host name, as recorded
+            raise GroupTranslationError(
+                f"the replay's target is the Airflow connection {name!r}, which does not "
+                "exist (any more)",
+                hint="name the connection of the target as 'target'",
+                missing="bootstrap servers",
+                field="target",
+            ) from None
+
+    return resolve
 
 
 def apply_task(
@@ -147,9 +201,9 @@ def apply_task(
     from kafka_archive.airflow.replay_tasks import task_service
 
     checked = validate_params(params)
-    secrets = target_secrets(checked["target"], connection_getter)
+    resolver = connection_resolver(checked["target"], connection_getter)
     with task_service(GroupTranslationService, variable_getter) as service:
-        out = translate(service, checked, apply=True, target_config=secrets)
+        out = translate(service, checked, apply=True, target_resolver=resolver)
     where = out["target"]
     log.info(
         "group %s committed on %s (%s), %s:",

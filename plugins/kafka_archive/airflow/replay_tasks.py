@@ -222,13 +222,20 @@ def plan_task(
     params: Mapping[str, Any],
     *,
     variable_getter: Callable[[str], str | None] | None = None,
+    connection_getter: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
-    """Plan the replay; returns the (redacted) plan and its summary for XCom."""
+    """Plan the replay; returns the (redacted) plan and its summary for XCom. A ``target``
+    naming an Airflow connection (read with ``connection_getter``) is recorded as its
+    bootstrap servers, named by the connection id: what moving a group afterwards connects to
+    (it recorded the connection id as the servers, which nothing could reach)."""
     from kafka_archive.replay.planning.completeness import describe_hole
     from kafka_archive.replay.runner import dry_run_report
 
-    # the plan needs the target's identity only (secrets are resolved by execute)
-    spec = spec_from_params(params)
+    # the plan records the target's identity and servers; its secrets stay in memory (the
+    # stored plan and the XCom are redacted) and execute resolves them again
+    name = str(params.get("target") or "")
+    resolved = resolve_target(name, params.get("target_config"), connection_getter)
+    spec = spec_from_params(params, resolved.model_copy(update={"name": name}))
     with task_service(ReplayService, variable_getter) as service:
         # a dry run is never executed: no queued lease holding its data from prune
         plan = service.plan(

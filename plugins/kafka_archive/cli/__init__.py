@@ -28,17 +28,15 @@ from typing import Any
 
 import typer
 from click.core import Command, Context
-from click.exceptions import Abort, ClickException, Exit
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand
+
+from kafka_archive.cli.guard import GuardedGroup
+from kafka_archive.cli.pipes import EXIT_CLOSED_PIPE
 
 __all__ = ["EXIT_CLOSED_PIPE", "EXIT_INTERNAL", "SUBCOMMANDS", "app", "main"]
 
 #: exit code of an internal error (see :mod:`kafka_archive.cli.crash`)
 EXIT_INTERNAL = 70  # kept equal to kafka_archive.cli.crash.EXIT_INTERNAL
-#: exit code when the reader of stdout/stderr went away (``| head``): 128 + SIGPIPE, what a
-#: program killed by the signal (git, coreutils) reports to ``set -o pipefail``
-EXIT_CLOSED_PIPE = 141
-_ARGV_KEY = "kafka_archive.argv"
 _LISTING_KEY = "kafka_archive.listing"
 
 
@@ -70,6 +68,12 @@ def _add_replay(root: typer.Typer) -> None:
     from kafka_archive.cli import replay
 
     root.add_typer(replay.app, name="replay")
+
+
+def _add_restore(root: typer.Typer) -> None:
+    from kafka_archive.cli import restore
+
+    root.add_typer(restore.app, name="restore")
 
 
 def _add_export(root: typer.Typer) -> None:
@@ -115,6 +119,11 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[typer.Typer], None]]] = {
         "Replay archived records into a target cluster, exactly once and resumable; translate "
         "consumer-group positions to the replayed topic.",
         _add_replay,
+    ),
+    "restore": (
+        "Restore many topics of an archived cluster as they were at one moment T: partitions, "
+        "configs, ACLs, data (exactly once, in parallel) and consumer groups.",
+        _add_restore,
     ),
     "export": (
         "Export an archived range of a topic to Parquet files (local directory or S3), with "
@@ -203,55 +212,11 @@ class _LazyCommands(MutableMapping[str, Command]):
         return None
 
 
-def _output_closed() -> bool:
-    """Whether stdout or stderr is a pipe whose reader has closed it (Linux and macOS answer
-    POLLERR for it). Without ``poll`` or a real descriptor (a test runner's buffer), any
-    broken pipe is taken for the output's."""
-    import os
-    import select
-    import stat
-    import sys
-
-    if not hasattr(select, "poll"):
-        return True
-    fds = []
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            fds.append(stream.fileno())
-        except (AttributeError, OSError, ValueError):
-            return True
-    for fd in fds:
-        try:
-            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-                continue
-            poller = select.poll()
-            poller.register(fd, select.POLLOUT)
-            if any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poller.poll(0)):
-                return True
-        except OSError:
-            return True
-    return False
-
-
-def _silence_output() -> None:
-    """Point stdout and stderr at /dev/null, so what is still buffered, and Python's flush at
-    exit, do not fail again ("Exception ignored ... BrokenPipeError"): the recipe of the
-    Python documentation's note on SIGPIPE."""
-    import os
-    import sys
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            os.dup2(devnull, stream.fileno())
-        except (AttributeError, OSError, ValueError):
-            continue  # not a real descriptor (a test runner's buffer): nothing to flush at exit
-
-
-class _GuardedGroup(TyperGroup):
-    """The root group: runs every command under the last-resort error handler and with log
-    redaction on (both also apply when the app is invoked by a test runner, not only via
-    :func:`main`), and loads each sub-command's module only when that sub-command is used."""
+class _GuardedGroup(GuardedGroup):
+    """The root group: runs every command guarded (:class:`~kafka_archive.cli.guard.GuardedGroup`:
+    the last-resort error handler, log redaction, a closed output as a quiet exit 141; also when
+    the app is invoked by a test runner, not only via :func:`main`), and loads each
+    sub-command's module only when that sub-command is used."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
@@ -272,38 +237,6 @@ class _GuardedGroup(TyperGroup):
             super().format_help(ctx, formatter)
         finally:
             ctx.meta.pop(_LISTING_KEY, None)
-
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        ctx.meta[_ARGV_KEY] = list(args)
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: Context) -> Any:
-        from kafka_archive.redact import install_log_redaction
-
-        install_log_redaction()
-        try:
-            return super().invoke(ctx)
-        except (Exit, Abort, ClickException):
-            raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
-        except BrokenPipeError as exc:
-            # `kafka-archive ... | head`: the reader is gone, a normal end (as for git, pip).
-            # A broken pipe elsewhere (a socket) is still a failure and reported below.
-            if not _output_closed():
-                from kafka_archive.cli.crash import report_unexpected
-
-                argv = list(ctx.meta.get(_ARGV_KEY, []))
-                code = report_unexpected(
-                    exc, argv=["kafka-archive", *argv], as_json="--json" in argv
-                )
-                raise typer.Exit(code) from None
-            _silence_output()
-            raise typer.Exit(EXIT_CLOSED_PIPE) from None
-        except Exception as exc:
-            from kafka_archive.cli.crash import report_unexpected
-
-            argv = list(ctx.meta.get(_ARGV_KEY, []))
-            code = report_unexpected(exc, argv=["kafka-archive", *argv], as_json="--json" in argv)
-            raise typer.Exit(code) from None
 
 
 app = typer.Typer(

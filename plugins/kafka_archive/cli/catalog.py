@@ -316,7 +316,9 @@ def stats(
     topic: TopicOpt,
     from_: Annotated[str, typer.Option("--from", help="Start time (inclusive).")],
     to: Annotated[str, typer.Option("--to", help="End time (exclusive).")] = "now",
-    bucket: Annotated[str, typer.Option("--bucket", help="Bucket width: 1m, 5m, 1h, 1d.")] = "5m",
+    bucket: Annotated[
+        str, typer.Option("--bucket", help="Bucket width: 10s, 1m, 5m, 1h, 1d.")
+    ] = "5m",
     partition: Annotated[
         list[int] | None,
         typer.Option("--partition", "-p", help="Partition (repeatable).", min=0, max=INT32_MAX),
@@ -325,11 +327,21 @@ def stats(
         Path | None, typer.Option("--png", help="Also draw the chart into this PNG file.")
     ] = None,
     db: DbOpt = "",
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="Archive store (env KAFKA_ARCHIVE_STORE). Needed only for buckets that are not "
+            "whole minutes (e.g. 10s): those are counted from the archived batches themselves.",
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Records and bytes archived per time bucket, with a chart.
 
-    Records are counted at their batch's timestamp (the broker's), at one-minute resolution.
+    Records are counted at their batch's timestamp (the broker's). Buckets of whole minutes
+    come from the catalog alone; any other whole number of seconds (e.g. --bucket 10s) is
+    counted from the archived batches and needs --store.
 
     Example: kafka-archive catalog stats --cluster prod --topic orders --from -1d --bucket 1h
     """
@@ -344,7 +356,7 @@ def stats(
         fail(
             f"--bucket: {bucket!r} is out of range", hint="use e.g. 1m, 5m, 1h, 1d", as_json=as_json
         )
-    with _service(db, as_json) as svc:
+    with _service(db, as_json, store=store, store_use="optional") as svc:
         buckets = _run(as_json, svc.stats, cluster, topic, start, end, width, partition)
     if png is not None:
         from kafka_archive.cli.catalog_charts import draw_png
@@ -355,13 +367,14 @@ def stats(
             emit_json(b.to_json())
         return
     from kafka_archive.cli.catalog_charts import draw_terminal
+    from kafka_archive.counts import IN_LOG
 
-    draw_terminal(buckets, f"{cluster}/{topic} records per {bucket}")
+    draw_terminal(buckets, f"{cluster}/{topic} {IN_LOG} per {bucket}")
     rows = [[format_ms(b.start_ms), b.records, b.bytes] for b in buckets if b.records or b.bytes]
     _table(
-        f"{cluster}/{topic}: {sum(b.records for b in buckets)} records, "
-        f"{sum(b.bytes for b in buckets)} bytes",
-        ["start", "records", "bytes"],
+        f"{cluster}/{topic}: {sum(b.records for b in buckets)} {IN_LOG} (committed and "
+        f"aborted), {sum(b.bytes for b in buckets)} bytes",
+        ["start", IN_LOG, "bytes"],
         rows,
     )
     if png is not None:
@@ -482,9 +495,10 @@ def topics(
     """What the archive holds per topic and partition: offsets, time range, records, bytes,
     problems.
 
-    records: data records actually archived (as `catalog stats` counts them); offset_span:
-    last - first + 1 (larger when compaction, transaction markers or gaps left offsets without
-    records); errors/warnings/info: the rows `catalog gaps` lists, by severity.
+    records in the log: data records actually archived, committed and aborted (as `catalog
+    stats` counts them; an export writes the committed ones); offset_span: last - first + 1
+    (larger when compaction, transaction markers or gaps left offsets without records);
+    errors/warnings/info: the rows `catalog gaps` lists, by severity.
 
     Example: kafka-archive catalog topics --cluster prod
     """

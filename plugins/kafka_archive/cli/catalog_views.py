@@ -15,6 +15,7 @@ import typer
 
 from kafka_archive.cli.catalog_options import DbOpt
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json
+from kafka_archive.counts import IN_LOG
 from kafka_archive.timeparse import format_ms
 
 __all__ = ["print_topics", "register", "severity_summary"]
@@ -48,7 +49,7 @@ def print_topics(cluster: str, held: Sequence[Any]) -> None:
             "offset_span",
             "first time",
             "last time",
-            "records",
+            IN_LOG,
             "bytes",
             "errors",
             "warnings",
@@ -78,7 +79,8 @@ def print_topics(cluster: str, held: Sequence[Any]) -> None:
         "info": sum(h.info for h in held),
     }
     console.print(
-        f"{sum(h.records for h in held)} records, {severity_summary(totals)}"
+        f"{sum(h.records for h in held)} {IN_LOG} (committed and aborted; transaction "
+        f"markers are offsets, not records), {severity_summary(totals)}"
         + (" (details: `kafka-archive catalog gaps`)" if any(totals.values()) else ""),
         markup=False,
     )

@@ -91,7 +91,12 @@ def _write_log(exc: BaseException, argv: list[str]) -> tuple[Path | None, str | 
 
 def report_unexpected(exc: BaseException, *, argv: list[str], as_json: bool) -> int:
     """Report an exception a command let escape (see the module docstring); return the exit
-    code the process should end with. Never raises."""
+    code the process should end with. Never raises. A closed output (``| head``) that got
+    here through a command's own handler is no bug: a quiet end, exit 141."""
+    from kafka_archive.cli.pipes import closed_pipe, end_quietly
+
+    if closed_pipe(exc):
+        return end_quietly()
     if is_user_error(exc):  # the one classification: kafka_archive.cli.errors
         message = redact_text(_first_line(str(exc)) or type(exc).__name__)
         hint_value: Any = getattr(exc, "hint", None)

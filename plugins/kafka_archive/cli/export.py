@@ -38,7 +38,12 @@ HELP = (
     "  kafka-archive export --cluster prod --topic orders --from -24h --to -1h \\\n"
     "      --output s3://lake/kafka/orders\n"
     "  kafka-archive export --cluster prod --topic orders --from earliest \\\n"
-    "      --output /data/orders-parquet --partitions 0-3 --spark-master local[2] --json"
+    "      --output /data/orders-parquet --partitions 0-3 --spark-master local[2] --json\n"
+    "  kafka-archive export --cluster prod --topic orders --from earliest --format iceberg \\\n"
+    "      --table lake.prod.orders --output s3://lake/warehouse   # again: appends what is new\n\n"
+    "--format iceberg appends to an Apache Iceberg table (JDBC catalog in the --db database, "
+    "files under the --output warehouse), one snapshot per export; each run continues from "
+    "the offsets the table's last export snapshot holds (docs/export.md)."
 )
 
 
@@ -71,7 +76,17 @@ def export(
         str | None,
         typer.Option("--to", help="End, same forms (exclusive); default: the end of the archive."),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Output format: parquet.")] = "parquet",
+    fmt: Annotated[
+        str, typer.Option("--format", help="Output format: parquet or iceberg.")
+    ] = "parquet",
+    table: Annotated[
+        str | None,
+        typer.Option(
+            "--table",
+            help="--format iceberg: the table CATALOG.NAMESPACE.TABLE (default "
+            "kafka_archive.<cluster>.<topic>); --output is the warehouse of new tables.",
+        ),
+    ] = None,
     partitions: Annotated[
         str | None, typer.Option("--partitions", help="e.g. 0,1,2 or 0-5 (default all).")
     ] = None,
@@ -118,8 +133,11 @@ def export(
     from kafka_archive.cli.replay import waiting_for_open_transactions
     from kafka_archive.services.export import ExportRequest, ExportService
 
-    if fmt != "parquet":
-        fail(f"unknown format {fmt!r}", hint="use --format parquet", code=2, as_json=as_json)
+    if fmt not in ("parquet", "iceberg"):
+        fail(f"unknown format {fmt!r}", hint="use --format parquet or --format iceberg", code=2,
+             as_json=as_json)  # fmt: skip
+    if table is not None and fmt != "iceberg":
+        fail("--table is for --format iceberg", code=2, as_json=as_json)
     try:
         request = ExportRequest.model_validate(
             {
@@ -130,6 +148,7 @@ def export(
                 "partitions": parse_partitions(partitions, as_json),
                 "output": output,
                 "format": fmt,
+                "table": table,
                 "allow_gaps": allow_gaps,
             }
         )
@@ -175,10 +194,13 @@ def _print_plan(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(summary)
         return
+    from kafka_archive.counts import COMMITTED, OFFSETS
+
     console.print(
         f"export [bold]{summary['export_id']}[/] of {summary['cluster']}/{summary['topic']} "
-        f"to {summary['output']}: at most {summary['records_at_most']} records, "
-        f"{summary['bytes']} bytes to read"
+        f"to {summary['output']}: {summary['records_at_most']} {OFFSETS}, "
+        f"{summary['bytes']} bytes to read; it writes their {COMMITTED}, one row each "
+        "(aborted records and transaction markers are skipped)"
     )
     for p in summary["partitions"]:
         console.print(
@@ -194,18 +216,29 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     done = {
         "already-committed": "already committed: nothing written",
         "incomplete": "committed INCOMPLETE (the manifest says so)",
+        "up-to-date": "up to date: the table holds everything archived, nothing written",
     }.get(report["status"], "committed")
+    from kafka_archive.counts import ABORTED, COMMITTED, MARKERS
+
+    if report.get("table"):
+        console.print(
+            f"export [bold]{report['export_id'] or '-'}[/] to {report['table']} {done}: "
+            f"{report['rows']} rows ({COMMITTED}) in {report['files']} file(s), "
+            f"{report['bytes_written']} bytes, snapshot {report['snapshot_id']}, "
+            f"{report['duration_s']} s"
+        )
+        console.print(f"  offsets now: {report['offsets']}")
+        return
     console.print(
-        f"export [bold]{report['export_id']}[/] {done}: {report['rows']} rows in "
-        f"{report['files']} file(s), {report['bytes_written']} bytes, "
+        f"export [bold]{report['export_id']}[/] {done}: {report['rows']} rows ({COMMITTED}) "
+        f"in {report['files']} file(s), {report['bytes_written']} bytes, "
         f"{report['duration_s']} s ({report['rows_per_s']} rows/s)"
     )
     console.print(
-        f"  skipped: {report['aborted_records']} aborted record(s), "
-        f"{report['control_batches']} control batch(es), {report['open_txn_records']} "
-        "record(s) of transactions still open"
+        f"  skipped: {report['aborted_records']} {ABORTED}, {report['control_batches']} "
+        f"{MARKERS}, {report['open_txn_records']} record(s) of transactions still open"
     )
-    console.print(f"  manifest: {report['output']}/{report['manifest']}")
+    console.print(f"  manifest: {report['manifest']}")
 
 
 def register(app: typer.Typer) -> None:

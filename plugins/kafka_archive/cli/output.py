@@ -80,7 +80,16 @@ def print_error(
     details: dict[str, Any] | None = None,
 ) -> None:
     """Print an error (and what to do next): ``error:``/``hint:`` lines on stderr, or one JSON
-    object ``{"kind": "error", "message", "hint", **details}`` on stdout. Secrets redacted."""
+    object ``{"kind": "error", "message", "hint", **details}`` on stdout. Secrets redacted.
+
+    Called while handling a closed output (a command's broad ``except OSError`` caught the
+    ``BrokenPipeError`` of its own ``| head``), it re-raises that instead: the command's guard
+    ends quietly (:mod:`kafka_archive.cli.pipes`), nothing is reported as a failure."""
+    from kafka_archive.cli.pipes import closed_pipe
+
+    handling = sys.exc_info()[1]
+    if handling is not None and closed_pipe(handling):
+        raise handling
     message = redact_text(message)
     hint = redact_text(hint) if hint else hint
     if as_json:

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from kafka_archive.cli.output import console
+from kafka_archive.counts import ABORTED, MARKERS, OFFSETS, WILL_SEND
 
 __all__ = ["print_holes", "print_plan", "print_report", "print_status"]
 
@@ -29,7 +30,7 @@ def print_plan(report: Any) -> None:
         {
             "start offset": "start_offset",
             "end offset (excl.)": "end_offset",
-            "records <=": "records",
+            OFFSETS: "records",
             "bytes": "bytes",
             "objects": "object_count",
         },
@@ -41,6 +42,12 @@ def print_plan(report: Any) -> None:
                 f"  p{p}: {obj['key']} bytes [{obj['start']}, {obj['end']}) "
                 f"offsets {obj['base_offset']}..{obj['last_offset']}"
             )
+    total = sum(int(row["records"]) for row in report.partitions.values())
+    console.print(
+        f"{WILL_SEND}: at most {total} (the {OFFSETS}; {ABORTED} and {MARKERS} among them "
+        "are not sent, and the run's report counts them apart)",
+        markup=False,
+    )
 
 
 #: how the report's ``replay_path`` reads in a sentence
@@ -57,18 +64,22 @@ def print_report(report: Any) -> None:
         {
             "first offset": "first_offset",
             "last offset": "last_offset",
-            "records": "records",
+            "records sent": "records",
             "this run": "records_this_run",
-            "aborted skipped": "skipped_aborted_records",
-            "control skipped": "skipped_control_batches",
+            f"{ABORTED} skipped": "skipped_aborted_records",
+            f"{MARKERS} skipped": "skipped_control_batches",
             "filtered": "filtered_records",
             "open txn": "open_txn_records",
             "status": "status",
         },
         report.partitions,
     )
+    aborted = sum(int(r["skipped_aborted_records"]) for r in report.partitions.values())
+    markers = sum(int(r["skipped_control_batches"]) for r in report.partitions.values())
     console.print(
-        f"{report.records_sent_this_run} records sent this run ({report.records_sent} in total) "
+        f"{report.records_sent_this_run} committed records sent this run "
+        f"({report.records_sent} in total; {aborted} {ABORTED} and {markers} {MARKERS} "
+        "skipped) "
         f"to {report.target_topic} in {report.duration_s:.2f} s: "
         f"{report.records_per_s:,.0f} records/s, {report.mb_per_s:.2f} MB/s "
         f"({_PATHS.get(report.replay_path, report.replay_path)})"
@@ -112,7 +123,7 @@ def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
     )
     console.print(
         f"[bold]{obj['replay_id']}[/] {obj['status']}: {obj['cluster']}/{obj['topic']} -> "
-        f"{obj['target_topic']} @ {obj['target']} ({obj['records_sent']} records, "
+        f"{obj['target_topic']} @ {obj['target']} ({obj['records_sent']} records sent, "
         f"{obj['offset_ranges']} offset ranges{holes})"
     )
     if obj.get("resumable") and obj["status"] != "running":
@@ -120,7 +131,7 @@ def print_status(obj: dict[str, Any], progress: list[Any]) -> None:
     for p in progress:
         state = "done" if p.done else f"at {p.next_offset}/{p.end_offset}"
         console.print(
-            f"  partition {p.source_partition}: {state}, {p.records_sent} records, "
+            f"  partition {p.source_partition}: {state}, {p.records_sent} records sent, "
             f"{p.txn_seq} transactions"
         )
 

@@ -1,25 +1,33 @@
 """The export id, the manifest of an export's files, and the commit.
 
 An export writes to an **output store** (a directory or an ``s3://bucket/prefix``, opened
-through :mod:`kafka_archive.store`). Its life:
+through :mod:`kafka_archive.store`) that holds **only its data files**
+(``date=YYYY-MM-DD/hour=HH/part-<export id>-p<partition>-<seq>.parquet``), so that a reader
+globbing it (DuckDB's ``read_parquet('<output>/**')``, ``spark.read.parquet``, pyarrow) finds
+nothing else: the export's own bookkeeping - the manifest and the staged files - lives in the
+**bookkeeping store** beside it, ``<output>.kafka-archive/`` (:func:`bookkeeping_uri`), and a
+local output keeps no ``.ka-meta-*`` sidecar files (their SHA-256 is the manifest's). Its life:
 
-1. Each Spark task writes its partition's Parquet files under the staging prefix
-   ``_staging/<export id>/`` (file names are a function of the export id, the partition and a
-   sequence number, so a retried or re-run task *replaces* the staged files of a failed
-   attempt: nothing is duplicated).
-2. :func:`commit` publishes every staged file to its final key (the same path without the
-   staging prefix: ``date=YYYY-MM-DD/hour=HH/part-<export id>-p<partition>-<seq>.parquet``),
-   checking each copy's SHA-256, then writes the manifest :data:`MANIFEST_KEY` **last**: an
-   export exists once its manifest does, and the manifest is the only truth about which files
-   it is made of.
-3. It then removes the staging prefix and every data file of an earlier export (or of a failed
-   publication) that the manifest does not list, so after a commit the output holds exactly the
-   manifest's files, and Hive-style directory readers (pyarrow.dataset, DuckDB, Spark SQL) read
-   the same rows as a manifest reader. Names starting with ``_`` are skipped by those readers.
+1. Each Spark task writes its partition's Parquet files to the bookkeeping store under
+   ``_staging/<export id>/<final key>`` (file names are a function of the export id, the
+   partition and a sequence number, so a retried or re-run task *replaces* the staged files
+   of a failed attempt: nothing is duplicated).
+2. :func:`commit` publishes every staged file to its final key in the output, checking each
+   copy's SHA-256, then writes the manifest :data:`MANIFEST_KEY` into the bookkeeping store
+   **last**: an export exists once its manifest does, and the manifest is the only truth
+   about which files it is made of.
+3. It then removes the staging prefix and every data file of an earlier export (or of a
+   failed publication) that the manifest does not list, so after a commit the output holds
+   exactly the manifest's files, and directory readers read the same rows as a manifest
+   reader.
 
 A crash anywhere leaves a state the next run of the same request completes: before the manifest
 is written, the previous manifest (if any) still describes the output; after it, a re-run finds
 the manifest with its own export id, only finishes step 3 and reports the export committed.
+
+An output written by an earlier version (manifest ``_kafka_archive_export.json`` and
+``_staging/`` inside the output) is read as such, and its manifest and staging are moved out
+(deleted from the output) by the next commit into it.
 
 A manifest with ``complete: false`` (an export that stopped at the archive's last stable
 offset: a transaction was open where the archive ends) is not served as done: the next run of
@@ -51,22 +59,27 @@ from kafka_archive.store.errors import (
 from kafka_archive.timeparse import now_ms
 
 __all__ = [
+    "BOOKKEEPING_SUFFIX",
     "MANIFEST_KEY",
     "STAGING_PREFIX",
     "ExportFile",
     "ExportManifest",
     "PartitionRange",
+    "bookkeeping_uri",
     "check_output",
     "clean_output",
     "commit",
     "export_id_for",
     "manifest_for",
+    "open_export_stores",
     "read_manifest",
     "staged_key",
 ]
 
 MANIFEST_KEY = "_kafka_archive_export.json"
 STAGING_PREFIX = "_staging/"
+#: the bookkeeping store of output ``X`` is ``X`` + this suffix (a sibling folder or prefix)
+BOOKKEEPING_SUFFIX = ".kafka-archive"
 MANIFEST_FORMAT = 1
 #: data files an export writes (anything else in the output is never deleted)
 _DATA_FILE = re.compile(r"(^|/)part-e-[0-9a-f]{16}-p\d{5}-\d{5}\.parquet$")
@@ -127,14 +140,17 @@ class ExportManifest(FrozenModel):
         return self.model_dump_json(indent=1).encode()
 
 
-def export_id_for(cluster: str, topic: str, ranges: Sequence[PartitionRange]) -> str:
-    """The export id: a digest of what is exported (cluster, topic, resolved offset ranges) and
-    the schema version. The same request resolved to the same offsets is the same export."""
+def export_id_for(
+    cluster: str, topic: str, ranges: Sequence[PartitionRange], *, fmt: str = "parquet"
+) -> str:
+    """The export id: a digest of what is exported (cluster, topic, resolved offset ranges),
+    where to (``fmt``: ``parquet``, or ``iceberg:<table>``) and the schema version. The same
+    request resolved to the same offsets is the same export."""
     ident = {
         "cluster": cluster,
         "topic": topic,
         "ranges": [[r.partition, r.start_offset, r.end_offset] for r in ranges],
-        "format": "parquet",
+        "format": fmt,
         "schema": SCHEMA_VERSION,
     }
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
@@ -146,8 +162,39 @@ def staged_key(export_id: str, final_key: str) -> str:
     return f"{STAGING_PREFIX}{export_id}/{final_key}"
 
 
-def read_manifest(output: ObjectStore) -> ExportManifest | None:
-    """The committed manifest of ``output``, or ``None`` when nothing was committed there.
+def bookkeeping_uri(output_uri: str) -> str:
+    """Where an export to ``output_uri`` keeps its manifest and staged files: the sibling
+    folder or prefix ``<output>.kafka-archive`` (outside the output, so readers globbing the
+    output never meet them).
+
+    Raises:
+        StoreConfigError: an S3 output without a prefix (its sibling would be inside it).
+    """
+    uri = output_uri.rstrip("/")
+    if uri.startswith("s3://") and "/" not in uri[len("s3://") :]:
+        raise StoreConfigError(
+            "an S3 export output needs a prefix (the export keeps its manifest beside it)",
+            uri=output_uri,
+            hint="give --output s3://bucket/some/prefix",
+        )
+    return uri + BOOKKEEPING_SUFFIX
+
+
+def open_export_stores(uri: str, **options: Any) -> tuple[ObjectStore, ObjectStore]:
+    """``(output, bookkeeping)`` stores of an export to ``uri`` (see the module docstring); a
+    local output is opened without sidecar files."""
+    from kafka_archive.store import open_store
+    from kafka_archive.store.local import LocalStore
+
+    output = open_store(uri, **options)
+    if isinstance(output, LocalStore):
+        output = LocalStore(output.root, sidecars=False, **options)
+    return output, open_store(bookkeeping_uri(output.uri), **options)
+
+
+def read_manifest(meta: ObjectStore, output: ObjectStore | None = None) -> ExportManifest | None:
+    """The committed manifest in the bookkeeping store ``meta`` (else, given ``output``, in
+    an output written by an earlier version), or ``None`` when nothing was committed there.
 
     Raises:
         StoreError: :data:`MANIFEST_KEY` is there but is not an export manifest this version
@@ -157,9 +204,15 @@ def read_manifest(output: ObjectStore) -> ExportManifest | None:
     from pydantic import ValidationError
 
     try:
-        data = output.get_bytes(MANIFEST_KEY)
+        data = meta.get_bytes(MANIFEST_KEY)
     except ObjectNotFound:
-        return None
+        if output is None:
+            return None
+        try:
+            data = output.get_bytes(MANIFEST_KEY)
+        except ObjectNotFound:
+            return None
+        meta = output  # a legacy manifest: named where it is in errors
     hint = (
         "this folder holds something other than a kafka-archive export: give --output another "
         f"folder, or remove {MANIFEST_KEY} if it is yours to remove (the export then rewrites "
@@ -171,7 +224,7 @@ def read_manifest(output: ObjectStore) -> ExportManifest | None:
         raise StoreError(
             f"the export manifest is not JSON ({type(exc).__name__} at byte "
             f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})",
-            uri=output.uri,
+            uri=meta.uri,
             key=MANIFEST_KEY,
             hint=hint,
         ) from None
@@ -180,7 +233,7 @@ def read_manifest(output: ObjectStore) -> ExportManifest | None:
         raise StoreError(
             f"the export manifest has format {found}; this version reads format "
             f"{MANIFEST_FORMAT} and older",
-            uri=output.uri,
+            uri=meta.uri,
             key=MANIFEST_KEY,
             hint="upgrade kafka-archive, or give --output another folder",
         )
@@ -191,7 +244,7 @@ def read_manifest(output: ObjectStore) -> ExportManifest | None:
         raise StoreError(
             "the export manifest is not one kafka-archive wrote: "
             f"{exc.error_count()} bad or missing field(s): {', '.join(fields[:8])}",
-            uri=output.uri,
+            uri=meta.uri,
             key=MANIFEST_KEY,
             hint=hint,
         ) from None
@@ -252,9 +305,9 @@ def check_output(output: ObjectStore) -> None:
         ) from None
 
 
-def _publish(output: ObjectStore, export_id: str, file: ExportFile) -> None:
-    """Copy one staged file to its final key, verified against the task's SHA-256 (a file
-    already published by an interrupted commit is checked and left as it is)."""
+def _publish(output: ObjectStore, meta: ObjectStore, export_id: str, file: ExportFile) -> None:
+    """Copy one staged file (in ``meta``) to its final key in ``output``, verified against the
+    task's SHA-256 (a file already published by an interrupted commit is checked and left)."""
     head = output.head(file.key)
     if (
         head is not None
@@ -262,7 +315,7 @@ def _publish(output: ObjectStore, export_id: str, file: ExportFile) -> None:
         and hashlib.sha256(output.get_bytes(file.key)).hexdigest() == file.sha256
     ):
         return
-    data = output.get_bytes(staged_key(export_id, file.key))
+    data = meta.get_bytes(staged_key(export_id, file.key))
     if hashlib.sha256(data).hexdigest() != file.sha256:
         raise IntegrityError(
             f"staged export file {file.key} does not match the checksum its task reported",
@@ -271,29 +324,35 @@ def _publish(output: ObjectStore, export_id: str, file: ExportFile) -> None:
     output.put_bytes(file.key, data, sha256=file.sha256)
 
 
-def commit(output: ObjectStore, manifest: ExportManifest) -> None:
+def commit(output: ObjectStore, meta: ObjectStore, manifest: ExportManifest) -> None:
     """Publish the manifest's staged files, write the manifest last, then clean up (see the
     module docstring). Idempotent: an interrupted commit is completed by calling it again."""
     with ThreadPoolExecutor(_PUBLISH_THREADS, thread_name_prefix="export-publish") as pool:
-        for _ in pool.map(lambda f: _publish(output, manifest.export_id, f), manifest.files):
+        for _ in pool.map(lambda f: _publish(output, meta, manifest.export_id, f), manifest.files):
             pass
-    output.put_bytes(MANIFEST_KEY, manifest.to_json())
-    clean_output(output, manifest)
+    meta.put_bytes(MANIFEST_KEY, manifest.to_json())
+    clean_output(output, meta, manifest)
 
 
-def clean_output(output: ObjectStore, manifest: ExportManifest) -> list[str]:
-    """Delete the staging prefix and every export data file ``manifest`` does not list;
-    returns the deleted keys. Only names an export writes are touched."""
+def clean_output(output: ObjectStore, meta: ObjectStore, manifest: ExportManifest) -> list[str]:
+    """Delete the staging prefix, every export data file ``manifest`` does not list, and the
+    manifest and staging an earlier version kept inside the output; returns the deleted keys
+    (of ``meta``, then of ``output``). Only names an export writes are touched."""
     listed = {f.key for f in manifest.files}
-    doomed = [o.key for o in output.list(STAGING_PREFIX)]
+    staged = [o.key for o in meta.list(STAGING_PREFIX)]
+    for key in staged:
+        meta.delete(key)
+    doomed = [o.key for o in output.list(STAGING_PREFIX)]  # an earlier version's
     doomed += [
         o.key
         for o in output.list("")
         if not o.key.startswith(STAGING_PREFIX) and _DATA_FILE.search(o.key) and o.key not in listed
     ]
+    if output.head(MANIFEST_KEY) is not None:
+        doomed.append(MANIFEST_KEY)
     for key in doomed:
         output.delete(key)
-    return doomed
+    return staged + doomed
 
 
 def manifest_for(
@@ -303,6 +362,7 @@ def manifest_for(
     topic: str,
     ranges: Iterable[PartitionRange],
     files: Iterable[ExportFile],
+    topic_id: str | None = None,
     aborted_records: int = 0,
     control_batches: int = 0,
     open_txn_records: int = 0,
@@ -314,6 +374,7 @@ def manifest_for(
         export_id=export_id,
         cluster=cluster,
         topic=topic,
+        topic_id=topic_id,
         columns={f.name: str(f.type) for f in FILE_SCHEMA},
         ranges=list(ranges),
         files=ordered,

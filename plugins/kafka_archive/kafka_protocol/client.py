@@ -65,6 +65,14 @@ def error_name(code: int) -> str:
     return f"{name} ({code})"
 
 
+def retriable(code: int) -> bool:
+    """Whether Kafka marks the error code retriable (a leader moving, a replica or an offset not
+    available yet: asking again, after Metadata, may succeed)."""
+    import kafka.errors as errors
+
+    return bool(getattr(errors.for_code(code), "retriable", False))
+
+
 class ProtocolClient:
     """kafka-python's network client for the cluster that ``conf`` (librdkafka settings, mapped
     by :func:`~kafka_archive.kafka_protocol.config.kafka_python_config`) reaches.

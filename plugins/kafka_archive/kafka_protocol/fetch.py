@@ -1,17 +1,22 @@
 """Raw reads of a cluster's partitions over the Kafka protocol: Metadata of every topic,
-ListOffsets, DescribeConfigs of a topic, and Fetch (``read_uncommitted``) handing back each
-partition's record bytes exactly as the broker sent them.
+ListOffsets, OffsetsForLeaderEpoch, DescribeConfigs of a topic, and Fetch
+(``read_uncommitted``) handing back each partition's record bytes exactly as the broker sent
+them.
 
 kafka-python's generated request and response classes do the encoding (its ``FetchResponse``
 keeps ``records`` as the raw bytes of the partition: nothing is decoded or re-encoded), sent
 through :class:`~kafka_archive.kafka_protocol.client.ProtocolClient`; this module only shapes
 the questions and the answers.
 
-Fetch versions 4-12 (topics by name; 13 on address topics by id): every one returns magic-2
-batches as stored (a broker down-converts only for fetch versions below 4), the high watermark,
-the last stable offset and the log start offset. A consumer Fetch (``replica_id`` -1) is served
-up to the high watermark only (``FetchIsolation.HIGH_WATERMARK`` in ``ReplicaManager``): no
-byte it returns can still be truncated by a leader change.
+Fetch versions 4-13: topics by name up to 12; when every topic asked has a known topic id,
+version 13 (brokers of 3.1 and later) addresses them by id, so a topic deleted and re-created
+under the same name is answered ``UNKNOWN_TOPIC_ID`` instead of with the new topic's batches at
+the old topic's offsets. Every version returns magic-2 batches as stored (a broker
+down-converts only for fetch versions below 4), the high watermark, the last stable offset and
+the log start offset. A consumer Fetch (``replica_id`` -1) is served up to the high watermark
+only (``FetchIsolation.HIGH_WATERMARK`` in ``ReplicaManager``): no byte it returns can be
+truncated by a clean leader change (an unclean one is found by OffsetsForLeaderEpoch,
+:mod:`kafka_archive.archive.fetch.epochs`).
 
 Errors: the broker's per-partition error codes are returned in :class:`FetchedPartition`
 (``error_code``) for the caller to judge (:data:`LEADERSHIP_ERRORS`,
@@ -29,14 +34,16 @@ from typing import Any, Final
 
 from kafka_archive.errors import KafkaArchiveError
 from kafka_archive.kafka_protocol.client import ProtocolClient, error_name
-from segment_lib.metadata_files import encode_kafka_uuid
+from segment_lib.metadata_files import decode_kafka_uuid, encode_kafka_uuid
 
 __all__ = [
     "EARLIEST",
     "LATEST",
     "LEADERSHIP_ERRORS",
     "OFFSET_OUT_OF_RANGE",
+    "UNDEFINED_EPOCH",
     "ClusterTopics",
+    "EpochEnd",
     "FetchedPartition",
     "ProtocolRequestError",
     "TopicInfo",
@@ -44,17 +51,22 @@ __all__ = [
     "fetch_partitions",
     "fetch_request",
     "list_offsets",
+    "offsets_for_leader_epoch",
     "topic_configs",
 ]
 
 #: ListOffsets timestamps: the log start offset and the high watermark
 EARLIEST: Final = -2
 LATEST: Final = -1
+#: OffsetsForLeaderEpoch's "no such epoch / offset" (``UNDEFINED_EPOCH``,
+#: ``UNDEFINED_EPOCH_OFFSET``)
+UNDEFINED_EPOCH: Final = -1
 
 OFFSET_OUT_OF_RANGE: Final = 1
 #: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
-#: REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: ask Metadata again
-LEADERSHIP_ERRORS: Final = frozenset({3, 5, 6, 9, 74, 75})
+#: REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID,
+#: INCONSISTENT_TOPIC_ID: ask Metadata again
+LEADERSHIP_ERRORS: Final = frozenset({3, 5, 6, 9, 74, 75, 100, 103})
 
 _TOPIC_RESOURCE: Final = 2  # DescribeConfigs resource type TOPIC
 
@@ -73,6 +85,8 @@ class TopicInfo:
     internal: bool
     #: partition -> leader broker id (-1: none)
     leaders: dict[int, int]
+    #: partition -> leader epoch (Metadata v7+; absent: unknown)
+    leader_epochs: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +133,11 @@ def cluster_topics(client: ProtocolClient) -> ClusterTopics:
             tid_s,
             bool(getattr(t, "is_internal", False)),
             {p.partition_index: p.leader_id for p in t.partitions},
+            {
+                p.partition_index: int(p.leader_epoch)
+                for p in t.partitions
+                if getattr(p, "leader_epoch", None) is not None
+            },
         )
     return ClusterTopics(getattr(md, "cluster_id", None), out)
 
@@ -168,6 +187,59 @@ def list_offsets(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class EpochEnd:
+    """One partition's OffsetsForLeaderEpoch answer: the largest epoch the leader knows that is
+    at most the one asked, and where it ends (the start of the leader's next epoch, or its log
+    end offset for its current epoch); both :data:`UNDEFINED_EPOCH` when the leader knows no
+    epoch at or below the one asked."""
+
+    error_code: int
+    leader_epoch: int
+    end_offset: int
+
+
+def offsets_for_leader_epoch(
+    client: ProtocolClient, node: int, topic: str, asks: Mapping[int, tuple[int, int]]
+) -> dict[int, EpochEnd]:
+    """OffsetsForLeaderEpoch (versions 3-4, as a consumer: ``replica_id`` -1, Describe on the
+    topic) of ``{partition: (current leader epoch or -1, epoch asked)}`` from broker ``node``
+    (their leader): partition -> :class:`EpochEnd`, per-partition errors in it (a stale
+    ``current leader epoch`` is answered ``FENCED_LEADER_EPOCH``/``UNKNOWN_LEADER_EPOCH``:
+    :data:`LEADERSHIP_ERRORS`)."""
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+
+    ot = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    op = ot.OffsetForLeaderPartition
+    resp = client.request(
+        node,
+        OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                ot(
+                    topic=topic,
+                    partitions=[
+                        op(partition=p, current_leader_epoch=current, leader_epoch=epoch)
+                        for p, (current, epoch) in sorted(asks.items())
+                    ],
+                )
+            ],
+            min_version=3,
+            max_version=4,
+        ),
+        f"OffsetsForLeaderEpoch of {topic}",
+    )
+    out: dict[int, EpochEnd] = {}
+    for t in resp.topics:
+        for p in t.partitions:
+            out[p.partition] = EpochEnd(
+                p.error_code,
+                int(UNDEFINED_EPOCH if p.leader_epoch is None else p.leader_epoch),
+                int(p.end_offset),
+            )
+    return out
+
+
 def topic_configs(client: ProtocolClient, topic: str, names: Sequence[str]) -> dict[str, str]:
     """The values of the topic configs ``names`` (DescribeConfigs: the topic's own, else the
     broker's or Kafka's default, as the broker resolves them).
@@ -213,26 +285,42 @@ def fetch_request(
     min_bytes: int,
     max_bytes: int,
     partition_max_bytes: int,
+    topic_ids: Mapping[str, str | None] | None = None,
+    leader_epochs: Mapping[tuple[str, int], int] | None = None,
 ) -> Any:
-    """A read_uncommitted consumer FetchRequest (versions 4-12) of ``{(topic, partition):
-    fetch offset}``."""
+    """A read_uncommitted consumer FetchRequest of ``{(topic, partition): fetch offset}``:
+    versions 4-12, or 4-13 when ``topic_ids`` (Kafka's text form) names every topic (module
+    docstring; the broker's highest version is used, each version encodes the topic's name or
+    its id). ``leader_epochs``: the current leader epoch the client knows per partition
+    (versions 9 on; a leader of another epoch answers ``FENCED_LEADER_EPOCH`` or
+    ``UNKNOWN_LEADER_EPOCH`` instead of serving stale metadata, KIP-320)."""
     from kafka.protocol.consumer import FetchRequest
 
     ft, fp = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), offset in asks.items():
         by_topic.setdefault(topic, []).append(
-            fp(partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes)
+            fp(
+                partition=partition,
+                current_leader_epoch=(leader_epochs or {}).get((topic, partition), -1),
+                fetch_offset=offset,
+                partition_max_bytes=partition_max_bytes,
+            )
         )
+    ids = {t: (topic_ids or {}).get(t) for t in by_topic}
+    by_id = all(ids.values())
     return FetchRequest(
         replica_id=-1,  # a consumer: served up to the high watermark only
         max_wait_ms=max_wait_ms,
         min_bytes=min_bytes,
         max_bytes=max_bytes,
         isolation_level=0,  # read_uncommitted: every batch, aborted data and markers included
-        topics=[ft(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        topics=[
+            ft(topic=t, topic_id=decode_kafka_uuid(ids[t]) if by_id else None, partitions=ps)  # type: ignore[arg-type]
+            for t, ps in by_topic.items()
+        ],
         min_version=4,
-        max_version=12,  # topics by name (13 on: by topic id)
+        max_version=13 if by_id else 12,  # 13 on: topics by id
     )
 
 
@@ -245,9 +333,13 @@ def fetch_partitions(
     min_bytes: int = 0,
     max_bytes: int = 64 << 20,
     partition_max_bytes: int = 4 << 20,
+    topic_ids: Mapping[str, str | None] | None = None,
+    leader_epochs: Mapping[tuple[str, int], int] | None = None,
 ) -> list[FetchedPartition]:
     """One Fetch of ``{(topic, partition): offset}`` from broker ``node`` (their leader); each
-    partition's answer, its record bytes untouched."""
+    partition's answer, its record bytes untouched (``topic_ids``, ``leader_epochs``:
+    :func:`fetch_request`)."""
+    names = {decode_kafka_uuid(i): t for t, i in (topic_ids or {}).items() if i}
     resp = client.request(
         node,
         fetch_request(
@@ -256,6 +348,8 @@ def fetch_partitions(
             min_bytes=min_bytes,
             max_bytes=max_bytes,
             partition_max_bytes=partition_max_bytes,
+            topic_ids=topic_ids,
+            leader_epochs=leader_epochs,
         ),
         f"Fetch from broker {node}",
     )
@@ -263,10 +357,12 @@ def fetch_partitions(
         raise ProtocolRequestError(f"Fetch from broker {node}: {error_name(resp.error_code)}")
     out: list[FetchedPartition] = []
     for t in resp.responses:
+        tid = getattr(t, "topic_id", None)
+        topic = getattr(t, "topic", None) or (names.get(tid, "") if tid is not None else "")
         for p in t.partitions:
             out.append(
                 FetchedPartition(
-                    t.topic,
+                    topic,
                     p.partition_index,
                     p.error_code,
                     int(p.high_watermark),

@@ -18,11 +18,23 @@ requires of a transactional producer:
    will write (the coordinator writes the markers there at the end).
 3. :meth:`~TxnBatchProducer.sequence` then :meth:`~TxnBatchProducer.append` - each batch takes
    the next base sequence of its partition (the broker refuses a gap or a repeat) and goes in a
-   ``Produce`` request (``acks=all``) - one batch per partition per request, as a broker
-   requires of magic 2 - with up to ``max_in_flight`` requests per broker in flight (one
-   connection per broker answers in order, so sequences arrive in order; five is what the
-   broker's duplicate detection remembers per producer). The leader's answer gives the batch
-   its offset.
+   ``Produce`` request - one batch per partition per request, as a broker requires of magic 2 -
+   with up to ``max_in_flight`` requests per broker in flight (one connection per broker
+   answers in order, so sequences arrive in order; five is what the broker's duplicate
+   detection remembers per producer). The leader's answer gives the batch its offset.
+   **Durability is asked of a partition's last batch only**: every batch of a partition but the
+   transaction's last goes with ``acks=1`` (answered once the leader appended it), the last -
+   held back until the next batch of that partition or :meth:`~TxnBatchProducer.flush` - with
+   ``acks=all``. A broker answers ``acks=all`` once the partition's high watermark passed the
+   batch, i.e. once every in-sync replica holds the log up to it, *every earlier batch
+   included*: so when :meth:`~TxnBatchProducer.flush` returns, the whole transaction is as
+   durable as if each batch had asked ``acks=all``. Why: a broker serves one request per
+   connection at a time, so with ``acks=all`` on every batch a partition moved one batch per
+   replication round trip (docs/performance.md, "Batch-level replay into a real cluster").
+   A batch that a failing leader acknowledged but did not replicate cannot be committed: the
+   partition's next request finds a gap in this producer's sequences on the new leader
+   (``OUT_OF_ORDER_SEQUENCE_NUMBER`` / ``UNKNOWN_PRODUCER_ID``) or the ``acks=all`` request
+   fails, and the transaction is aborted and redone (step 4).
 4. :meth:`~TxnBatchProducer.commit` / :meth:`~TxnBatchProducer.abort` - every request answered,
    then ``EndTxn``. An abort re-runs step 1 (a new epoch: whatever the failed requests left
    behind is fenced, sequences restart), so a transaction that failed half way is redone whole.
@@ -122,6 +134,9 @@ class _Request:
     batch: bytes | bytearray
     on_offset: OnOffset | None
     future: Any = None
+    #: 1: the leader's append answers (a later acks=all request of the partition makes it
+    #: durable); -1: every in-sync replica's (see the module docstring, step 3)
+    acks: int = -1
 
 
 class TxnBatchProducer:
@@ -159,6 +174,9 @@ class TxnBatchProducer:
         self._sequences: dict[tuple[str, int], int] = {}
         self._added: set[tuple[str, int]] = set()
         self._in_flight: deque[_Request] = deque()
+        #: per partition, its latest batch, not sent yet: it goes with acks=1 when the next
+        #: batch of the partition comes, with acks=all at flush() (module docstring, step 3)
+        self._held: dict[tuple[str, int], _Request] = {}
 
     def close(self) -> None:
         self.client.close()
@@ -300,16 +318,29 @@ class TxnBatchProducer:
         on_offset: OnOffset | None = None,
     ) -> None:
         """Send one restamped batch (its sequence from :meth:`sequence`) in a Produce request of
-        its own, waiting first for the oldest in flight when ``max_in_flight`` are.
-        ``on_offset`` is called with its first record's offset once the leader answered."""
-        if (topic, partition) not in self._added:
+        its own, waiting first for the oldest in flight when ``max_in_flight`` are. The
+        partition's previous batch goes now (``acks=1``); this one when the next comes or at
+        :meth:`flush` (module docstring, step 3). ``on_offset`` is called with its first
+        record's offset once the leader answered."""
+        key = (topic, partition)
+        if key not in self._added:
             raise TxnFatal(f"{topic}-{partition} was not added to the transaction")
         # a broker takes one magic 2 batch per partition per request (LogValidator: "Compressed
         # outer record has more than one batch"), and the replay writes one partition at a time
-        self._send(_Request(self._leader(topic, partition), topic, partition, batch, on_offset))
+        previous = self._held.pop(key, None)
+        if previous is not None:
+            previous.acks = 1
+            self._send(previous)
+        self._held[key] = _Request(
+            self._leader(topic, partition), topic, partition, batch, on_offset
+        )
 
     def flush(self) -> None:
-        """Wait for every answer (batches' offsets are then known)."""
+        """Send every partition's held batch with ``acks=all`` and wait for every answer:
+        the batches' offsets are then known and every batch appended is durable."""
+        held, self._held = self._held, {}
+        for req in held.values():
+            self._send(req)
         while self._in_flight:
             self._answer(self._in_flight.popleft())
 
@@ -367,7 +398,7 @@ class TxnBatchProducer:
         part = topic_cls.PartitionProduceData(index=req.partition, records=req.batch)
         request = ProduceRequest(
             transactional_id=self.transactional_id,
-            acks=-1,
+            acks=req.acks,
             timeout_ms=self.client.timeout_ms,
             topic_data=[topic_cls(name=req.topic, partition_data=[part])],
             min_version=3,
@@ -403,5 +434,6 @@ class TxnBatchProducer:
             req.on_offset(int(answers[0].base_offset))
 
     def _drop_in_flight(self) -> None:
-        """Forget the requests in flight (their transaction is being given up)."""
+        """Forget the requests in flight or held (their transaction is being given up)."""
         self._in_flight.clear()
+        self._held.clear()

@@ -58,6 +58,8 @@ class ReplayError(KafkaArchiveError):
     def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
         super().__init__(message, hint=hint)
         self.details = details
+        if isinstance(details.get("field"), str):  # the request field at fault, for the API
+            self.field = details["field"]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description for ``--json`` output and task reports."""
@@ -79,18 +81,21 @@ class ReplayConfigError(ReplayError, ValueError):
 class EmptyRangeError(ReplayConfigError):
     """The requested range selects no records (or ``--from`` is after ``--to``)."""
 
+    field = "from"
     default_hint = "Check --from/--to against `kafka-archive catalog topics --cluster C`."
 
 
 class UnknownTopicError(ReplayConfigError):
     """The catalog holds no such cluster, topic or partition."""
 
+    field = "topic"
     default_hint = "List what the archive holds with `kafka-archive catalog topics --cluster C`."
 
 
 class SameTopicError(ReplayConfigError):
     """Replaying into the very cluster and topic the data came from."""
 
+    field = "target_topic"
     default_hint = (
         "Choose another --target-topic, or pass --allow-same-topic if duplicating the data "
         "into its own topic is really intended."
@@ -100,6 +105,7 @@ class SameTopicError(ReplayConfigError):
 class TargetTopicMissingError(ReplayConfigError):
     """The target topic does not exist."""
 
+    field = "target_topic"
     default_hint = (
         "Create it first (with the source's partition count for --partition-mapping same), "
         "or pass --create-topic."
@@ -109,6 +115,7 @@ class TargetTopicMissingError(ReplayConfigError):
 class PartitionMappingError(ReplayConfigError):
     """The partition mapping cannot hold on the target topic."""
 
+    field = "partition_mapping"
     default_hint = (
         "Use --partition-mapping murmur2 or round-robin, or a target topic with at least as "
         "many partitions as the source."
@@ -118,6 +125,7 @@ class PartitionMappingError(ReplayConfigError):
 class TargetConfigError(ReplayConfigError):
     """The target topic's configs would make the broker reject the replayed records."""
 
+    field = "topic_config"
     default_hint = (
         "Alter the target topic's configs (kafka-configs.sh --alter), or replay into a new "
         "topic with --create-topic and --topic-config NAME=VALUE."
@@ -128,6 +136,7 @@ class ReplayTargetError(ReplayError):
     """The target cluster failed and retries did not help."""
 
     http_status = 502
+    field = "target"
     api_error = "target_unavailable"
 
     default_hint = (

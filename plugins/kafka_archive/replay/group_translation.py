@@ -36,10 +36,10 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
-from kafka_archive.replay.errors import GroupTranslationError
+from kafka_archive.replay.errors import GroupTranslationError, ReplayTargetError
 from kafka_archive.replay.execution.progress import OffsetRange
 from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
-from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan
+from kafka_archive.replay.planning.plan import PlanSource, ReplayPlan, TargetSpec
 from kafka_archive.replay.target.clients import CLIENT_LOG_SETTINGS, new_client
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "TargetPosition",
     "apply_positions",
     "find_replay",
+    "move_target",
     "positions_at_time",
     "translate",
     "translate_group",
@@ -206,6 +207,52 @@ def translate_group(
     return translate(ranges, positions, plan.target_topic)
 
 
+#: how long the target may take to describe the group before it counts as unreachable
+TARGET_ANSWER_S = 15.0
+
+
+def move_target(recorded: TargetSpec, overrides: Mapping[str, str] | None = None) -> TargetSpec:
+    """The target a group is moved on: the replay's recorded target with ``overrides`` (the
+    operator's settings, or those of an Airflow connection; a ``bootstrap.servers`` among them
+    replaces the recorded servers).
+
+    Raises:
+        GroupTranslationError: the servers are still an Airflow connection's name (``missing``:
+            ``bootstrap servers``, ``field``: ``target``), or secret settings the catalog does
+            not store were not given (``missing``: ``target secrets``).
+    """
+    target = recorded.with_config(dict(overrides or {}))
+    if target.recorded_as_connection():
+        raise GroupTranslationError(
+            f"the replay's target was recorded as {target.name!r}, the name of an Airflow "
+            "connection, not as bootstrap servers",
+            hint="give them with --target-config bootstrap.servers=HOST:PORT (CLI), or name "
+            "that connection as the target (DAG, on-call page)",
+            missing="bootstrap servers",
+            field="target",
+        )
+    if any(v == "***" for v in target.config.values()):
+        raise GroupTranslationError(
+            "the target needs secret settings the catalog does not store",
+            hint="give them with --target-config NAME=VALUE (CLI), or name an Airflow "
+            "connection holding them as the target (DAG, on-call page)",
+            missing="target secrets",
+            field="target",
+        )
+    return target
+
+
+def _unreachable(client_config: dict[str, str], group: str) -> ReplayTargetError:
+    servers = client_config.get("bootstrap.servers", "")
+    return ReplayTargetError(
+        f"the target cluster {servers} did not answer within {TARGET_ANSWER_S:g} s: group "
+        f"{group!r} was not moved",
+        hint="check that the target is up and reachable from here and its settings "
+        "(--target-config, or the Airflow connection), then run the same move again",
+        field="target",
+    )
+
+
 _ACTIVE_GROUP_ERRORS = {
     KafkaError.UNKNOWN_MEMBER_ID,
     KafkaError.ILLEGAL_GENERATION,
@@ -220,10 +267,22 @@ def _check_inactive(client_config: dict[str, str], group: str) -> None:
     # librdkafka's log lines captured, not streamed (see .client_log); bad settings: clear error
     admin = new_client(AdminClient, {**CLIENT_LOG_SETTINGS, **client_config})
     try:
-        fut = admin.describe_consumer_groups([group])[group]
-        desc = fut.result(15)
-    except (KafkaException, ValueError, TypeError):
+        fut = admin.describe_consumer_groups([group], request_timeout=TARGET_ANSWER_S)[group]
+        desc = fut.result(TARGET_ANSWER_S + 5)
+    except TimeoutError:  # nothing answered (a wrong address, a target that is down)
+        raise _unreachable(client_config, group) from None
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() in (
+            KafkaError._TIMED_OUT,
+            KafkaError._TRANSPORT,
+            KafkaError._ALL_BROKERS_DOWN,
+            KafkaError._RESOLVE,
+        ):
+            raise _unreachable(client_config, group) from None
         return  # the broker cannot describe groups: the commit itself will tell
+    except (ValueError, TypeError):
+        return
     state = str(getattr(desc, "state", "")).upper()
     if desc.members or not any(s in state for s in ("EMPTY", "DEAD", "UNKNOWN")):
         raise GroupTranslationError(

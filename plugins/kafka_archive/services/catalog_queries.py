@@ -74,10 +74,18 @@ class CatalogQueryService(ResourceService):
         bucket_ms: int,
         partitions: Sequence[int] | None = None,
     ) -> list[StatsBucket]:
-        """Records and bytes per time bucket over ``[start_ms, end_ms)``."""
-        from kafka_archive.catalog.queries import stats
+        """Records and bytes per time bucket over ``[start_ms, end_ms)``: whole minutes from
+        the catalog's histogram; any other whole number of seconds from the archived batches
+        (needs the store; :func:`~kafka_archive.catalog.queries.stats.fine_stats`)."""
+        from kafka_archive.catalog.constants import DEFAULT_HISTOGRAM_MS
+        from kafka_archive.catalog.queries.stats import fine_stats, stats
 
-        return stats(self.catalog, cluster, topic, start_ms, end_ms, bucket_ms, partitions)
+        if bucket_ms % DEFAULT_HISTOGRAM_MS == 0:
+            return stats(self.catalog, cluster, topic, start_ms, end_ms, bucket_ms, partitions)
+        store = self.resources.store()
+        return fine_stats(
+            self.catalog, store, cluster, topic, start_ms, end_ms, bucket_ms, partitions
+        )
 
     def gaps(self, cluster: str, topic: str | None = None) -> list[GapEntry]:
         """Every hole and integrity problem of the archive, with its severity."""

@@ -36,13 +36,17 @@ from kafka_archive.frozen import FrozenModel
 from kafka_archive.services.resources import ResourceService
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from kafka_archive.export.manifest import ExportManifest, PartitionRange
     from kafka_archive.export.partition import PartitionExport
     from kafka_archive.replay.planning.plan import ReplayPlan
     from kafka_archive.store.base import ObjectStore
 
-__all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService"]
+__all__ = ["ExportPlan", "ExportReport", "ExportRequest", "ExportService", "topic_ids"]
 
+#: the export formats: Parquet files in a directory, or appends to an Iceberg table
+FORMATS = ("parquet", "iceberg")
 #: the placeholder target of the replay spec an export is planned with (planning never uses
 #: it; it only keeps the replay id of the plan distinct from any real replay's)
 _EXPORT_TARGET = "export:"
@@ -55,6 +59,31 @@ def _ranges(plan: ReplayPlan) -> list[PartitionRange]:
         PartitionRange(partition=p.partition, start_offset=p.start_offset, end_offset=p.end_offset)
         for p in plan.partitions
     ]
+
+
+def topic_ids(engine: Engine, plan: ReplayPlan) -> dict[int, str | None]:
+    """Per partition, the Kafka topic id of the archived segments the plan reads (from their
+    ``partition.metadata``, as cataloged); ``None`` where the catalog has none."""
+    from sqlalchemy import select
+
+    from kafka_archive.catalog.tables import segments
+
+    out: dict[int, str | None] = {}
+    with engine.connect() as conn:
+        for p in plan.partitions:
+            keys = [o.key for o in p.objects] or [o.key for o in p.tail_objects]
+            ids: set[str] = set()
+            for i in range(0, len(keys), 500):
+                rows = conn.execute(
+                    select(segments.c.topic_id).where(
+                        segments.c.object_key.in_(keys[i : i + 500]),
+                        segments.c.topic_id.is_not(None),
+                    )
+                )
+                ids.update(str(r[0]) for r in rows)
+            # the plan reads one incarnation of the topic: one id (several: unknown which)
+            out[p.partition] = ids.pop() if len(ids) == 1 else None
+    return out
 
 
 class ExportRequest(FrozenModel):
@@ -74,6 +103,9 @@ class ExportRequest(FrozenModel):
     partitions: list[int] | None = None
     output: str = Field(min_length=1)
     format: str = "parquet"
+    #: ``--format iceberg``: the table ``CATALOG.NAMESPACE.TABLE`` (default
+    #: ``kafka_archive.<cluster>.<topic>``); ``output`` is then the warehouse for new tables
+    table: str | None = None
     allow_gaps: bool = False
     max_rows_per_file: int | None = Field(default=None, gt=0)
 
@@ -84,6 +116,11 @@ class ExportPlan(BaseModel):
     export_id: str
     request: ExportRequest
     replay_plan_json: str
+    #: Iceberg exports: the table, the offsets its last export snapshot holds (``None``: its
+    #: first export), and whether nothing lies beyond them (then no plan and no export id)
+    table: str | None = None
+    previous_offsets: dict[int, int] | None = None
+    up_to_date: bool = False
 
     @property
     def replay_plan(self) -> ReplayPlan:
@@ -93,6 +130,20 @@ class ExportPlan(BaseModel):
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description (``--dry-run``): the ranges, bytes and holes."""
+        if self.up_to_date:
+            return {
+                "kind": "export-plan",
+                "export_id": None,
+                "cluster": self.request.cluster,
+                "topic": self.request.topic,
+                "output": self.request.output,
+                "table": self.table,
+                "up_to_date": True,
+                "previous_offsets": self.previous_offsets,
+                "partitions": [],
+                "bytes": 0,
+                "records_at_most": 0,
+            }
         plan = self.replay_plan
         return {
             "kind": "export-plan",
@@ -100,6 +151,8 @@ class ExportPlan(BaseModel):
             "cluster": self.request.cluster,
             "topic": self.request.topic,
             "output": self.request.output,
+            "table": self.table,
+            "previous_offsets": self.previous_offsets,
             "partitions": [
                 {
                     "partition": p.partition,
@@ -121,7 +174,9 @@ class ExportReport(BaseModel):
 
     kind: str = "export"
     export_id: str
-    status: str  # "committed", "already-committed" or "incomplete" (committed, see below)
+    #: "committed", "already-committed", "incomplete" (committed, see below) or, for an
+    #: Iceberg table holding everything archived already, "up-to-date"
+    status: str
     cluster: str
     topic: str
     output: str
@@ -145,6 +200,11 @@ class ExportReport(BaseModel):
     task_s: dict[int, float] = Field(default_factory=dict)
     #: CPU seconds of each partition's task
     task_cpu_s: dict[int, float] = Field(default_factory=dict)
+    #: Iceberg exports: the table, the snapshot committed, and the offsets the table holds
+    #: now (per partition, the next offset to export)
+    table: str | None = None
+    snapshot_id: int | None = None
+    offsets: dict[int, int] = Field(default_factory=dict)
 
 
 class ExportService(ResourceService):
@@ -159,13 +219,15 @@ class ExportService(ResourceService):
         *,
         wait_open_txns_s: float = 0,
         on_wait: Callable[[ReplayPlan], None] | None = None,
+        output_options: Mapping[str, Any] | None = None,
     ) -> ExportPlan:
         """Resolve ``request`` against the catalog, as replay would plan it (``wait_open_txns_s``
         / ``on_wait``: as :meth:`~kafka_archive.services.replay.ReplayService.plan`).
 
         Raises:
-            ReplayConfigError: a bad position, an unknown topic or partition, an empty range,
-                or a format other than ``parquet``.
+            ReplayConfigError: a bad position, an unknown topic or partition, an empty range
+                (for an Iceberg table that has exports: a plan that is ``up_to_date``
+                instead), a bad ``table``, or a format other than ``parquet``/``iceberg``.
         """
         from kafka_archive.export.manifest import export_id_for
         from kafka_archive.replay.errors import ReplayConfigError
@@ -174,32 +236,42 @@ class ExportService(ResourceService):
         from kafka_archive.replay.runner import plan_replay
         from kafka_archive.services.replay import spec_from_request
 
-        if request.format != "parquet":
+        if request.format not in FORMATS:
             raise ReplayConfigError(
-                f"unknown export format {request.format!r}", hint="Use --format parquet."
-            )
-        spec = spec_from_request(
-            {
-                "cluster": request.cluster,
-                "topic": request.topic,
-                "partitions": request.partitions,
-                "from": request.from_,
-                "to": request.to,
-                "allow_gaps": request.allow_gaps,
-            },
-            TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
-        )
-
-        def once() -> ReplayPlan:
-            return plan_replay(
-                spec, CatalogPlanSource(self.resources.catalog(), self.resources.store())
+                f"unknown export format {request.format!r}",
+                hint="Use --format parquet or --format iceberg.",
             )
 
-        plan = once()
-        if plan.incomplete and wait_open_txns_s > 0:
-            from kafka_archive.replay.planning.stability import wait_until_stable
+        def plan_from(from_: str) -> ReplayPlan:
+            spec = spec_from_request(
+                {
+                    "cluster": request.cluster,
+                    "topic": request.topic,
+                    "partitions": request.partitions,
+                    "from": from_,
+                    "to": request.to,
+                    "allow_gaps": request.allow_gaps,
+                },
+                TargetSpec(bootstrap_servers=_EXPORT_TARGET, name="export"),
+            )
 
-            plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
+            def once() -> ReplayPlan:
+                return plan_replay(
+                    spec, CatalogPlanSource(self.resources.catalog(), self.resources.store())
+                )
+
+            plan = once()
+            if plan.incomplete and wait_open_txns_s > 0:
+                from kafka_archive.replay.planning.stability import wait_until_stable
+
+                plan = wait_until_stable(once, wait_open_txns_s, on_wait=on_wait)
+            return plan
+
+        if request.format == "iceberg":
+            from kafka_archive.services.export_iceberg import plan_iceberg
+
+            return plan_iceberg(self, request, plan_from, dict(output_options or {}))
+        plan = plan_from(request.from_)
         ranges = _ranges(plan)
         return ExportPlan(
             export_id=export_id_for(request.cluster, request.topic, ranges),
@@ -225,46 +297,58 @@ class ExportService(ResourceService):
             check_output,
             clean_output,
             commit,
+            open_export_stores,
             read_manifest,
         )
         from kafka_archive.replay.planning.stability import INCOMPLETE
         from kafka_archive.replay.runner import require_complete
-        from kafka_archive.store import open_store
 
+        if plan.request.format == "iceberg":
+            from kafka_archive.services.export_iceberg import run_iceberg
+
+            return run_iceberg(
+                self, plan, spark_master=spark_master, spark=spark,
+                output_options=dict(output_options or {}),
+                store_options=dict(store_options or {}),
+            )  # fmt: skip
         started = time.monotonic()
         replay_plan = plan.replay_plan
         require_complete(replay_plan)
-        output = open_store(plan.request.output, **dict(output_options or {}))
+        output, meta = open_export_stores(plan.request.output, **dict(output_options or {}))
         try:
             check_output(output)  # a bad --output is one line here, not a Spark job's stacks
-            existing = read_manifest(output)
+            existing = read_manifest(meta, output)
             if existing is not None and existing.export_id == plan.export_id:
-                clean_output(output, existing)  # finishes an interrupted clean-up
+                clean_output(output, meta, existing)  # finishes an interrupted clean-up
                 if existing.complete:
-                    return self._report(existing, "already-committed", started, output.uri, [])
+                    return self._report(
+                        existing, "already-committed", started, output.uri, [], meta.uri
+                    )
                 # an incomplete export (stopped at the archive's last stable offset) is never
                 # served as done: it is exported again, whole, and its manifest replaced
             manifest, results = self._export(
-                plan, replay_plan, output, spark_master, spark,
+                plan, replay_plan, meta, spark_master, spark,
                 dict(output_options or {}), dict(store_options or {}),
             )  # fmt: skip
-            commit(output, manifest)
+            commit(output, meta, manifest)
             status = "committed" if manifest.complete else INCOMPLETE
-            return self._report(manifest, status, started, output.uri, results)
+            return self._report(manifest, status, started, output.uri, results, meta.uri)
         finally:
             output.close()
+            meta.close()
 
     def _export(
         self,
         plan: ExportPlan,
         replay_plan: ReplayPlan,
-        output: ObjectStore,
+        staging: ObjectStore,
         spark_master: str | None,
         spark: Any,
         output_options: dict[str, Any],
         store_options: dict[str, Any],
     ) -> tuple[ExportManifest, list[PartitionExport]]:
-        """Run the tasks under the export's lease: ``(manifest to commit, task results)``."""
+        """Run the tasks under the export's lease: ``(manifest to commit, task results)``;
+        the tasks stage their files in ``staging`` (the bookkeeping store)."""
         from kafka_archive.catalog.leases import ObjectLeases
         from kafka_archive.export.manifest import manifest_for
         from kafka_archive.export.partition import PartitionExport
@@ -273,21 +357,23 @@ class ExportService(ResourceService):
         from kafka_archive.services.replay import lease_ranges, refuse_pruned
         from kafka_archive.spark.export import ExportTask, run_export_tasks
 
+        catalog = self.resources.catalog()
+        ids = topic_ids(catalog.engine, replay_plan)
         tasks = [
             ExportTask(
                 export_id=plan.export_id,
                 topic=plan.request.topic,
                 partition_plan_json=p.model_dump_json(),
                 store_uri=self.resources.require("store"),
-                output_uri=output.uri,
+                output_uri=staging.uri,
                 store_options=store_options,
                 output_options=output_options,
                 max_rows_per_file=plan.request.max_rows_per_file,
+                topic_id=ids.get(p.partition),
             )
             for p in replay_plan.partitions
             if not p.empty
         ]
-        catalog = self.resources.catalog()
         ranges = lease_ranges(replay_plan)
         # one live run per export id, and the offsets it reads leased so that prune leaves
         # them (a range pruned since planning is refused, as for a replay)
@@ -304,6 +390,7 @@ class ExportService(ResourceService):
             export_id=plan.export_id,
             cluster=plan.request.cluster,
             topic=plan.request.topic,
+            topic_id=next(iter(set(ids.values()))) if len(set(ids.values())) == 1 else None,
             ranges=_ranges(replay_plan),
             files=[f for r in results for f in r.files],
             aborted_records=sum(r.aborted_records for r in results),
@@ -322,6 +409,7 @@ class ExportService(ResourceService):
         started: float,
         uri: str,
         results: list[PartitionExport],
+        meta_uri: str,
     ) -> ExportReport:
         from kafka_archive.export.manifest import MANIFEST_KEY
         from kafka_archive.replay.planning.stability import INCOMPLETE_HINT
@@ -336,7 +424,7 @@ class ExportService(ResourceService):
             cluster=manifest.cluster,
             topic=manifest.topic,
             output=uri,
-            manifest=MANIFEST_KEY,
+            manifest=f"{meta_uri}/{MANIFEST_KEY}",
             files=len(manifest.files),
             rows=manifest.rows,
             rows_per_partition=per,

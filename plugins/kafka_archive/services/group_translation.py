@@ -15,7 +15,7 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,20 +23,26 @@ from kafka_archive.services.replay import ReplayService
 
 if TYPE_CHECKING:
     from kafka_archive.replay.group_translation import TargetPosition
-    from kafka_archive.replay.planning.plan import ReplayPlan
+    from kafka_archive.replay.planning.plan import ReplayPlan, TargetSpec
 
-__all__ = ["GroupTranslation", "GroupTranslationService"]
+#: the settings of the target a group is moved on, given the replay's recorded target (an
+#: Airflow task's: those of the connection it names); they win over the recorded ones
+TargetResolver = Callable[["TargetSpec"], Mapping[str, str]]
+
+__all__ = ["GroupTranslation", "GroupTranslationService", "TargetResolver"]
 
 
 @dataclass(frozen=True)
 class GroupTranslation:
-    """The positions of ``group`` on the replay's target topic, and what they were based on."""
+    """The positions of ``group`` on the replay's target topic, and what they were based on;
+    ``target``: where they are (or would be) committed, with the overrides applied."""
 
     group: str
     plan: ReplayPlan
     basis: str
     positions: list[TargetPosition]
     applied: bool
+    target: TargetSpec
 
     def to_json(self) -> list[dict[str, Any]]:
         """One object per partition (the form ``translate-group --json`` prints)."""
@@ -66,18 +72,23 @@ class GroupTranslationService(ReplayService):
         target_topic: str | None = None,
         apply: bool = False,
         target_config: Mapping[str, str] | None = None,
+        target_resolver: TargetResolver | None = None,
     ) -> GroupTranslation:
         """Positions of ``group`` on the target of the replay of ``cluster/topic``.
 
         ``at_ms``: start the group at this source time; else the group's archived commits as
-        of ``commits_at_ms`` (default: the latest). ``apply``: commit them on the target, with
-        ``target_config`` giving the secrets the catalog does not store.
+        of ``commits_at_ms`` (default: the latest). ``apply``: commit them on the target
+        (:func:`~kafka_archive.replay.group_translation.move_target`): the replay's recorded
+        target, with the settings of ``target_resolver`` (an Airflow connection's), then
+        ``target_config`` (the operator's: secrets the catalog does not store, or
+        ``bootstrap.servers``) over it.
         """
         from kafka_archive.catalog.queries import group_offsets
         from kafka_archive.replay.errors import GroupTranslationError
         from kafka_archive.replay.group_translation import (
             apply_positions,
             find_replay,
+            move_target,
             positions_at_time,
             translate_group,
         )
@@ -98,14 +109,10 @@ class GroupTranslationService(ReplayService):
                 )
             basis = "the group's archived commits"
         positions = translate_group(self.ledger, plan, dict(source_positions))
+        overrides = {**(target_resolver(plan.spec.target) if target_resolver else {})}
+        overrides.update(target_config or {})
+        target = plan.spec.target.with_config(overrides)
         if apply:
-            target = plan.spec.target.with_config(dict(target_config or {}))
-            if any(v == "***" for v in target.config.values()):
-                raise GroupTranslationError(
-                    "the target needs secret settings the catalog does not store",
-                    hint="give them with --target-config NAME=VALUE (CLI), or name an Airflow "
-                    "connection holding them as the target (DAG, on-call page)",
-                    missing="target secrets",
-                )
+            target = move_target(plan.spec.target, overrides)
             apply_positions(target.client_config(), group, positions)
-        return GroupTranslation(group, plan, basis, positions, apply)
+        return GroupTranslation(group, plan, basis, positions, apply, target)

@@ -226,6 +226,7 @@ class ReplayService(ResourceService):
         lease: bool | None = None,
         wait_open_txns_s: float = 0,
         on_wait: Callable[[ReplayPlan], None] | None = None,
+        config_at_ms: int | None = None,
     ) -> ReplayPlan:
         """Resolve ``spec`` against the catalog; ``register``: record it in the ledger now
         (the DAG does, so the plan is visible while it waits for execution); ``lease``
@@ -235,7 +236,9 @@ class ReplayService(ResourceService):
         partition's range reaches above the archive's last stable offset (a transaction open
         where the archive ends), look at the catalog again every few seconds, at most this
         long (:func:`~kafka_archive.replay.planning.stability.wait_until_stable`; ``on_wait`` is
-        told before each pause); the plan that results may still be incomplete."""
+        told before each pause); the plan that results may still be incomplete.
+        ``config_at_ms``: the target topic's settings are the source topic's at this moment
+        (a restore's T) instead of at the replay's start."""
         from kafka_archive.replay.planning.intent import resolve_intent
         from kafka_archive.replay.planning.plan_topics import plan_topic_settings
         from kafka_archive.replay.planning.stability import refresh_plan, wait_until_stable
@@ -263,7 +266,7 @@ class ReplayService(ResourceService):
             # the source topic as it was at the start: what --create-topic creates, and what an
             # existing target is compared with (decided now, so the run creates what the plan
             # says); a resumed replay keeps the settings it was planned with
-            plan = plan_topic_settings(plan, source, self.history())
+            plan = plan_topic_settings(plan, source, self.history(), at_ms=config_at_ms)
         known = self.ledger.run(plan.replay_id) is not None
         if register:
             self.ledger.register(plan)

@@ -27,6 +27,7 @@ class ExportTask:
     topic: str
     partition_plan_json: str
     store_uri: str
+    #: where the task stages its files: the export's bookkeeping store (beside the output)
     output_uri: str
     topic_id: str | None = None
     store_options: dict[str, Any] = field(default_factory=dict)

@@ -29,6 +29,7 @@ __all__ = [
     "GROUP_OFFSETS_DAG_ID",
     "READ_DAG_ID",
     "REPLAY_DAG_ID",
+    "RESTORE_DAG_ID",
     "Access",
     "AirflowAccess",
     "NotAuthenticated",
@@ -37,6 +38,8 @@ __all__ = [
 
 #: the DAG whose runs the API creates (replays) and whose trigger permission it checks
 REPLAY_DAG_ID = "kafka_archive_replay"
+#: planning and launching a whole-cluster restore
+RESTORE_DAG_ID = "kafka_archive_restore"
 #: the DAG whose runs commit consumer-group offsets on a replay's target ("start G at T")
 GROUP_OFFSETS_DAG_ID = "kafka_archive_group_offsets"
 #: reading the catalog needs read access to this DAG (the catalog it builds)

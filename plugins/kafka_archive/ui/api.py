@@ -1,7 +1,9 @@
-"""The on-call API and page: one FastAPI app that Airflow's API server mounts.
+"""The on-call API and the page's bundle: one FastAPI app that Airflow's API server mounts.
 
-:func:`build_app` makes the app mounted at :data:`URL_PREFIX`: the page at ``/`` and the JSON
-API under ``/api/v1`` (OpenAPI description at ``/api/v1/openapi.json``). Every endpoint needs
+:func:`build_app` makes the app mounted at :data:`URL_PREFIX`: the JSON API under ``/api/v1``
+(OpenAPI description at ``/api/v1/openapi.json``), the page's bundle at
+:data:`~kafka_archive.ui.page.BUNDLE_PATH` (the page itself is rendered by Airflow's UI at
+``/plugin/kafka-archive``; ``/`` redirects there, query kept). Every endpoint needs
 a user (:mod:`kafka_archive.ui.access`); reads need read access, launching a replay needs
 permission to trigger the replay DAG, moving a consumer group the group-offsets DAG, and a
 cookie-authenticated POST must carry
@@ -25,13 +27,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from kafka_archive.settings import Settings
+from kafka_archive.ui import PAGE_ROUTE
 from kafka_archive.ui.access import (
     CSRF_HEADER,
     GROUP_OFFSETS_DAG_ID,
     REPLAY_DAG_ID,
+    RESTORE_DAG_ID,
     Access,
     NotAuthenticated,
     Principal,
@@ -39,6 +43,7 @@ from kafka_archive.ui.access import (
 from kafka_archive.ui.context import ApiContext
 from kafka_archive.ui.errors import ApiError, install_error_handlers
 from kafka_archive.ui.launcher import Launcher
+from kafka_archive.ui.page import BUNDLE_PATH, bundle_js
 
 __all__ = ["API_PREFIX", "URL_PREFIX", "build_app"]
 
@@ -58,6 +63,7 @@ def build_app(
     from kafka_archive.ui.catalog_routes import catalog_router
     from kafka_archive.ui.group_routes import group_router
     from kafka_archive.ui.replay_routes import replay_router
+    from kafka_archive.ui.restore_routes import restore_router
     from kafka_archive.ui.status_routes import status_router
 
     app = FastAPI(
@@ -127,10 +133,12 @@ def build_app(
         reader=reader,
         trigger=may_trigger(REPLAY_DAG_ID),
         group_trigger=may_trigger(GROUP_OFFSETS_DAG_ID),
+        restore_trigger=may_trigger(RESTORE_DAG_ID),
     )
     app.include_router(catalog_router(ctx), prefix=API_PREFIX)
     app.include_router(replay_router(ctx), prefix=API_PREFIX)
     app.include_router(group_router(ctx), prefix=API_PREFIX)
+    app.include_router(restore_router(ctx), prefix=API_PREFIX)
     app.include_router(status_router(ctx), prefix=API_PREFIX)
 
     @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
@@ -147,16 +155,21 @@ def build_app(
             "can_apply_groups": access.can_trigger(who, GROUP_OFFSETS_DAG_ID),
         }
 
-    @app.get("/", include_in_schema=False, response_model=None)
-    async def page(request: Request) -> HTMLResponse:
-        try:
-            await access.authenticate(request)
-        except NotAuthenticated:
-            return HTMLResponse(
-                '<p>Log in to Airflow first: <a href="/auth/login">log in</a></p>', 401
-            )
-        from kafka_archive.ui.page import page_html
+    @app.get(BUNDLE_PATH, include_in_schema=False)
+    def bundle() -> Response:
+        """The page's code (no data: served to anyone, as Airflow serves its own UI's);
+        its URL names its content hash, so it may be cached for good."""
+        return Response(
+            bundle_js(),
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
+        )
 
-        return HTMLResponse(page_html(), headers={"Cache-Control": "no-store"})
+    @app.get("/", include_in_schema=False)
+    def page(request: Request) -> RedirectResponse:
+        """The page's old address (and any link to it) leads to the page in Airflow's UI,
+        with its query (cluster, topic, at, group) kept: relative, so a base path is kept."""
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"../plugin/{PAGE_ROUTE}/{query}", status_code=307)
 
     return app

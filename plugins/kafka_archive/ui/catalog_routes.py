@@ -19,6 +19,7 @@ INT64_MAX = 2**63 - 1
 MAX_HOLE_SPANS = 50
 #: the catalog counts traffic per minute
 MINUTE_MS = 60_000
+SECOND_MS = 1000
 
 Name = Annotated[str, Query(min_length=1, max_length=1000)]
 Partitions = Annotated[
@@ -47,6 +48,15 @@ def catalog_router(ctx: ApiContext) -> APIRouter:
         """The UTC instant of a time in any form the CLI takes (ISO-8601, epoch ms, -2h,
         now-30m)."""
         return _call(resolve_time, at, "at")
+
+    @router.get("/counts")
+    def counts(_: Reader) -> dict[str, Any]:
+        """The labels of the counts every answer shows, with what each counts
+        (:mod:`kafka_archive.counts`): ``{"items": [{"label", "meaning"}]}``; the page names
+        its numbers with them, as the CLI and the user guide do."""
+        from kafka_archive.counts import LEGEND
+
+        return {"items": [{"label": k, "meaning": v} for k, v in LEGEND.items()]}
 
     @router.get("/clusters")
     def clusters(_: Reader) -> dict[str, Any]:
@@ -82,13 +92,14 @@ def catalog_router(ctx: ApiContext) -> APIRouter:
         topic: str,
         from_: Annotated[str, Query(alias="from", max_length=100)],
         to: Annotated[str, Query(max_length=100)] = "now",
-        bucket_ms: Annotated[int, Query(ge=MINUTE_MS, le=MAX_MS, multiple_of=MINUTE_MS)] = 300_000,
+        bucket_ms: Annotated[int, Query(ge=SECOND_MS, le=MAX_MS, multiple_of=SECOND_MS)] = 300_000,
         partition: Partitions = None,
     ) -> dict[str, Any]:
-        """Records and bytes per bucket over [from, to) (``catalog stats --json``)."""
+        """Records and bytes per bucket over [from, to) (``catalog stats --json``); buckets
+        of whole minutes from the catalog, of seconds from the archived batches (the store)."""
         start = _call(resolve_time, from_, "from")
         end = _call(resolve_time, to, "to")
-        with service(store=False) as svc:
+        with service(store=bucket_ms % MINUTE_MS != 0) as svc:
             buckets = _call(svc.stats, cluster, topic, start["ms"], end["ms"], bucket_ms, partition)
         return {
             "from": start,

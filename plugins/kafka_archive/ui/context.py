@@ -22,3 +22,5 @@ class ApiContext:
     trigger: Callable[..., Awaitable[Principal]]
     #: may trigger :data:`~kafka_archive.ui.access.GROUP_OFFSETS_DAG_ID` (move a group)
     group_trigger: Callable[..., Awaitable[Principal]]
+    #: may trigger :data:`~kafka_archive.ui.access.RESTORE_DAG_ID` (plan or launch a restore)
+    restore_trigger: Callable[..., Awaitable[Principal]] | None = None

@@ -1,4 +1,9 @@
-"""Every failure of the on-call API as JSON ``{error, message, hint}`` with its status.
+"""Every failure of the on-call API as JSON ``{error, message, hint, field}`` with its status.
+
+``field`` is the request field at fault (the query parameter or body key the page sent, e.g.
+``at``, ``target``; null: the request as a whole), for the page to show the message next to
+it. Messages and hints are in the page's words (:mod:`kafka_archive.ui.wording`: the
+platform's errors name CLI options, which the CLI keeps).
 
 Bad input is a 4xx (400 a value that cannot be read, 404 nothing of that name in the catalog,
 409 a state that refuses the request, 422 a request the schema refuses), never a 500; a
@@ -31,21 +36,41 @@ T = TypeVar("T")
 
 
 class ApiError(KafkaArchiveError):
-    """A refusal with its HTTP status, a machine-readable ``error`` and a hint."""
+    """A refusal with its HTTP status, a machine-readable ``error``, a hint, and ``field``: the
+    request field that caused it (the page shows the message next to it; None: the request
+    as a whole)."""
 
-    def __init__(self, status: int, error: str, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        message: str,
+        hint: str | None = None,
+        *,
+        field: str | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.error = error
+        self.field = field
 
 
-def error_response(status: int, error: str, message: str, hint: str | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    error: str,
+    message: str,
+    hint: str | None = None,
+    *,
+    field: str | None = None,
+) -> JSONResponse:
+    """``{error, message, hint, field}`` (``field``: the request field at fault, or null)."""
     from kafka_archive.redact import redact_text
 
     body = {
         "error": error,
         "message": redact_text(message),
         "hint": redact_text(hint) if hint else None,
+        "field": field,
     }
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(body, status_code=status, headers=headers)
@@ -62,7 +87,10 @@ def _classify(exc: Exception) -> ApiError | None:
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, KafkaArchiveError) and exc.http_status is not None and not exc.internal:
-        return ApiError(exc.http_status, exc.api_error, str(exc), exc.hint)
+        from kafka_archive.ui.wording import page_words
+
+        message, hint, field = page_words(str(exc), exc.hint, exc.field)
+        return ApiError(exc.http_status, exc.api_error, message, hint, field=field)
     if isinstance(exc, SegmentError):
         hint = "the archived bytes are damaged; the gaps view lists known problems"
         return ApiError(502, "archive_damaged", str(exc), hint)
@@ -85,7 +113,12 @@ def platform_error(exc: Exception) -> ApiError:
     if found is not None:
         return found
     if isinstance(exc, jsonschema.ValidationError):
-        return ApiError(422, "invalid_params", f"{exc.json_path}: {exc.message}")
+        from kafka_archive.ui.wording import LABELS
+
+        path = [str(p) for p in exc.absolute_path]
+        field = path[0] if path else None
+        label = LABELS.get(field or "", field or "the request")
+        return ApiError(422, "invalid_params", f"{label}: {exc.message}", field=field)
     if _is_kafka_exception(exc):
         return ApiError(502, "target_unavailable", str(exc), "check the target cluster")
     raise exc
@@ -100,29 +133,19 @@ def api_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise platform_error(exc) from None
 
 
-def _validation_message(errors: list[Any]) -> str:
-    parts = []
-    for e in errors[:5]:
-        where = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path"))
-        parts.append(f"{where or 'request'}: {e.get('msg', 'invalid')}")
-    return "; ".join(parts)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every failure with the JSON shape of the module docstring."""
 
     async def api_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
-        return error_response(exc.status, exc.error, exc.message, exc.hint)
+        return error_response(exc.status, exc.error, exc.message, exc.hint, field=exc.field)
 
     async def validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(
-            422,
-            "invalid_request",
-            _validation_message(list(exc.errors())),
-            "see /kafka-archive/api/v1/openapi.json for the request's schema",
-        )
+        from kafka_archive.ui.wording import validation_words
+
+        message, hint, field = validation_words(list(exc.errors()))
+        return error_response(422, "invalid_request", message, hint, field=field)
 
     async def http_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

@@ -36,7 +36,11 @@ def group_router(ctx: ApiContext) -> APIRouter:
     def group_preview_of(req: GroupRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request as the group DAG's Params (checked by its schema; a named connection
         must exist) and the preview; raises the typed API error of the first problem."""
-        from kafka_archive.airflow.group_tasks import translate, validate_params
+        from kafka_archive.airflow.group_tasks import (
+            connection_resolver,
+            translate,
+            validate_params,
+        )
         from kafka_archive.services.group_translation import GroupTranslationService
 
         params = _call(validate_params, req.model_dump(mode="json"))
@@ -47,11 +51,15 @@ def group_router(ctx: ApiContext) -> APIRouter:
                 raise ApiError(
                     422,
                     "unknown_connection",
-                    f"no Airflow connection {req.target!r} for the target's secrets",
-                    "pick one of /connections, or none when the target needs no secrets",
+                    f"no Airflow connection {req.target!r} for the target",
+                    "pick one of the connections, or none to use the replay's own target",
+                    field="target",
                 ) from None
+        # the target as the run's task will resolve it: the connection named, else the one
+        # the replay was launched to (its servers shown, a vanished one refused here)
+        resolver = connection_resolver(req.target, ctx.launcher.connection)
         with GroupTranslationService(_call(ctx.settings)) as svc:
-            return params, _call(translate, svc, params, apply=False)
+            return params, _call(translate, svc, params, apply=False, target_resolver=resolver)
 
     @router.post("/groups/translate/preview")
     def group_preview(_: GroupTrigger, req: GroupRequest) -> dict[str, Any]:

@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_archive.redact import SECRET_KEY_PATTERN
 
-__all__ = ["GroupRequest", "ReplayRequest"]
+__all__ = ["GroupRequest", "ReplayRequest", "RestoreRequestBody"]
 
 INT32_MAX = 2**31 - 1
 Partition = Annotated[int, Field(ge=0, le=INT32_MAX)]
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
+Pattern = Annotated[str, Field(min_length=1, max_length=1000)]
 
 
 class ReplayRequest(BaseModel):
@@ -96,6 +97,46 @@ class GroupRequest(BaseModel):
     target: str | None = Field(
         None,
         max_length=1000,
-        description="Airflow connection id holding the target's secrets (read by the apply "
-        "run, server side).",
+        description="Airflow connection id of the target (its servers and secrets, read by the "
+        "apply run, server side); empty: the replay's own target (its connection, if it was "
+        "launched to one).",
     )
+
+
+class RestoreRequestBody(BaseModel):
+    """A whole-cluster restore as the page's "Restore" form fills it: the restore DAG's Params
+    (the same names as :data:`kafka_archive.airflow.restore_tasks.PARAMS_SCHEMA`; a test keeps
+    them equal)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    cluster: Text
+    topics: list[Pattern] = Field(default_factory=list, max_length=10_000)
+    all_topics: bool = False
+    exclude: list[Pattern] = Field(default_factory=list, max_length=10_000)
+    at: Text = Field(description="The moment T: ISO-8601 or epoch ms.")
+    from_: Text = Field("earliest", alias="from")
+    prefix: str = Field("", max_length=200)
+    suffix: str = Field("", max_length=200)
+    rename_regex: str | None = Field(None, max_length=1000)
+    rename_to: str = Field("", max_length=1000)
+    groups: list[Pattern] | None = Field(None, max_length=10_000)
+    acls: bool = False
+    principal_map: dict[str, str] = Field(default_factory=dict)
+    target: Text = Field(description="An Airflow connection id, or bootstrap servers.")
+    target_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="librdkafka settings (no secrets: put them in the Airflow connection).",
+        json_schema_extra={"propertyNames": {"not": {"pattern": SECRET_KEY_PATTERN}}},
+    )
+    target_principal: str | None = Field(None, max_length=1000)
+    replication_factor: int | None = Field(None, ge=1, le=INT32_MAX)
+    parallelism: int = Field(4, ge=1, le=256)
+    allow_gaps: bool = False
+    unverified_permissions: bool = False
+    dry_run: bool = False
+    execution: Literal["in-process", "spark"] = "in-process"
+
+    def params(self) -> dict[str, Any]:
+        """The DAG run's ``conf`` (Params by their DAG names)."""
+        return self.model_dump(mode="json", by_alias=True)

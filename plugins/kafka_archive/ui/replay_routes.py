@@ -38,6 +38,7 @@ def _validated(req: ReplayRequest) -> dict[str, Any]:
             "secret_in_request",
             f"secret settings are refused in a replay request: {', '.join(found)}",
             SECRET_HINT,
+            field="target_config",
         )
     _call(spec_from_params, params)
     return params

@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from click.core import Context
-from click.exceptions import Abort, ClickException, Exit
+from kafka_archive.cli.guard import GuardedGroup
 from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
 from kafka_archive.timeparse import format_ms
 from rich.table import Table
-from typer.core import TyperGroup
 
 
 class KafkaMode(StrEnum):
@@ -70,14 +68,15 @@ def demo(
 
     Example: ./dev demo --ui --port 8080
     """
-    from kafka_archive_dev.demo import DemoError, run_demo
+    from kafka_archive_dev.demo import DemoError
+    from kafka_archive_dev.demo_run import run_demo
 
     def progress(message: str) -> None:
         if not as_json:
             console.print(f"[dim]>[/] {message}")
 
     try:
-        root.resolve()
+        root = root.resolve()  # the default (.work/demo) is relative: every stage needs it whole
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         fail(
             f"cannot use --root {root}: {exc}",
@@ -189,8 +188,12 @@ def _print(report: dict[str, Any]) -> None:
 
 
 def explore_commands(report: dict[str, Any]) -> list[str]:
-    """Shell commands (quoted, each complete with its --cluster/--db/--store) that explore
-    what the demo of ``report`` made: its cluster, catalog database and archive store."""
+    """Shell commands (quoted, each complete with its --cluster/--db/--store), each after a
+    ``#`` line saying what it shows, that explore what the demo of ``report`` made: its
+    catalog, the offsets and the group at T, the topic's history (when the metadata log was
+    archived), a replay dry run, a group move and an export. The demo's clusters are stopped
+    when it ends: the replay is planned ``--offline`` and the group move is shown, not
+    applied."""
     from shlex import quote
 
     cluster = quote(str(report.get("cluster", "demo")))
@@ -199,40 +202,55 @@ def explore_commands(report: dict[str, Any]) -> list[str]:
     topic = quote(str(report["offsets_at"]["topic"]))
     at = int(report["offsets_at"]["timestamp"])
     group = quote(str(report["group_position"]["group"]))
-    return [
+    src = f"--cluster {cluster} --topic {topic}"
+    lines = [
+        "# the clusters and topics archived (records in the log, per partition)",
         f"kafka-archive catalog clusters {db}",
         f"kafka-archive catalog topics --cluster {cluster} {db}",
-        f"kafka-archive catalog offsets --cluster {cluster} --topic {topic} --at {at} {db} {store}",
-        f"kafka-archive catalog stats --cluster {cluster} --topic {topic} --from {at - 3_600_000} "
-        f"--to {at + 3_600_000} --bucket 10m {db}",
+        f"# the offsets of {topic} at T: the first record at or after T (as ListOffsets)",
+        f"kafka-archive catalog offsets {src} --at {at} {db} {store}",
+        "# records in the log per 10 minutes around T",
+        f"kafka-archive catalog stats {src} --from {at - 3_600_000} --to {at + 3_600_000} "
+        f"--bucket 10m {db}",
+        f"# where group {group} was at T (its last commit by then)",
         f"kafka-archive catalog group-offsets --cluster {cluster} --group {group} --at {at} {db}",
+    ]
+    metadata = report.get("metadata") or {}
+    if metadata.get("history"):
+        end = int(report.get("end") or at)
+        lines += [
+            f"# the configs of {topic} at T, what changed since it was created, the ACLs at "
+            "the end (from the archived metadata log)",
+            f"kafka-archive catalog topic-config {src} --at {at} {db}",
+            f"kafka-archive catalog topic-history {src} {db}",
+            f"kafka-archive catalog acls --cluster {cluster} --at {end} {db}",
+        ]
+    target = quote(str(report.get("target") or "localhost:9092"))
+    restored = quote(f"{report['offsets_at']['topic']}-restored")
+    export_dir = quote(
+        str(Path(str(report["root"])) / "export" / str(report["offsets_at"]["topic"]))
+    )
+    lines += [
+        f"# a replay of {topic} from T into a new topic created as the source was at T, "
+        "planned only (--offline: the demo's target cluster is stopped)",
+        f"kafka-archive replay run {src} --from {at} --target {target} --target-topic "
+        f"{restored} --create-topic --dry-run --offline {db} {store}",
+        f"# where group {group} starts on the demo's replayed topic to resume at T (add "
+        "--apply, with the target running, to move it)",
+        f"kafka-archive replay translate-group {src} --group {group} --at {at} {db} {store}",
+        f"# the committed records of {topic} from T as Parquet files (Spark, local)",
+        f"kafka-archive export {src} --from {at} --output {export_dir} {db} {store}",
+        "# holes and integrity problems of the archive",
         f"kafka-archive catalog gaps --cluster {cluster} {db}",
     ]
+    return lines
 
 
-class _GuardedGroup(TyperGroup):
-    """Runs the command with log redaction on and under the product's last-resort error handler
-    (an unexpected exception: one ``internal error:`` line and a log file, exit 70, never a
-    traceback), as ``kafka-archive`` does."""
+class _GuardedGroup(GuardedGroup):
+    """The product's guard (:class:`kafka_archive.cli.guard.GuardedGroup`: log redaction, the
+    last-resort error handler, a closed output as a quiet exit 141), as ``kafka-archive``."""
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        ctx.meta["kafka_archive_dev.argv"] = list(args)
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: Context) -> Any:
-        from kafka_archive.redact import install_log_redaction
-
-        install_log_redaction()
-        try:
-            return super().invoke(ctx)
-        except (Exit, Abort, ClickException):
-            raise  # deliberate exits, usage errors (exit 2), Ctrl-C: the parser reports them
-        except Exception as exc:
-            from kafka_archive.cli.crash import report_unexpected
-
-            argv = ["kafka-archive-dev", *ctx.meta.get("kafka_archive_dev.argv", [])]
-            code = report_unexpected(exc, argv=argv, as_json="--json" in argv)
-            raise typer.Exit(code) from None
+    program = "kafka-archive-dev"
 
 
 app = typer.Typer(

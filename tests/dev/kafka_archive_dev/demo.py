@@ -18,8 +18,9 @@ Everything lives under one folder (default ``.work/demo``), nothing needs root o
    archived ``__consumer_offsets``, and a verification that the target holds exactly the
    expected records (keys, values, headers, timestamps, partitions, order).
 
-Each stage is a function, so tests can run them one by one; :func:`run_demo` runs them all and
-returns a JSON-ready report.
+Each stage is a function, so tests can run them one by one;
+:func:`kafka_archive_dev.demo_run.run_demo` runs them all (on real Kafka, or here,
+:func:`run_mock`, without Java) and returns a JSON-ready report.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,7 +45,7 @@ from segment_lib.log_file import open_log
 from segment_lib.lookup import find_offset_for_timestamp
 from segment_lib.partition import PartitionView
 
-__all__ = ["DemoError", "DemoPaths", "run_demo"]
+__all__ = ["DemoError", "DemoPaths"]
 
 CLUSTER = "demo"
 TOPIC = "orders"
@@ -63,9 +63,15 @@ class DemoError(KafkaArchiveError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class DemoPaths:
-    """Where the demo keeps things, all under ``root``."""
+    """Where the demo keeps things, all under ``root`` (made absolute here: the store's
+    ``file://`` URI, the catalog's URL and Airflow's home must name the same folder from
+    every process, whatever its working directory)."""
 
     root: Path
+
+    def __post_init__(self) -> None:
+        # `./dev demo`'s default root is relative (.work/demo); a file URI cannot be
+        object.__setattr__(self, "root", self.root.resolve())
 
     @property
     def cluster(self) -> Path:
@@ -397,137 +403,7 @@ def read_target(
     }
 
 
-def run_demo(
-    root: Path,
-    *,
-    seed: int = 0,
-    progress: Callable[[str], None] | None = None,
-    kafka: str = "auto",
-) -> dict[str, Any]:
-    """Run every stage; returns the report (raises :class:`DemoError` on a failed stage).
-
-    ``kafka``: ``real`` runs real Apache Kafka clusters (needs Java 17+ and Maven), ``mock``
-    the Java-free fallback (a writer-made source and librdkafka's mock cluster as the target),
-    ``auto`` real where Java and Maven are present, else the fallback (and the report says why).
-    """
-    from kafka_archive_dev.local_kafka import kafka_unavailable_reason
-
-    say = progress or (lambda _msg: None)
-    reason = kafka_unavailable_reason()
-    if kafka == "real" or (kafka == "auto" and reason is None):
-        return _run_real(DemoPaths(root.resolve()), seed, say)
-    note = f"mock Kafka ({reason or 'asked for'})"
-    say(f"no real Kafka here: {note}; using a writer-made source and librdkafka's mock target")
-    report = _run_mock(DemoPaths(root.resolve()), seed, say)
-    report["kafka"] = note
-    return report
-
-
-def _run_real(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
-    """The demo on real Kafka: a 3-broker source cluster, a 1-broker target cluster."""
-    from confluent_kafka import KafkaException
-
-    from kafka_archive_dev.demo_live import (
-        DEMO_TOPICS,
-        broker_offsets_for_time,
-        produce_demo_data,
-    )
-    from kafka_archive_dev.embedded_kafka import read_to_end
-    from kafka_archive_dev.local_kafka import DEFAULT_KAFKA_VERSION, LocalKafkaCluster
-
-    started = time.monotonic()
-    fresh_root(paths)
-    partitions = list(range(DEMO_TOPICS[TOPIC][0]))
-    source = LocalKafkaCluster(paths.root / "kafka-source", brokers=3)
-    target = LocalKafkaCluster(paths.root / "kafka-target", brokers=1)
-    try:
-        say(f"starting a 3-broker Apache Kafka {DEFAULT_KAFKA_VERSION} cluster (KRaft)")
-        source.start()
-        say(
-            f"producing the demo's traffic through it ({source.bootstrap_servers}), with the "
-            "offsets follower reading __consumer_offsets into the catalog beside it"
-        )
-        with _offsets_follower(paths, source.bootstrap_servers):
-            try:
-                traffic = produce_demo_data(source.bootstrap_servers, seed=seed)
-            except KafkaException as exc:  # a client failure is the stage's, not a crash
-                raise DemoError(f"producing the demo's traffic failed: {exc}") from None
-        write_config(paths, {b: [d] for b, d in source.log_dirs.items()})
-        say("archive DAG over the brokers' live log dirs, then catalog DAG (through Airflow)")
-        run_archive_and_catalog(paths)
-        at = traffic.moments[len(traffic.moments) // 2]
-        broker = broker_offsets_for_time(source.bootstrap_servers, TOPIC, len(partitions), at)
-        offsets = [
-            {**row, "broker_lookup_offset": broker[row["partition"]]}
-            for row in _catalog_answers(paths, at)
-        ]
-        group = group_position_at(paths, "billing", at)
-        want_group = traffic.group_at(at)
-        say("starting a 1-broker target cluster")
-        target.start()
-        say(f"replay DAG: {TOPIC} from {at} into the target {target.bootstrap_servers}")
-        run_replay(paths, target.bootstrap_servers, at, create_topic=True)
-        got = read_target(target.bootstrap_servers, partitions)
-        source_records = read_to_end(source.bootstrap_servers, TOPIC, partitions)
-    finally:
-        source.stop()
-        target.stop()
-    ends = _archived_ends(paths)
-    starts = {r["partition"]: r["offset"] for r in offsets}
-    want = {
-        p: [
-            (r.key, r.value, list(r.headers), r.timestamp)
-            for r in source_records[p]
-            if starts[p] >= 0 and starts[p] <= r.offset < ends.get(p, 0)
-        ]
-        for p in partitions
-    }
-    got_group = {o["partition"]: o["offset"] for o in group.get("offsets", [])}
-    return _report(
-        paths,
-        started,
-        topics=sorted(DEMO_TOPICS),
-        at=at,
-        offsets=offsets,
-        group={**group, "expected": want_group, "matches": got_group == want_group},
-        want=want,
-        got=got,
-        kafka=f"Apache Kafka {DEFAULT_KAFKA_VERSION}: source {source.bootstrap_servers} "
-        f"(3 brokers), target {target.bootstrap_servers} (1 broker)",
-    )
-
-
-@contextlib.contextmanager
-def _offsets_follower(paths: DemoPaths, bootstrap: str) -> Iterator[None]:
-    """Run the offsets follower (``kafka-archive catalog follow-offsets``) in a thread for the
-    body of the block, then once more until caught up: the group's commit history is read as
-    it happens, before the broker's cleaner compacts ``__consumer_offsets``."""
-    from kafka_archive.catalog.db import open_catalog
-    from kafka_archive.offsets_follower.loop import follow_offsets
-
-    catalog = open_catalog(paths.db_url, create=True)
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            follow_offsets(catalog, CLUSTER, bootstrap, stop=stop)
-        except BaseException as exc:  # re-raised in the demo's thread below
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, name="offsets-follower", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(60)
-    if failure:
-        raise DemoError(f"the offsets follower failed: {failure[0]}")
-    follow_offsets(catalog, CLUSTER, bootstrap, until_caught_up=True)
-
-
-def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
+def run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[str, Any]:
     """The Java-free demo: a writer-made source cluster, librdkafka's mock as the target."""
     from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
@@ -547,6 +423,7 @@ def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
         say(f"replay DAG: {TOPIC} from {at} into the embedded target {target.bootstrap_servers}")
         run_replay(paths, target.bootstrap_servers, at)
         got = read_target(target.bootstrap_servers, partitions)
+        target_servers = target.bootstrap_servers
     want = expected_records(paths, cluster, {r["partition"]: r["offset"] for r in offsets})
     return _report(
         paths,
@@ -560,6 +437,9 @@ def _run_mock(paths: DemoPaths, seed: int, say: Callable[[str], None]) -> dict[s
         want=want,
         got=got,
         kafka="",
+        target=target_servers,
+        metadata={"history": False, "changed_at": 0},
+        end=cluster.end_ms,
     )
 
 
@@ -582,9 +462,15 @@ def _report(
     want: Expected,
     got: Expected,
     kafka: str,
+    target: str,
+    metadata: dict[str, Any],
+    end: int,
 ) -> dict[str, Any]:
+    """The demo's report (also written to ``<root>/report.json``); ``target``: the replay
+    target's servers, ``metadata``: whether the metadata log was archived (``history``) and
+    when the demo changed it (``changed_at``), ``end``: the last record's time."""
     mismatched = [p for p in sorted(want) if got.get(p, []) != want.get(p, [])]
-    return {
+    report = {
         "root": str(paths.root),
         "cluster": CLUSTER,
         "kafka": kafka,
@@ -602,4 +488,9 @@ def _report(
         "logs": str(paths.logs),
         "store": paths.store_uri,
         "db": paths.db_url,
+        "target": target,
+        "metadata": metadata,
+        "end": end,
     }
+    (paths.root / "report.json").write_text(json.dumps(report, indent=2))
+    return report

@@ -12,7 +12,12 @@ of traffic in rounds, so that segments roll (``segment.ms`` 1 s) while it runs:
 * ``customers`` (1 partition, gzip, compacted, the cleaner running): the same keys over and over;
 * consumer group ``billing`` reads ``orders`` (read_committed) and commits after every round;
   each commit's moment and offsets are kept, so the demo can check the catalog's answer for
-  "where was the group at T".
+  "where was the group at T";
+* the cluster's metadata changes while it runs (:data:`METADATA_LOG_CONFIG` makes its
+  ``__cluster_metadata`` log roll and snapshot every 2 s, so the archive takes it): an ACL for
+  the group's principal, and ``orders``' retention changed halfway (what ``catalog
+  topic-history``, ``topic-config --at`` and ``acls --at`` show, and what a faithful
+  ``replay run --create-topic`` copies).
 
 Records carry the wall-clock time they were produced at; :attr:`DemoTraffic.moments` are the
 instants between rounds, so a moment in the middle of the traffic is a good T.
@@ -24,17 +29,50 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
-__all__ = ["DEMO_TOPICS", "DemoTraffic", "GroupCommit", "produce_demo_data"]
+__all__ = [
+    "DEMO_TOPICS",
+    "METADATA_LOG_CONFIG",
+    "DemoTraffic",
+    "GroupCommit",
+    "produce_demo_data",
+]
 
 ORDERS = "orders"
 GROUP = "billing"
+#: the source cluster's settings that make its metadata log archivable within the demo (the
+#: defaults roll it after 7 days and snapshot it hourly: nothing would be archived), and an
+#: authorizer, so that the demo's ACL is real (PLAINTEXT clients are ANONYMOUS: super user)
+METADATA_LOG_CONFIG: dict[str, str] = {
+    "metadata.log.segment.ms": "2000",
+    "metadata.log.max.snapshot.interval.ms": "2000",
+    "metadata.max.idle.interval.ms": "200",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+}
+#: orders' retention before and after the change halfway through the traffic
+RETENTION_MS = ("604800000", "1209600000")
 #: topic -> (partitions, topic configs)
 DEMO_TOPICS: dict[str, tuple[int, dict[str, str]]] = {
-    ORDERS: (3, {"segment.ms": "1000", "compression.type": "producer"}),
+    ORDERS: (
+        3,
+        {"segment.ms": "1000", "compression.type": "producer", "retention.ms": RETENTION_MS[0]},
+    ),
     "payments": (2, {"segment.ms": "1000", "message.timestamp.type": "LogAppendTime"}),
     "clicks": (2, {"segment.ms": "1000"}),
     "customers": (
@@ -67,6 +105,8 @@ class DemoTraffic:
     commits: list[GroupCommit] = field(default_factory=list)
     records: dict[str, int] = field(default_factory=dict)
     aborted_transactions: int = 0
+    #: when orders' retention.ms became RETENTION_MS[1] (0: not changed)
+    retention_changed_ms: int = 0
 
     def group_at(self, at_ms: int) -> dict[int, int]:
         """The group's committed offsets as of ``at_ms`` (the newest commit at or before it)."""
@@ -91,14 +131,52 @@ def create_topics(bootstrap: str, replication: int) -> None:
         future.result(60)
 
 
+def change_metadata(bootstrap: str) -> int:
+    """Grant the group's principal READ on ``orders`` and raise ``orders``' retention.ms to
+    :data:`RETENTION_MS` [1]; the wall time just before (what ``--at`` must not see yet)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    before = int(time.time() * 1000)
+    acl = AclBinding(
+        ResourceType.TOPIC,
+        ORDERS,
+        ResourcePatternType.LITERAL,
+        f"User:{GROUP}",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    for future in admin.create_acls([acl]).values():
+        future.result(60)
+    change = ConfigResource(
+        ResourceType.TOPIC,
+        ORDERS,
+        incremental_configs=[
+            ConfigEntry(
+                "retention.ms", RETENTION_MS[1], incremental_operation=AlterConfigOpType.SET
+            )
+        ],
+    )
+    for future in admin.incremental_alter_configs([change]).values():
+        future.result(60)
+    return before
+
+
 def _headers(i: int) -> list[tuple[str, str | bytes | None]]:
     return [("source", b"shop"), ("trace", f"t-{i}".encode()), ("trace", None)]
 
 
 def produce_demo_data(
-    bootstrap: str, *, rounds: int = 8, per_round: int = 40, seed: int = 0, replication: int = 3
+    bootstrap: str,
+    *,
+    rounds: int = 8,
+    per_round: int = 40,
+    seed: int = 0,
+    replication: int = 3,
+    change_metadata_halfway: bool = False,
 ) -> DemoTraffic:
-    """Create the demo topics and produce ``rounds`` rounds of traffic, ~1.1 s apart."""
+    """Create the demo topics and produce ``rounds`` rounds of traffic, ~1.1 s apart
+    (``change_metadata_halfway``: :func:`change_metadata` after half the rounds; the cluster
+    needs an authorizer, see :data:`METADATA_LOG_CONFIG`)."""
     rng = random.Random(seed)
     create_topics(bootstrap, replication)
     base = {"bootstrap.servers": bootstrap, "linger.ms": 5}
@@ -126,6 +204,8 @@ def produce_demo_data(
             if round_no:
                 time.sleep(1.1)  # past segment.ms: the next append rolls a new segment
                 traffic.moments.append(int(time.time() * 1000))
+            if change_metadata_halfway and round_no == rounds // 2:
+                traffic.retention_changed_ms = change_metadata(bootstrap)
             for partition in range(DEMO_TOPICS[ORDERS][0]):
                 txn.begin_transaction()
                 for _ in range(per_round):
@@ -188,6 +268,18 @@ def _consume_and_commit(consumer: Consumer) -> GroupCommit:
     if offsets:
         consumer.commit(offsets=offsets, asynchronous=False)
     return GroupCommit(int(time.time() * 1000), {tp.partition: tp.offset for tp in offsets})
+
+
+def wait_for_metadata_roll(log_dirs: list[Path], timeout_s: float = 60.0) -> None:
+    """Wait until every node's ``__cluster_metadata-0`` has rolled a new segment since this
+    call (the changes made before it are then in rolled segments, which the archive takes)."""
+    dirs = [d / "__cluster_metadata-0" for d in log_dirs]
+    before = [set(d.glob("*.log")) for d in dirs]
+    deadline = time.monotonic() + timeout_s
+    while any(not set(d.glob("*.log")) - seen for d, seen in zip(dirs, before, strict=True)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the metadata log did not roll within {timeout_s:g} s: {dirs}")
+        time.sleep(0.2)
 
 
 def broker_offsets_for_time(

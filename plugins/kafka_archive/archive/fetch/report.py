@@ -23,6 +23,8 @@ class Hole:
 class PartitionReport:
     topic: str
     partition: int
+    #: the topic id (Kafka's text form) of the incarnation archived, if the cluster has them
+    topic_id: str | None = None
     #: where this run started (the resume point, or the log start for a new partition)
     from_offset: int = -1
     #: one past the last offset stored by this run (``from_offset`` when nothing was)
@@ -34,12 +36,20 @@ class PartitionReport:
     bytes_uploaded: int = 0
     #: compaction gaps met (legitimate; recorded in the manifests)
     offset_gaps: int = 0
+    #: times fetched batches not stored yet were dropped and fetched again (the leader's log
+    #: ended their leader epoch below them)
+    rewinds: int = 0
+    #: times another archiver of the partition was seen to have stored segments first, before
+    #: an upload (this run went on from the store's end)
+    yielded: int = 0
     #: segments not stored because another archiver claimed their base offset first (a
-    #: group hand-over: :mod:`~kafka_archive.archive.fetch.claims`); not an error
+    #: group hand-over, two archivers: :mod:`~kafka_archive.archive.fetch.claims`); not an error
     fenced: int = 0
     #: every archived manifest key of this run
     manifests: list[str] = field(default_factory=list)
     error: str | None = None
+    #: why the partition left the run before its end (its topic deleted or re-created)
+    ended: str | None = None
 
 
 @dataclass(slots=True)

@@ -9,14 +9,24 @@
 2. per topic, the segment configs (DescribeConfigs ``segment.bytes``, ``segment.ms``,
    ``index.interval.bytes``, ``segment.index.bytes``; each overridable);
 3. per partition, the resume point (:func:`~kafka_archive.archive.fetch.store_side.
-   resume_point`); a partition with nothing archived starts at its log start offset
-   (ListOffsets earliest); a log start above the resume point is a **hole**
-   (:meth:`~kafka_archive.archive.fetch.partition.PartitionArchiver.hole`);
+   resume_point`, of the topic's current topic id); a partition with nothing archived starts
+   at its log start offset (ListOffsets earliest); a log start above the resume point is a
+   **hole** (:meth:`~kafka_archive.archive.fetch.partition.PartitionArchiver.hole`)
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
 4. fetches round by round, one request per leader for all its partitions, read_uncommitted;
    each answer goes to the partition's :class:`~kafka_archive.archive.fetch.partition.
    PartitionArchiver`. ``OFFSET_OUT_OF_RANGE`` asks ListOffsets earliest (a hole when it moved
    past the position); leadership errors ask Metadata again; any other error ends that
-   partition for this run (named in the report) while the others go on;
+   partition for this run (named in the report) while the others go on. Metadata is asked
+   again every ``metadata_max_age_s`` too: new leaders and leader epochs are checked with
+   OffsetsForLeaderEpoch before the next Fetch (:mod:`~kafka_archive.archive.fetch.epochs`),
+   deleted or re-created topics end their partitions, added partitions join
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
+   With ``membership`` (``--group``, :mod:`~kafka_archive.archive.fetch.group`) only the
+   partitions the group gives this process are opened, as they are given; those it takes back
+   are uploaded and dropped first. Two writers of one partition anyway (a hand-over, a member
+   cut off) are harmless: each segment's base offset is claimed in the store before its
+   manifest (:mod:`~kafka_archive.archive.fetch.claims`);
 5. stops when ``until_caught_up`` and every partition reached the high watermark it had at its
    first answer, or after ``duration_s``, or when ``stop`` is set; then rolls and uploads every
    open segment (a clean stop keeps everything fetched).
@@ -28,38 +38,31 @@ manifests, and the next run resumes from them.
 from __future__ import annotations
 
 import logging
-import shutil
 import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.fetch.batches import FetchDiverged
-from kafka_archive.archive.fetch.claims import Fenced
 from kafka_archive.archive.fetch.group import (
     DEFAULT_SESSION_TIMEOUT_MS,
     GroupFailed,
     Membership,
 )
-from kafka_archive.archive.fetch.partition import PartitionArchiver, PartitionIdentity
+from kafka_archive.archive.fetch.members import Key, PartitionSet, selected
+from kafka_archive.archive.fetch.partition import PartitionArchiver
 from kafka_archive.archive.fetch.report import FetchReport
 from kafka_archive.archive.fetch.source import FetchSource
-from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.layout import check_cluster
 from kafka_archive.archive.manifest import utc_now
 from kafka_archive.archive.topic_selection import TopicSelection
 from kafka_archive.errors import KafkaArchiveError
-from kafka_archive.kafka_protocol.client import error_name
-from kafka_archive.kafka_protocol.fetch import (
-    EARLIEST,
-    LEADERSHIP_ERRORS,
-    OFFSET_OUT_OF_RANGE,
-    TopicInfo,
-)
+from kafka_archive.kafka_protocol.client import error_name, retriable
+from kafka_archive.kafka_protocol.fetch import EARLIEST, LEADERSHIP_ERRORS, OFFSET_OUT_OF_RANGE
 from kafka_archive.store import ObjectStore
 from segment_lib.errors import SegmentError
 from segment_lib.segment_builder import SegmentConfig
@@ -127,16 +130,13 @@ class FetchOptions:
     #: fails (named in the report) instead of holding the run forever; a continuous run
     #: waits for the cluster instead
     stall_s: float = 120.0
+    #: Metadata is asked again at least this often (leader changes, topics re-created,
+    #: partitions added), besides whenever a Fetch says leadership moved
+    metadata_max_age_s: float = 30.0
     #: the Kafka consumer group whose members share the partitions
     #: (:mod:`~kafka_archive.archive.fetch.group`); None: this process archives them all
     group: str | None = None
     group_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-
-
-def _selected(info: TopicInfo, selection: TopicSelection) -> bool:
-    if info.internal:
-        return info.name in selection.patterns
-    return not selection or selection.matches(info.name)
 
 
 def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
@@ -177,7 +177,7 @@ def run_fetch_archive(
     stop = stop or threading.Event()
     report = FetchReport(cluster, store.uri, utc_now().isoformat())
     meta = source.topics()
-    chosen = {n: t for n, t in sorted(meta.topics.items()) if _selected(t, selection)}
+    chosen = {n: t for n, t in sorted(meta.topics.items()) if selected(t, selection)}
     if not chosen:
         raise NoTopicSelected(
             f"no topic matches {' or '.join(options.topics)}"
@@ -185,209 +185,110 @@ def run_fetch_archive(
             else "the cluster has no topic"
         )
     with tempfile.TemporaryDirectory(prefix="kafka-archive-fetch-", dir=options.work_dir) as tmp:
-        run = _Partitions(
-            cluster, source, store, chosen, meta.cluster_id, options, Path(tmp), report
+        parts = PartitionSet(
+            cluster=cluster,
+            source=source,
+            store=store,
+            selection=selection,
+            cluster_id=meta.cluster_id,
+            host=socket.gethostname(),
+            work_dir=Path(tmp),
+            config_of=lambda topic: _segment_config(source, topic, options.segment_overrides),
+            on_open=report.partitions.append,
         )
         try:
             if membership is None:
-                run.open({(n, p) for n, t in chosen.items() for p in t.leaders})
+                for info in chosen.values():
+                    parts.open_topic(info, sorted(info.leaders))
             else:
+                parts.wanted = set()
                 membership.start(sorted(chosen))
-            report.stopped_by = _fetch_loop(run, options, stop, membership)
+            report.stopped_by = _fetch_loop(source, parts, options, stop, membership)
         finally:
             try:
-                run.finish(list(run.by_key))
+                parts.release(list(parts.live))
             finally:
                 if membership is not None:
                     membership.close()
-            for p in run.opened:
+            for p in parts.every:
                 report.holes.extend(p.holes)
     report.finished_at = utc_now().isoformat()
     return report
 
 
-class _Partitions:
-    """The partitions this process archives now: opened from the store's resume point,
-    finished (open segment uploaded) and dropped when given up, opened again when fenced."""
-
-    def __init__(
-        self,
-        cluster: str,
-        source: FetchSource,
-        store: ObjectStore,
-        chosen: Mapping[str, TopicInfo],
-        cluster_id: str | None,
-        options: FetchOptions,
-        tmp: Path,
-        report: FetchReport,
-    ) -> None:
-        self.cluster = cluster
-        self.source = source
-        self.store = store
-        self.chosen = dict(chosen)
-        self.cluster_id = cluster_id
-        self.options = options
-        self.tmp = tmp
-        self.host = socket.gethostname()
-        self.report = report
-        self.by_key: dict[tuple[str, int], PartitionArchiver] = {}
-        self.work_dirs: dict[tuple[str, int], Path] = {}
-        #: given by the group, not opened yet (opening failed: asked again next round)
-        self.pending: set[tuple[str, int]] = set()
-        self.opened: list[PartitionArchiver] = []  # every one of the run, for the report
-        self.targets: dict[tuple[str, int], int] = {}
-        self.solo: set[tuple[str, int]] = set()  # asked alone next (an empty answer below HW)
-        self.fenced: set[tuple[str, int]] = set()  # lost a claim: opened again from the store
-        self._configs: dict[str, SegmentConfig] = {}
-        self._n = 0
-
-    def open(self, keys: set[tuple[str, int]]) -> None:
-        if any(t not in self.chosen or p not in self.chosen[t].leaders for t, p in keys):
-            # a partition added since the run started (the group saw it first)
-            self.chosen.update({t: i for t, i in self.source.topics().topics.items()})
-        for name in sorted({t for t, _ in keys}):
-            info = self.chosen.get(name)
-            if info is None:
-                continue
-            ps = sorted(p for t, p in keys if t == name and p in info.leaders)
-            if name not in self._configs:
-                self._configs[name] = _segment_config(
-                    self.source, name, self.options.segment_overrides
-                )
-            for pa, work in self._open_topic(info, ps):
-                self.by_key[_key(pa)] = pa
-                self.work_dirs[_key(pa)] = work
-                self.opened.append(pa)
-                self.report.partitions.append(pa.report)
-
-    def open_pending(self) -> None:
-        """Open the partitions the group gave; one that cannot be opened now (its leader
-        moved) is asked again next round."""
-        for key in sorted(self.pending):
-            try:
-                self.open({key})
-            except KafkaArchiveError as exc:
-                log.warning("kafka-archive: %s-%d: cannot open yet (%s)", *key, exc)
-            else:
-                self.pending.discard(key)
-
-    def _open_topic(self, info: TopicInfo, ps: list[int]) -> list[tuple[PartitionArchiver, Path]]:
-        name = info.name
-        resumes = {p: resume_point(self.store, self.cluster, name, p, info.topic_id) for p in ps}
-        earliest: dict[int, int] = {}
-        by_leader: dict[int, list[int]] = {}
-        for p in ps:
-            by_leader.setdefault(info.leaders[p], []).append(p)
-        for leader, lps in by_leader.items():
-            if leader >= 0:
-                earliest.update(self.source.list_offsets(leader, name, lps, EARLIEST))
-        out = []
-        for p in ps:
-            resume = resumes[p]
-            log_start = earliest.get(p, 0)
-            start = resume.offset if resume.offset is not None else log_start
-            self._n += 1
-            work = self.tmp / f"{name}-{p}.{self._n}"
-            work.mkdir()
-            ident = PartitionIdentity(
-                self.cluster, name, p, info.topic_id, self.cluster_id, self.host
-            )
-            pa = PartitionArchiver(ident, self.store, self._configs[name], resume, start, work)
-            pa.leader = info.leaders[p]
-            if resume.offset is not None and log_start > resume.offset:
-                pa.hole(log_start)
-            out.append((pa, work))
-        return out
-
-    def finish(self, keys: list[tuple[str, int]]) -> None:
-        """Upload the open segments of ``keys`` (a failure is the partition's error; a lost
-        claim is not: the other writer has it) and drop them."""
-        for key in keys:
-            p = self.by_key.pop(key)
-            self.targets.pop(key, None)
-            self.solo.discard(key)
-            if p.report.error is None and key not in self.fenced:
-                try:
-                    p.finish()
-                except Fenced as exc:
-                    p.report.fenced += 1
-                    log.info("kafka-archive: %s: %s", p.name, exc)
-                except Exception as exc:  # the store: recorded, the others still finish
-                    p.report.error = f"{type(exc).__name__}: {exc}"
-                    log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
-            self.fenced.discard(key)
-            shutil.rmtree(self.work_dirs.pop(key), ignore_errors=True)
-
-    def reopen_fenced(self) -> None:
-        """Partitions that lost a claim drop what they built and go on from the store."""
-        keys = {k for k in self.fenced if k in self.by_key}
-        for key in keys:
-            del self.by_key[key]
-            shutil.rmtree(self.work_dirs.pop(key), ignore_errors=True)
-            self.fenced.discard(key)
-        if keys:
-            self.open(keys)
-
-
 def _fetch_loop(
-    run: _Partitions,
+    source: FetchSource,
+    parts: PartitionSet,
     options: FetchOptions,
     stop: threading.Event,
     membership: Membership | None,
 ) -> str:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
-    by_key, targets, solo = run.by_key, run.targets, run.solo
+    targets: dict[Key, int] = {}
+    solo: set[Key] = set()  # asked alone next (an empty answer below the HW)
+    pending: set[Key] = set()  # given by the group, not opened yet
     max_wait = 0 if options.until_caught_up else options.max_wait_ms
+    refresh = False
     while True:
         if stop.is_set():
             return "signal"
         if deadline is not None and time.monotonic() >= deadline:
             return "duration"
         if membership is not None:
-            if membership.ownership.error is not None:
-                raise GroupFailed(membership.ownership.error)
-            added, revoked = membership.ownership.changes()
-            run.pending = (run.pending | added) - revoked
-            run.finish(sorted(k for k in revoked if k in by_key))
-            membership.ownership.released(revoked)
-            run.open_pending()
-        run.reopen_fenced()
-        live = [p for k, p in by_key.items() if p.report.error is None]
-        if options.until_caught_up:
-            # a partition not fetched yet has no target: it is fetched at least once
-            live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
-            _fail_stalled(live, options.stall_s)
-            live = [p for p in live if p.report.error is None]
+            pending = _follow_group(parts, membership, pending, targets, solo)
+        if refresh or time.monotonic() - parts.refreshed_at >= options.metadata_max_age_s:
+            _forget(parts.refresh(), targets, solo)  # opened (again): fetched at least once
+        refresh = parts.check_epochs()
+        by_key = parts.live
+        live = _to_fetch(by_key, options, targets)
         if not live:
             if membership is not None and (
-                not options.until_caught_up or not membership.ownership.settled or run.pending
+                not options.until_caught_up or not membership.ownership.settled or pending
             ):
                 time.sleep(0.2)  # waiting for the group to give partitions
                 continue
             return "caught_up" if options.until_caught_up else "no_partition_left"
-        refresh = False
-        groups: dict[int, dict[tuple[str, int], int]] = {}
+        groups: dict[int, dict[Key, int]] = {}
         for p in live:
-            key = (p.ident.topic, p.ident.partition)
+            key = _key(p)
             if p.leader < 0:
                 refresh = True
+                continue
+            if p.needs_check:  # its leader's log is checked first (next round)
                 continue
             if key in solo:
                 solo.discard(key)
                 refresh |= _fetch_into(
-                    run.source, p.leader, {key: p.position}, by_key, targets, solo, 0, run.fenced
+                    source, p.leader, {key: p.position}, by_key, targets, solo, 0
                 )
                 continue
             groups.setdefault(p.leader, {})[key] = p.position
         for leader, asks in groups.items():
             if stop.is_set():
                 break
-            refresh |= _fetch_into(
-                run.source, leader, asks, by_key, targets, solo, max_wait, run.fenced
-            )
+            refresh |= _fetch_into(source, leader, asks, by_key, targets, solo, max_wait)
         if refresh:
-            _refresh_leaders(run.source, by_key)
             time.sleep(0.2)
+
+
+def _forget(keys: Iterable[Key], targets: dict[Key, int], solo: set[Key]) -> None:
+    for key in keys:
+        targets.pop(key, None)
+        solo.discard(key)
+
+
+def _to_fetch(
+    by_key: Mapping[Key, PartitionArchiver], options: FetchOptions, targets: Mapping[Key, int]
+) -> list[PartitionArchiver]:
+    """The partitions to fetch this round: without an error, and, with ``until_caught_up``,
+    below their target (stalled ones fail)."""
+    live = [p for p in by_key.values() if p.report.error is None]
+    if options.until_caught_up:
+        # a partition not fetched yet has no target: it is fetched at least once
+        live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
+        _fail_stalled(live, options.stall_s)
+        live = [p for p in live if p.report.error is None]
+    return live
 
 
 def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
@@ -401,26 +302,29 @@ def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
             log.error("kafka-archive: %s: %s", p.name, p.report.error)
 
 
-def _key(p: PartitionArchiver) -> tuple[str, int]:
+def _key(p: PartitionArchiver) -> Key:
     return (p.ident.topic, p.ident.partition)
 
 
 def _fetch_into(
     source: FetchSource,
     leader: int,
-    asks: Mapping[tuple[str, int], int],
-    by_key: Mapping[tuple[str, int], PartitionArchiver],
-    targets: dict[tuple[str, int], int],
-    solo: set[tuple[str, int]],
+    asks: Mapping[Key, int],
+    by_key: Mapping[Key, PartitionArchiver],
+    targets: dict[Key, int],
+    solo: set[Key],
     max_wait_ms: int,
-    fenced: set[tuple[str, int]],
 ) -> bool:
-    """One Fetch from ``leader``, each answer to its partition; whether leaders must be asked
-    again."""
+    """One Fetch from ``leader`` (by topic id, with the current leader epoch, where known),
+    each answer to its partition; whether leaders must be asked again."""
     from kafka_archive.kafka_protocol.client import ProtocolConnectionError
 
+    topic_ids = {k[0]: by_key[k].ident.topic_id for k in asks}
+    epochs = {k: by_key[k].leader_epoch for k in asks}
     try:
-        answers = source.fetch(leader, asks, max_wait_ms=max_wait_ms)
+        answers = source.fetch(
+            leader, asks, max_wait_ms=max_wait_ms, topic_ids=topic_ids, leader_epochs=epochs
+        )
     except ProtocolConnectionError as exc:
         log.warning("kafka-archive: Fetch from broker %d failed (%s); asking again", leader, exc)
         for key in asks:
@@ -432,13 +336,27 @@ def _fetch_into(
         p = by_key.get(key)
         if p is None or key not in asks or asks[key] != p.position:
             continue
-        if a.error_code in LEADERSHIP_ERRORS:
+        if a.error_code in LEADERSHIP_ERRORS or (
+            a.error_code and a.error_code != OFFSET_OUT_OF_RANGE and retriable(a.error_code)
+        ):  # ask Metadata, then the leader again
             p.leader = -1
             refresh = True
             continue
         p.last_answer_at = time.monotonic()
         if a.error_code == OFFSET_OUT_OF_RANGE:
-            refresh |= _out_of_range(source, leader, p, fenced)
+            try:
+                found = source.list_offsets(leader, a.topic, [a.partition], EARLIEST)
+            except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
+                log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
+                p.leader = -1
+                refresh = True
+                continue
+            try:
+                p.log_start_moved(found[a.partition])
+                targets.pop(key, None)  # a new position: caught up once fetched from it
+            except FetchDiverged as exc:
+                p.report.error = str(exc)
+                log.error("kafka-archive: %s: %s", p.name, exc)
         elif a.error_code:
             p.report.error = f"Fetch answered {error_name(a.error_code)}"
             log.error("kafka-archive: %s: %s", p.name, p.report.error)
@@ -446,11 +364,6 @@ def _fetch_into(
             targets.setdefault(key, a.high_watermark)
             try:
                 kept = p.feed(a)
-            except Fenced as exc:  # another writer's segment: go on from the store
-                p.report.fenced += 1
-                fenced.add(key)
-                log.info("kafka-archive: %s: %s", p.name, exc)
-                continue
             except (KafkaArchiveError, SegmentError) as exc:  # diverged, or damaged bytes
                 p.report.error = f"{type(exc).__name__}: {exc}"
                 log.error("kafka-archive: %s: %s", p.name, exc)
@@ -463,38 +376,29 @@ def _fetch_into(
     return refresh
 
 
-def _out_of_range(
-    source: FetchSource, leader: int, p: PartitionArchiver, fenced: set[tuple[str, int]]
-) -> bool:
-    """OFFSET_OUT_OF_RANGE: where the log starts now (a hole, or a diverged log); whether
-    leaders must be asked again."""
-    try:
-        found = source.list_offsets(leader, p.ident.topic, [p.ident.partition], EARLIEST)
-    except KafkaArchiveError as exc:  # e.g. the leader moved meanwhile: ask again
-        log.warning("kafka-archive: %s: ListOffsets failed (%s)", p.name, exc)
-        p.leader = -1
-        return True
-    try:
-        p.log_start_moved(found[p.ident.partition])
-    except Fenced as exc:  # the segment the hole ended: another writer's
-        p.report.fenced += 1
-        fenced.add(_key(p))
-        log.info("kafka-archive: %s: %s", p.name, exc)
-    except FetchDiverged as exc:
-        p.report.error = str(exc)
-        log.error("kafka-archive: %s: %s", p.name, exc)
-    return False
+def _follow_group(
+    parts: PartitionSet,
+    membership: Membership,
+    pending: set[Key],
+    targets: dict[Key, int],
+    solo: set[Key],
+) -> set[Key]:
+    """Take the group's changes: what was taken back is uploaded and dropped (then released
+    to the group), what was given is opened; the keys given and not opened yet.
 
-
-def _refresh_leaders(
-    source: FetchSource, by_key: Mapping[tuple[str, int], PartitionArchiver]
-) -> None:
-    try:
-        meta = source.topics()
-    except KafkaArchiveError as exc:
-        log.warning("kafka-archive: Metadata failed (%s); asking again", exc)
-        return
-    for (topic, partition), p in by_key.items():
-        info = meta.topics.get(topic)
-        if info is not None:
-            p.leader = info.leaders.get(partition, -1)
+    Raises:
+        GroupFailed: the group cannot be joined.
+    """
+    ownership = membership.ownership
+    if ownership.error is not None:
+        raise GroupFailed(ownership.error)
+    added, revoked = ownership.changes()
+    if not added and not revoked and not pending:
+        return pending
+    wanted = parts.wanted if parts.wanted is not None else set()
+    parts.wanted = (wanted | added) - revoked
+    pending = (pending | added) - revoked
+    parts.release(sorted(k for k in revoked if k in parts.live))
+    _forget(revoked, targets, solo)
+    ownership.released(revoked)
+    return parts.open_keys(pending)

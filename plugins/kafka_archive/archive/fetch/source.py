@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kafka_archive.kafka_protocol.fetch import ClusterTopics, FetchedPartition
+from kafka_archive.kafka_protocol.fetch import ClusterTopics, EpochEnd, FetchedPartition
 
 __all__ = ["FetchSource", "KafkaFetchSource"]
 
@@ -34,10 +34,26 @@ class FetchSource(Protocol):
         """ListOffsets at ``timestamp`` (EARLIEST -2, LATEST -1) from the leader ``node``."""
         ...
 
+    def epoch_ends(
+        self, node: int, topic: str, asks: Mapping[int, tuple[int, int]]
+    ) -> dict[int, EpochEnd]:
+        """OffsetsForLeaderEpoch of ``{partition: (current leader epoch, epoch asked)}`` from
+        the leader ``node``."""
+        ...
+
     def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+        self,
+        node: int,
+        asks: Mapping[tuple[str, int], int],
+        *,
+        max_wait_ms: int,
+        topic_ids: Mapping[str, str | None] | None = None,
+        leader_epochs: Mapping[tuple[str, int], int] | None = None,
     ) -> list[FetchedPartition]:
-        """One read_uncommitted Fetch of ``{(topic, partition): offset}`` from ``node``."""
+        """One read_uncommitted Fetch of ``{(topic, partition): offset}`` from ``node`` (by
+        topic id where ``topic_ids`` knows every topic's and the broker can: the topic
+        re-created under the name is answered ``UNKNOWN_TOPIC_ID``; with the current leader
+        epochs known, a leader of another epoch answers ``FENCED_LEADER_EPOCH``)."""
         ...
 
     def close(self) -> None: ...
@@ -84,8 +100,21 @@ class KafkaFetchSource:
 
         return list_offsets(self.client, node, topic, partitions, timestamp)
 
+    def epoch_ends(
+        self, node: int, topic: str, asks: Mapping[int, tuple[int, int]]
+    ) -> dict[int, EpochEnd]:
+        from kafka_archive.kafka_protocol.fetch import offsets_for_leader_epoch
+
+        return offsets_for_leader_epoch(self.client, node, topic, asks)
+
     def fetch(
-        self, node: int, asks: Mapping[tuple[str, int], int], *, max_wait_ms: int
+        self,
+        node: int,
+        asks: Mapping[tuple[str, int], int],
+        *,
+        max_wait_ms: int,
+        topic_ids: Mapping[str, str | None] | None = None,
+        leader_epochs: Mapping[tuple[str, int], int] | None = None,
     ) -> list[FetchedPartition]:
         from kafka_archive.kafka_protocol.fetch import fetch_partitions
 
@@ -97,6 +126,8 @@ class KafkaFetchSource:
             min_bytes=1 if max_wait_ms else 0,
             max_bytes=self.max_bytes,
             partition_max_bytes=self.partition_max_bytes,
+            topic_ids=topic_ids,
+            leader_epochs=leader_epochs,
         )
 
     def close(self) -> None:

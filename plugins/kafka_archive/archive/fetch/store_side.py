@@ -1,8 +1,10 @@
 """The fetch archiver's side of the store: where a partition resumes, and one segment's upload.
 
 Progress is what the store holds (no local state): :func:`resume_point` reads the partition's
-newest manifest of ``origin`` ``fetch`` (manifests are listed in base offset order; only the
-newest are read) and returns its ``end_offset``, the transactions open there and the leader
+newest manifest of ``origin`` ``fetch`` of the topic's current incarnation (manifests are
+listed in base offset order; only the newest are read, down to one of that topic id: a topic
+deleted and re-created starts again at offset 0, its manifests among the old incarnation's)
+and returns its ``end_offset``, the transactions open there and the leader
 epochs known, which is all a :class:`~segment_lib.segment_builder.SegmentBuilder` needs to go
 on as if it had never stopped.
 
@@ -15,6 +17,14 @@ writer of the partition; :func:`resume_point` completes a claim whose manifest a
 unwritten). A crash anywhere before the claim leaves a segment the next run fetches and builds
 again (its files, byte-identical, are found in the store and not sent twice); a manifest
 written concurrently for the same bytes counts as archived.
+
+Two fetch archivers of one partition at once (a group hand-over, a member cut off from its
+coordinator, two archivers started by mistake): the claims make it harmless, atomically. Of two
+segments at one base offset only the first claimed is stored; the other writer gets
+:class:`~kafka_archive.archive.fetch.claims.Fenced`, stores nothing and goes on from the
+store's end. :func:`fetched_from`, asked before an upload, only spares the work of building and
+sending a segment the store already holds past its base (it decides nothing: a writer that
+passes it can still lose the claim).
 """
 
 from __future__ import annotations
@@ -25,7 +35,12 @@ from typing import Final
 
 from kafka_archive.archive.digests import digest_buffer
 from kafka_archive.archive.fetch.claims import claim_segment, follow_claims
-from kafka_archive.archive.layout import ObjectExtension, manifest_key, object_key
+from kafka_archive.archive.layout import (
+    ObjectExtension,
+    manifest_key,
+    object_key,
+    parse_manifest_key,
+)
 from kafka_archive.archive.manifest import (
     EpochRange,
     FetchedSegment,
@@ -39,12 +54,18 @@ from kafka_archive.archive.manifest import (
     utc_now,
 )
 from kafka_archive.archive.uploader import archiver_version, scan_log
-from kafka_archive.store import IntegrityError, ObjectStore
+from kafka_archive.store import IntegrityError, ObjectNotFound, ObjectStore
 from segment_lib.checkpoints import EpochEntry
 from segment_lib.names import LOG_SUFFIX
 from segment_lib.segment_builder import BuiltSegment
 
-__all__ = ["Resume", "UploadResult", "resume_point", "upload_segment"]
+__all__ = [
+    "Resume",
+    "UploadResult",
+    "fetched_from",
+    "resume_point",
+    "upload_segment",
+]
 
 _EXT: Final[dict[FileRole, ObjectExtension]] = {
     "log": ".log",
@@ -67,18 +88,19 @@ class Resume:
 def resume_point(
     store: ObjectStore, cluster: str, topic: str, partition: int, topic_id: str | None = None
 ) -> Resume:
-    """The end of the partition's newest fetched manifest, or of the claims going on from it
-    (module docstring; ``topic_id``: whose claims, when no manifest says)."""
-    keys = list(iter_manifest_keys(store, cluster, topic, partition))
+    """The end of the partition's fetched chain of ``topic_id``: its newest fetched manifest,
+    or the claims going on from it (module docstring; ``None``, or a manifest without one:
+    any topic id; the claims are those of ``topic_id``, else of the manifest's)."""
     found: SegmentManifest | None = None
-    for key in reversed(keys):  # newest base offsets first: the first fetched one ends last
-        m = read_manifest(store, key)
-        if m.origin == "fetch":
-            found = m
+    key = ""
+    for k in reversed(list(iter_manifest_keys(store, cluster, topic, partition))):
+        m = _read(store, k)  # newest base offsets first: the first fetched one ends last
+        if m is not None and _ours(m, topic_id):
+            found, key = m, k
             break
     claimed = follow_claims(
         store, cluster, topic, partition,
-        found.topic_id if found is not None else topic_id,
+        topic_id if topic_id is not None else (found.topic_id if found is not None else None),
         found.end_offset if found is not None else None,
     )  # fmt: skip
     if claimed is not None:
@@ -94,6 +116,53 @@ def resume_point(
         tuple((e.epoch, e.start_offset) for e in m.leader_epochs),
         key,
     )
+
+
+def _base_of(key: str) -> int:
+    parsed = parse_manifest_key(key)
+    return -1 if parsed is None else parsed.base_offset
+
+
+def _ours(m: SegmentManifest | None, topic_id: str | None) -> bool:
+    """A fetched manifest of the incarnation ``topic_id`` (``None``: any)."""
+    return (
+        m is not None
+        and m.origin == "fetch"
+        and (topic_id is None or m.topic_id in (None, topic_id))
+    )
+
+
+def _read(store: ObjectStore, key: str) -> SegmentManifest | None:
+    """The manifest, or ``None`` if it was deleted meanwhile (a prune)."""
+    try:
+        return read_manifest(store, key)
+    except ObjectNotFound:
+        return None
+
+
+def fetched_from(
+    store: ObjectStore,
+    cluster: str,
+    topic: str,
+    partition: int,
+    topic_id: str | None,
+    base: int,
+    foreign: set[str] | None = None,
+) -> int | None:
+    """The largest end offset of the fetched manifests of ``topic_id`` whose base offset is at
+    least ``base`` (another archiver's progress; ``None``: there are none). Lists the
+    partition's manifest keys and reads only those at or past ``base``; ``foreign`` collects
+    the keys found not to be such manifests (disk-archived, another incarnation's: a manifest
+    never changes under its key), which are not read again."""
+    ends = []
+    for key in iter_manifest_keys(store, cluster, topic, partition):
+        if _base_of(key) >= base and (foreign is None or key not in foreign):
+            m = _read(store, key)
+            if m is not None and _ours(m, topic_id):
+                ends.append(m.end_offset)
+            elif m is not None and foreign is not None:
+                foreign.add(key)
+    return max(ends, default=None)
 
 
 @dataclass(frozen=True, slots=True)

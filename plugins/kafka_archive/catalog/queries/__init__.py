@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         GroupOffset,
         group_commit_history,
         group_offsets,
+        groups_by_topic,
     )
     from kafka_archive.catalog.queries.locate import Location, locate
     from kafka_archive.catalog.queries.offsets import (
@@ -80,6 +81,7 @@ _HOMES = {
     "gaps": "kafka_archive.catalog.gaps",
     "group_commit_history": "kafka_archive.catalog.queries.group_offsets",
     "group_offsets": "kafka_archive.catalog.queries.group_offsets",
+    "groups_by_topic": "kafka_archive.catalog.queries.group_offsets",
     "locate": "kafka_archive.catalog.queries.locate",
     "offset_intervals": "kafka_archive.catalog.queries.offsets",
     "offsets_for_time": "kafka_archive.catalog.queries.offsets",
@@ -132,6 +134,7 @@ __all__ = [
     "gaps",
     "group_commit_history",
     "group_offsets",
+    "groups_by_topic",
     "locate",
     "offset_intervals",
     "offsets_for_time",

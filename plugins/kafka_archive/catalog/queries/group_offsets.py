@@ -19,7 +19,13 @@ from kafka_archive.catalog.db import Catalog
 from kafka_archive.catalog.models import FollowedCommitRow, OffsetCommitRow, Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
 
-__all__ = ["GroupCommit", "GroupOffset", "group_commit_history", "group_offsets"]
+__all__ = [
+    "GroupCommit",
+    "GroupOffset",
+    "group_commit_history",
+    "group_offsets",
+    "groups_by_topic",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,31 @@ def group_offsets(
 
 
 _Latest = dict[tuple[str, int], tuple[tuple[int, int], str, int, int]]
+
+
+def groups_by_topic(
+    catalog: Catalog, cluster: str, at_ms: int | None = None
+) -> dict[str, set[str]]:
+    """``{group: topics}``: every group with a commit in effect by ``at_ms`` (any time when
+    ``None``) in ``cluster``, and the topics it committed on (both sources; aborted
+    transactional commits excluded)."""
+    oc, fc = OffsetCommitRow, FollowedCommitRow
+    archived = [
+        oc.cluster == cluster,
+        oc.kind == "commit",
+        oc.txn_state.in_(("none", "committed")),
+    ]
+    followed = [fc.cluster == cluster, fc.kind == "commit"]
+    if at_ms is not None:
+        archived.append(oc.visible_ts <= at_ms)
+        followed.append(_followed_visible_ts() <= at_ms)
+    out: dict[str, set[str]] = {}
+    with catalog.session() as s:
+        for tbl, conds in ((oc, archived), (fc, followed)):
+            rows = s.execute(select(tbl.group_id, tbl.topic).where(*conds).distinct()).all()
+            for group, topic in rows:
+                out.setdefault(group, set()).add(topic)
+    return out
 
 
 def _has_commits(catalog: Catalog, cluster: str, group: str) -> bool:

@@ -14,6 +14,9 @@ match it.
   :mod:`kafka_archive.replay.bookkeeping.lease`).
 * ``replay_offset_ranges``: compact source->target offset ranges (run-length, one row per
   contiguous run per transaction, never one per message).
+* ``restore_runs``: one row per whole-cluster restore (revision ``r0003_restore_runs``): its
+  request, the replay id of each of its topics, status and report (see
+  :mod:`kafka_archive.replay.bookkeeping.restores`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from kafka_archive.catalog.models import Base
 
-__all__ = ["ReplayLeaseRow", "ReplayOffsetRangeRow", "ReplayProgressRow", "ReplayRun"]
+__all__ = [
+    "ReplayLeaseRow",
+    "ReplayOffsetRangeRow",
+    "ReplayProgressRow",
+    "ReplayRun",
+    "RestoreRunRow",
+]
 
 
 class ReplayRun(Base):
@@ -104,3 +113,25 @@ class ReplayLeaseRow(Base):
     pid: Mapped[int] = mapped_column(Integer)
     acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
     heartbeat_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class RestoreRunRow(Base):
+    """One whole-cluster restore: the request as given (JSON, secrets redacted), its moment,
+    the replay id of each topic (JSON ``{source topic: replay id}``), status and last report."""
+
+    __tablename__ = "restore_runs"
+    __table_args__ = (Index("ix_restore_runs_source", "cluster", "target"),)
+
+    restore_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    cluster: Mapped[str] = mapped_column(String(255))
+    target: Mapped[str] = mapped_column(String(1024))
+    at_ms: Mapped[int] = mapped_column(BigInteger)
+    #: planned | running | complete | complete-with-gaps | failed | abandoned
+    status: Mapped[str] = mapped_column(String(32))
+    request_json: Mapped[str] = mapped_column(Text)
+    replays_json: Mapped[str] = mapped_column(Text)
+    report_json: Mapped[str | None] = mapped_column(Text)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    updated_at_ms: Mapped[int] = mapped_column(BigInteger)
+    finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)

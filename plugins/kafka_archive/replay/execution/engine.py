@@ -253,7 +253,7 @@ class PartitionReplay:
             producer = self._producer
             self._producer = self._prepared = self._started = None
         if producer is not None:
-            producer.flush(0)
+            self._release(producer, 0)  # (batch-level replay's producer has no flush timeout)
 
     def prepare(self) -> None:
         """:meth:`connect`, ``init_transactions()`` (fencing any zombie of this partition's

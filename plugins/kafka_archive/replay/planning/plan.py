@@ -123,8 +123,20 @@ class TargetSpec(FrozenModel):
         )
 
     def with_config(self, extra: dict[str, str]) -> TargetSpec:
-        """The same target with ``extra`` settings added (e.g. secrets given again on resume)."""
-        return self.model_copy(update={"config": {**self.config, **extra}})
+        """The same target with ``extra`` settings added (e.g. secrets given again on resume);
+        a ``bootstrap.servers`` among them replaces the recorded servers (what an operator
+        gives wins over what was recorded: :meth:`client_config` would otherwise drop it)."""
+        extra = dict(extra)
+        servers = extra.pop("bootstrap.servers", None) or self.bootstrap_servers
+        return self.model_copy(
+            update={"config": {**self.config, **extra}, "bootstrap_servers": servers}
+        )
+
+    def recorded_as_connection(self) -> bool:
+        """Whether the bootstrap servers recorded are in fact the name of an Airflow
+        connection (replays launched to a connection recorded its id there before the DAG
+        resolved it at planning): no ``host:port``, equal to the target's name."""
+        return bool(self.name) and self.bootstrap_servers == self.name and ":" not in self.name
 
 
 class ReplaySpec(FrozenModel):

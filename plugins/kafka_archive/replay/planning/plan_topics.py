@@ -39,14 +39,20 @@ def data_span(plan: ReplayPlan, source: PlanSource) -> tuple[int | None, int | N
 
 
 def plan_topic_settings(
-    plan: ReplayPlan, source: PlanSource, history: TopicHistory | None
+    plan: ReplayPlan,
+    source: PlanSource,
+    history: TopicHistory | None,
+    *,
+    at_ms: int | None = None,
 ) -> ReplayPlan:
-    """``plan`` with its :class:`TopicSettings`: the source topic as it was at the replay's
-    start - ``--from`` when it is a time, else the first replayed record's timestamp."""
+    """``plan`` with its :class:`TopicSettings`: the source topic as it was at ``at_ms`` when
+    given (a restore: the topic as it was at the restore's moment), else at the replay's start
+    - ``--from`` when it is a time, else the first replayed record's timestamp."""
     spec = plan.spec
     span = data_span(plan, source)
     frm = spec.from_
-    at_ms = frm.value if frm.kind == "time" and frm.value is not None else span[0]
+    if at_ms is None:
+        at_ms = frm.value if frm.kind == "time" and frm.value is not None else span[0]
     settings = topic_settings(
         history,
         cluster=spec.cluster,

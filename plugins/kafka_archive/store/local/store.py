@@ -70,11 +70,18 @@ class LocalStore:
     Args:
         root: the directory (created on first write).
         fsync: fsync files and directories on write (turn off only for throwaway data).
+        sidecars: keep each object's SHA-256 and metadata in its ``.ka-meta-*`` sidecar. Off
+            for a directory other tools read by globbing (an export's output: a reader of
+            ``dir/**`` would trip on them); objects then have no stored SHA-256 or metadata
+            (``head`` says ``None``), and whoever needs them keeps them (the export's manifest).
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, fsync: bool = True, sidecars: bool = True
+    ) -> None:
         self._root = Path(os.path.abspath(os.fspath(root)))
         self._fsync = fsync
+        self._sidecars = sidecars
         self._uri = self._root.as_uri()
 
     def __repr__(self) -> str:
@@ -106,12 +113,15 @@ class LocalStore:
 
     def _read_sidecar(self, key: str, st: os.stat_result) -> tuple[str | None, dict[str, str]]:
         """(sha256, metadata) if the sidecar describes exactly this file, else (None, {})."""
+        if not self._sidecars:
+            return None, {}
         return read_sidecar(self._sidecar_path(key), st)
 
     def _write_sidecar(
         self, key: str, st: os.stat_result, sha256: str, metadata: Mapping[str, str]
     ) -> None:
-        write_sidecar(self._sidecar_path(key), st, sha256, metadata, fsync=self._fsync)
+        if self._sidecars:
+            write_sidecar(self._sidecar_path(key), st, sha256, metadata, fsync=self._fsync)
 
     # ------------------------------------------------------------------ writes
 

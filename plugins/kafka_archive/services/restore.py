@@ -1,0 +1,611 @@
+"""Whole-cluster restores as a service: plan (the preflight), run, status, resume.
+
+A restore moves many topics of an archived cluster, *as they were at one moment T*, into a
+target cluster in one resumable unit: their partition counts and configs at T (the metadata
+history), optionally their ACLs at T (with a principal map), the data of every partition
+before T, exactly once and committed records only, and the consumer groups' positions at T
+translated through the replays' offset maps.
+
+It is built from replays, never beside them: each topic is one replay
+(:class:`~kafka_archive.services.replay.ReplayService`: ``from`` the range start (``earliest``)
+``to`` T, ``--create-topic`` with the configs at T), so each topic resumes exactly once as a
+replay does (its intent finds the unfinished replay, its progress topic says where it stopped).
+The restore record (:class:`~kafka_archive.replay.bookkeeping.restores.RestoreLedger`) binds
+them: the request, T and each topic's replay id.
+
+:meth:`RestoreService.run`: the preflight (:meth:`plan`; any error refuses the run, naming every
+problem), the ACLs, ``_schemas`` alone first when selected, then the other topics through a
+bounded pool of ``parallelism`` workers (each replay runs its own partitions in parallel,
+in-process or on Spark), and each group as soon as every selected topic it committed on is
+complete. The same request run again, or :meth:`resume`, continues an unfinished restore.
+
+Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
+:class:`~kafka_archive.replay.errors.ReplayConfigError` (a bad request, an unknown restore), the
+catalog's and settings' typed errors. A topic or group that fails does not stop the others: the
+report names it and the restore ends ``failed`` (resumable).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.restore.groups import DONE, restore_status, set_after_data
+from kafka_archive.restore.model import (
+    ESTIMATE_BYTES_PER_S,
+    GroupEntry,
+    GroupResult,
+    RestorePlan,
+    RestoreReport,
+    TopicEntry,
+    TopicResult,
+)
+from kafka_archive.restore.request import SCHEMAS_TOPIC, RestoreRequest
+from kafka_archive.services.replay import Execution, ReplayService
+from kafka_archive.services.resources import ResourceService
+from kafka_archive.timeparse import format_ms, now_ms
+
+if TYPE_CHECKING:
+    from kafka_archive.replay.bookkeeping.restores import RestoreLedger
+    from kafka_archive.replay.planning.plan import ReplayPlan
+    from kafka_archive.restore.acls import AclRule, SkippedAcl
+    from kafka_archive.services.metadata_history import MetadataHistoryService
+
+__all__ = ["RestoreRefused", "RestoreService"]
+
+
+class RestoreRefused(KafkaArchiveError):
+    """The preflight found problems that stop the restore (``plan``: the whole report, every
+    problem with what to do)."""
+
+    http_status = 409
+    api_error = "restore_refused"
+
+    def __init__(self, message: str, *, hint: str | None = None, plan: dict[str, Any]) -> None:
+        super().__init__(message, hint=hint)
+        self.plan = plan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "plan": self.plan}
+
+
+class _Prepared:
+    """A plan with the replay plan of each topic (``None``: nothing to replay before T)."""
+
+    def __init__(self, plan: RestorePlan, replays: dict[str, ReplayPlan | None]) -> None:
+        self.plan, self.replays = plan, replays
+
+
+class RestoreService(ResourceService):
+    """Restores over the archive and catalog the settings name (see the module docstring).
+
+    Not thread-safe: one per command or task (its workers use replay services of their own).
+    """
+
+    @property
+    def ledger(self) -> RestoreLedger:
+        from kafka_archive.replay.bookkeeping.restores import RestoreLedger
+
+        return RestoreLedger(self.resources.catalog().engine)
+
+    def _replays(self) -> ReplayService:
+        """A replay service over this service's catalog and store (not closed apart: it owns
+        nothing of its own)."""
+        return ReplayService(
+            self.resources.settings,
+            catalog=self.resources.catalog(),
+            store=self.resources.store(),
+            history=self._history(),
+        )
+
+    def _history(self) -> MetadataHistoryService:
+        from kafka_archive.services.metadata_history import MetadataHistoryService
+
+        return MetadataHistoryService(self.resources.settings, catalog=self.resources.catalog())
+
+    # -- plan --------------------------------------------------------------------------------
+
+    def plan(self, request: RestoreRequest, *, check_target: bool = True) -> RestorePlan:
+        """The preflight: what the restore would do and every problem it would meet, without
+        writing anything (``check_target`` False: the target is not asked, e.g. offline)."""
+        return self._prepare(request, check_target=check_target).plan
+
+    def _prepare(self, request: RestoreRequest, *, check_target: bool = True) -> _Prepared:
+        from kafka_archive.catalog.holdings import topics as holdings
+        from kafka_archive.catalog.queries.group_offsets import groups_by_topic
+        from kafka_archive.replay.execution.engine import transactional_id
+        from kafka_archive.restore.acls import map_acls
+        from kafka_archive.restore.preflight import check_permissions, judge, needs_of
+        from kafka_archive.restore.request import select_groups, select_topics
+        from kafka_archive.restore.target import TargetFacts, principal_of, target_facts
+
+        catalog = self.resources.catalog()
+        held = holdings(catalog, request.cluster)
+        names, unmatched = select_topics({h.topic for h in held}, request)
+        points: dict[str, dict[int, int]] = {}
+        for h in held:
+            if h.max_timestamp >= 0:
+                points.setdefault(h.topic, {})[h.partition] = h.max_timestamp
+        history = self._history()
+        replays: dict[str, ReplayPlan | None] = {}
+        entries: list[TopicEntry] = []
+        svc = self._replays()
+        known = {r.replay_id for r in svc.ledger.runs(cluster=request.cluster)}
+        for topic in names:
+            entry, plan = self._topic(svc, history, request, topic, known)
+            entries.append(entry.model_copy(update={"recovery_point_ms": points.get(topic, {})}))
+            replays[topic] = plan
+        committed = groups_by_topic(catalog, request.cluster, request.at_ms)
+        chosen = select_groups(committed, names, request.groups)
+        target_of = {e.source: e.target for e in entries}
+        groups = [
+            GroupEntry(group=g, topics=sorted(t & set(names)), outside=sorted(t - set(names)))
+            for g, t in chosen.items()
+        ]
+        acls: list[AclRule] = []
+        skipped: list[SkippedAcl] = []
+        notes: list[str] = []
+        if request.acls:
+            found, note = history.acls_at(request.cluster, request.at_ms)
+            if note:
+                notes.append(note)
+            acls, skipped = map_acls(
+                found,
+                topics=target_of,
+                groups=chosen,
+                rename=request.rename,
+                principal_map=request.principal_map,
+            )
+        client = request.target.client_config()
+        principal = request.principal or principal_of(client)
+        facts = (
+            target_facts(client, target_of.values())
+            if check_target
+            else TargetFacts(reachable=True, authorizer=False)
+        )
+        tids = [
+            transactional_id(p.txn_base, pp.partition)
+            for p in replays.values()
+            if p is not None
+            for pp in p.partitions
+        ]
+        progress = next((p.spec.progress_topic for p in replays.values() if p), None)
+        needs = needs_of(
+            [e for e in entries if not e.empty],
+            existing=facts.topics,
+            transactional_ids=tids,
+            progress_topic=progress or "__kafka_archive_replay_progress",
+            groups={g.group: [target_of[t] for t in g.topics] for g in groups},
+            acls=bool(acls),
+        )
+        verdicts = check_permissions(needs, facts, principal) if check_target else []
+        problems = judge(
+            entries,
+            facts,
+            verdicts,
+            principal=principal,
+            unmatched=unmatched,
+            allow_gaps=request.allow_gaps,
+            unverified_permissions=request.unverified_permissions,
+        )
+        if not check_target:
+            notes.append(
+                "the target was not asked (offline plan): permissions, collisions and "
+                "broker count are unchecked"
+            )
+        for g in groups:
+            if g.outside:
+                notes.append(
+                    f"group {g.group} also committed on topics outside the selection: "
+                    f"{', '.join(g.outside)} (their positions are not restored)"
+                )
+        total = sum(e.bytes for e in entries)
+        restore = RestorePlan(
+            restore_id=request.restore_id(),
+            cluster=request.cluster,
+            at_ms=request.at_ms,
+            at=format_ms(request.at_ms),
+            target=request.target.identity(),
+            target_cluster_id=facts.cluster_id,
+            target_brokers=facts.brokers,
+            principal=principal,
+            topics=entries,
+            groups=groups,
+            acls=acls,
+            skipped_acls=skipped,
+            permissions=[
+                {**n.model_dump(), "allowed": ok, "checked_by": how} for n, ok, how in verdicts
+            ],
+            problems=problems,
+            estimate={
+                "bytes": total,
+                "records": sum(e.records for e in entries),
+                "partitions": sum(e.partitions for e in entries),
+                "seconds": round(total / ESTIMATE_BYTES_PER_S, 1),
+                "assumed_bytes_per_s": ESTIMATE_BYTES_PER_S,
+            },
+            notes=notes,
+        )
+        return _Prepared(restore, replays)
+
+    def _topic(
+        self,
+        svc: ReplayService,
+        history: MetadataHistoryService,
+        request: RestoreRequest,
+        topic: str,
+        known: set[str],
+    ) -> tuple[TopicEntry, ReplayPlan | None]:
+        """One topic's entry and replay plan (``None``: no record before T)."""
+        from kafka_archive.replay.errors import EmptyRangeError
+        from kafka_archive.replay.runner import dry_run_report
+
+        target = request.rename.apply(topic)
+        state = None
+        notes: list[str] = []
+        try:
+            state = history.topic_at(request.cluster, topic, request.at_ms)
+        except (LookupError, KafkaArchiveError) as exc:
+            notes.append(f"no metadata history at T: {exc}")
+        rf = request.replication_factor
+        if rf is None and state is not None and state.replicas:
+            rf = len(next(iter(state.replicas.values())))
+        later = set_after_data(dict(state.configs) if state is not None else {})
+        try:
+            spec = self._spec(request, topic, target, rf, later)
+            plan = svc.plan(spec, config_at_ms=request.at_ms)
+        except EmptyRangeError:
+            entry = TopicEntry(
+                source=topic,
+                target=target,
+                empty=True,
+                notes=notes,
+                partitions_at_t=state.partitions if state else None,
+                configs_at_t=dict(state.configs) if state else {},
+                replication_factor=rf,
+            )
+            return entry, None
+        notes += svc.notes
+        settings = plan.topic_settings
+        holes = dry_run_report(plan).holes
+        entry = TopicEntry(
+            source=topic,
+            target=target,
+            replay_id=plan.replay_id,
+            resumed=plan.replay_id in known,
+            partitions=len(plan.partitions),
+            partitions_at_t=settings.source_partitions if settings else None,
+            replication_factor=rf,
+            records=plan.total_records,
+            bytes=plan.total_bytes,
+            configs_at_t=dict(settings.source_configs) if settings else {},
+            configs=settings.config_dict() if settings else {},
+            dropped_configs=[d.model_dump() for d in settings.dropped] if settings else [],
+            holes=holes,
+            notes=[*notes, *(settings.notes if settings else [])],
+        )
+        return entry, plan
+
+    @staticmethod
+    def _spec(
+        request: RestoreRequest, topic: str, target: str, rf: int | None, later: dict[str, str]
+    ) -> Any:
+        from kafka_archive.replay.planning.plan import ReplaySpec
+        from kafka_archive.replay.planning.position import Position, parse_position
+
+        return ReplaySpec.model_validate(
+            {
+                "cluster": request.cluster,
+                "topic": topic,
+                "from": parse_position(request.from_),
+                "to": Position(kind="time", value=request.at_ms),
+                "target": request.target,
+                "target_topic": target,
+                "create_topic": True,
+                "replication_factor": rf,
+                # created CreateTime, so the broker keeps the records' archived timestamps;
+                # the config of T is set once the data is in (_set_after_data)
+                "topic_config": {n: "CreateTime" for n in later},
+                "allow_gaps": request.allow_gaps,
+                # another cluster: the same name is not the source topic (the restore's
+                # preflight refuses existing names instead)
+                "allow_same_topic": True,
+            }
+        )
+
+    # -- run ---------------------------------------------------------------------------------
+
+    def run(
+        self,
+        request: RestoreRequest,
+        *,
+        execution: Execution = "in-process",
+        spark_master: str | None = None,
+        on_event: Callable[[str], None] | None = None,
+    ) -> RestoreReport:
+        """Preflight, then restore (see the module docstring). A finished restore of the same
+        request answers its stored report.
+
+        Raises:
+            RestoreRefused: the preflight found errors (nothing was written).
+        """
+        rid = request.restore_id()
+        row = self.ledger.get(rid)
+        if row is not None and row.status in ("complete", "complete-with-gaps") and row.report_json:
+            report = RestoreReport.model_validate_json(row.report_json)
+            return report.model_copy(
+                update={"notes": [*report.notes, f"restore {rid} is already {row.status}"]}
+            )
+        prepared = self._prepare(request)
+        plan = prepared.plan
+        if not plan.ok:
+            raise RestoreRefused(
+                f"the preflight found {len(plan.errors())} problem(s): "
+                + "; ".join(p.message for p in plan.errors()),
+                hint="fix each one (every problem says how), then run the same command again; "
+                "`kafka-archive restore plan --json` shows the whole report",
+                plan=plan.to_json(),
+            )
+        tell = on_event or (lambda _line: None)
+        started = now_ms()
+        self.ledger.register(
+            rid,
+            cluster=request.cluster,
+            target=request.target.identity(),
+            at_ms=request.at_ms,
+            request_json=request.to_json(),
+        )
+        self.ledger.set_replays(
+            rid, {t: p.replay_id for t, p in prepared.replays.items() if p is not None}
+        )
+        self.ledger.set_status(rid, "running")
+        acl_errors: list[str] = []
+        if plan.acls:
+            from kafka_archive.restore.target import create_acls
+
+            acl_errors = create_acls(request.target.client_config(), plan.acls)
+            tell(
+                f"ACLs of T: {len(plan.acls) - len(acl_errors)} created, {len(acl_errors)} refused"
+            )
+        results, groups = self._run_topics(request, prepared, execution, spark_master, tell)
+        status = restore_status(results, groups, acl_errors)
+        finished = now_ms()
+        report = RestoreReport(
+            restore_id=rid,
+            status=status,
+            cluster=request.cluster,
+            at_ms=request.at_ms,
+            at=format_ms(request.at_ms),
+            target=request.target.identity(),
+            started_at_ms=started,
+            finished_at_ms=finished,
+            duration_s=round((finished - started) / 1000, 3),
+            records_this_run=sum(r.records_this_run for r in results),
+            bytes_this_run=sum(r.bytes_this_run for r in results),
+            topics=results,
+            groups=groups,
+            acls_created=len(plan.acls) - len(acl_errors),
+            acl_errors=acl_errors,
+            recovery_point_ms={e.source: e.recovery_point_ms for e in plan.topics},
+            problems=plan.problems,
+            notes=plan.notes,
+        )
+        failed = [r.source for r in results if r.status not in DONE]
+        error = f"topics not restored: {', '.join(failed)}" if failed else None
+        self.ledger.set_status(rid, status, error=error, report_json=report.model_dump_json())
+        return report
+
+    def _run_topics(
+        self,
+        request: RestoreRequest,
+        prepared: _Prepared,
+        execution: Execution,
+        spark_master: str | None,
+        tell: Callable[[str], None],
+    ) -> tuple[list[TopicResult], list[GroupResult]]:
+        """Every topic's replay (``_schemas`` first and alone), each group applied once its
+        topics are in."""
+        plan = prepared.plan
+        entries = {e.source: e for e in plan.topics}
+        results: dict[str, TopicResult] = {}
+        lock = threading.Lock()
+
+        def one(topic: str) -> TopicResult:
+            replay = prepared.replays[topic]
+            entry = entries[topic]
+            if replay is None:
+                return TopicResult(
+                    source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
+                )
+            result = self._replay(replay, execution, spark_master)
+            later = set_after_data(entry.configs_at_t)
+            if later and result.status in DONE:
+                from kafka_archive.restore.target import alter_topic_configs
+
+                alter_topic_configs(request.target.client_config(), entry.target, later)
+            with lock:
+                tell(f"{topic} -> {entry.target}: {result.status}, {result.records} records")
+            return result
+
+        order = [t for t in entries if t == SCHEMAS_TOPIC]
+        if order:
+            # alone and first: the others start once Schema Registry's store is in (or failed)
+            with ThreadPoolExecutor(1, thread_name_prefix="restore") as first:
+                fut = first.submit(one, SCHEMAS_TOPIC)
+                results[SCHEMAS_TOPIC] = _result_of(fut, SCHEMAS_TOPIC, entries[SCHEMAS_TOPIC])
+        rest = [t for t in entries if t != SCHEMAS_TOPIC]
+        pending = {g.group: g for g in plan.groups}
+        groups: list[GroupResult] = []
+
+        def ready_groups() -> None:
+            for name, g in list(pending.items()):
+                if all(t in results for t in g.topics):
+                    del pending[name]
+                    groups.append(self._group(request, prepared, g, results))
+                    tell(f"group {name}: {'applied' if groups[-1].applied else groups[-1].error}")
+
+        ready_groups()
+        with ThreadPoolExecutor(request.parallelism, thread_name_prefix="restore") as pool:
+            futures: dict[Future[TopicResult], str] = {pool.submit(one, t): t for t in rest}
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    topic = futures.pop(fut)
+                    results[topic] = _result_of(fut, topic, entries[topic])
+                ready_groups()
+        return [results[t] for t in entries], groups
+
+    def _replay(
+        self, plan: ReplayPlan, execution: Execution, spark_master: str | None
+    ) -> TopicResult:
+        svc = self._replays()  # one per worker: a replay service is not thread-safe
+        report = svc.run(plan, execution=execution, spark_master=spark_master)
+        return TopicResult(
+            source=plan.spec.topic,
+            target=plan.target_topic,
+            replay_id=report.replay_id,
+            status=report.status,
+            records=report.records_sent,
+            records_this_run=report.records_sent_this_run,
+            bytes_this_run=report.bytes_sent_this_run,
+            duration_s=report.duration_s,
+            partitions={int(k): v for k, v in report.partitions.items()},
+            topic_config=report.topic_config,
+        )
+
+    def _group(
+        self,
+        request: RestoreRequest,
+        prepared: _Prepared,
+        group: GroupEntry,
+        results: dict[str, TopicResult],
+    ) -> GroupResult:
+        from kafka_archive.restore.groups import apply_group
+
+        replay_ids = {
+            t: results[t].replay_id or (p.replay_id if p is not None else None)
+            for t, p in prepared.replays.items()
+            if t in results
+        }
+        return apply_group(
+            self.resources.catalog(),
+            self._replays().ledger,
+            request,
+            group,
+            {t: r.status in DONE for t, r in results.items()},
+            replay_ids,
+        )
+
+    # -- status and resume -------------------------------------------------------------------
+
+    def status(self, restore_id: str | None = None) -> list[dict[str, Any]]:
+        """Restores with each topic's replay status, newest first.
+
+        Raises:
+            ReplayConfigError: ``restore_id`` is given and unknown.
+        """
+        from kafka_archive.replay.bookkeeping.lease import run_alive
+        from kafka_archive.replay.errors import ReplayConfigError
+
+        rows = self.ledger.runs()
+        if restore_id is not None:
+            rows = [r for r in rows if r.restore_id == restore_id]
+            if not rows:
+                raise ReplayConfigError(
+                    f"no restore {restore_id!r} in the catalog",
+                    hint="see `kafka-archive restore status`",
+                )
+        svc = self._replays()
+        out = []
+        for row in rows:
+            replays: dict[str, str] = json.loads(row.replays_json)
+            topics = {}
+            for topic, rid in sorted(replays.items()):
+                found = svc.ledger.run(rid)
+                topics[topic] = {"replay_id": rid, "status": found.status if found else "planned"}
+            status = row.status
+            engine = svc.ledger.engine
+            if status == "running" and not any(run_alive(engine, r) for r in replays.values()):
+                status = "interrupted"
+            out.append(
+                {
+                    "restore_id": row.restore_id,
+                    "status": status,
+                    "cluster": row.cluster,
+                    "target": row.target,
+                    "at_ms": row.at_ms,
+                    "at": format_ms(row.at_ms),
+                    "created_at_ms": row.created_at_ms,
+                    "finished_at_ms": row.finished_at_ms,
+                    "error": row.error,
+                    "topics": topics,
+                    "resume": None
+                    if status.startswith("complete")
+                    else f"kafka-archive restore resume {row.restore_id}",
+                    "report": json.loads(row.report_json) if row.report_json else None,
+                }
+            )
+        return out
+
+    def stored_request(
+        self, restore_id: str | None, *, target_config: dict[str, str] | None = None
+    ) -> RestoreRequest:
+        """The request of ``restore_id`` (``None``: the only unfinished restore), with the
+        target settings given again (the catalog never stores secrets).
+
+        Raises:
+            ReplayConfigError: no such restore, several unfinished, or secrets are missing.
+        """
+        from kafka_archive.replay.errors import ReplayConfigError
+
+        if restore_id is None:
+            rows = self.ledger.unfinished()
+            if len(rows) != 1:
+                ids = ", ".join(r.restore_id for r in rows) or "none"
+                raise ReplayConfigError(
+                    f"{len(rows)} unfinished restores ({ids})",
+                    hint="name the one to resume: `kafka-archive restore resume RESTORE_ID`",
+                )
+            row = rows[0]
+        else:
+            found = self.ledger.get(restore_id)
+            if found is None:
+                raise ReplayConfigError(
+                    f"no restore {restore_id!r} in the catalog",
+                    hint="see `kafka-archive restore status`",
+                )
+            row = found
+        request = RestoreRequest.model_validate_json(row.request_json)
+        target = request.target.with_config(dict(target_config or {}))
+        if any(v == "***" for v in target.config.values()):
+            raise ReplayConfigError(
+                "the target needs secret settings the catalog does not store",
+                hint="give them again with --target-config NAME=VALUE",
+                missing="target secrets",
+            )
+        return request.model_copy(update={"target": target})
+
+    def resume(self, restore_id: str | None = None, **kwargs: Any) -> RestoreReport:
+        """Continue an unfinished restore (``target_config``: its secrets given again; the
+        other keyword arguments are :meth:`run`'s)."""
+        target_config = kwargs.pop("target_config", None)
+        return self.run(self.stored_request(restore_id, target_config=target_config), **kwargs)
+
+
+def _result_of(fut: Future[TopicResult], topic: str, entry: TopicEntry) -> TopicResult:
+    from kafka_archive.replay.runner import describe_error
+
+    try:
+        return fut.result()
+    except Exception as exc:  # one topic's failure is reported; the others go on
+        return TopicResult(
+            source=topic,
+            target=entry.target,
+            replay_id=entry.replay_id,
+            status="failed",
+            error=describe_error(exc),
+        )
