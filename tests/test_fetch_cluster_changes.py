@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_archive.archive.fetch.claims import claim_prefix
 from kafka_archive.archive.fetch.epochs import LogTruncated, judge_epoch_end
 from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.manifest import (
@@ -191,6 +192,12 @@ def test_a_topic_recreated_between_runs_is_a_new_incarnation(tmp_path: Path) -> 
     assert new[0].base_offset == 0 and new[-1].end_offset == 6 and contiguous(new)
     assert resume_point(store, "c1", TOPIC, 0, cluster.topic_id).offset == 6
     assert resume_point(store, "c1", TOPIC, 0, "AAAAAAAAAAAAAAAAAAAAAA").offset == old_end
+    for tid, ms in by_id.items():  # each incarnation's claims under its own topic id: the new
+        # one's base 0 is not fenced by the old one's
+        claims = store.list(claim_prefix("c1", TOPIC, 0, tid))
+        assert [int(o.key.rsplit("/", 1)[1].split(".")[0]) for o in claims] == [
+            m.base_offset for m in ms
+        ]
     assert run(cluster, store).segments == 0  # resumed from its own incarnation
 
 
@@ -322,7 +329,6 @@ def test_two_archivers_uploading_at_once_leave_one_chain_by_their_claims(
     one manifest and one claim per base, contiguous, every batch stored once, the broker's
     bytes."""
     from kafka_archive.archive.fetch import partition as partition_module
-    from kafka_archive.archive.fetch.claims import claim_prefix
     from kafka_archive.archive.fetch.runner import FetchOptions, run_fetch_archive
 
     monkeypatch.setattr(partition_module, "fetched_from", lambda *a, **kw: None)

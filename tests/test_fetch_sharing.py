@@ -412,3 +412,44 @@ def test_a_group_the_principal_may_not_join_stops_the_run_with_one_error(tmp_pat
             cluster="c1", source=FakeCluster({0: _log(2)}), store=LocalStore(tmp_path),
             options=_opts(group="archivers"), membership=fake,
         )  # fmt: skip
+
+
+def test_a_member_follows_its_share_through_a_recreated_topic_and_added_partitions(
+    tmp_path: Path,
+) -> None:
+    """With a group, Metadata still moves the run (fetch-exact's PartitionSet): the owned
+    partition's topic re-created mid-run ends the old incarnation and opens the new one (its
+    claims under its own topic id), while partitions added meanwhile are left to the group: a
+    refresh never opens what is not this member's share."""
+    from support.fetch_cluster import FakeCluster as IdCluster
+    from support.fetch_cluster import fake_log, manifests
+
+    cluster = IdCluster({0: fake_log(10)}, limit=250)
+    cluster.topic_id = "AAAAAAAAAAAAAAAAAAAAAA"
+    fresh = fake_log(3)
+
+    def recreate(n: int) -> None:
+        if n == 2:
+            cluster.topic_id = "BBBBBBBBBBBBBBBBBBBBBA"
+            cluster.logs[0] = list(fresh)
+            cluster.logs[1] = fake_log(2)  # added: another member's, or this one's later
+
+    cluster.before_fetch = recreate
+    store = LocalStore(tmp_path)
+    report = run_fetch_archive(
+        cluster="c1", source=cluster, store=store,
+        options=_opts(group="g", metadata_max_age_s=0),
+        membership=FakeMembership({(TOPIC, 0)}),
+    )  # fmt: skip
+    assert report.ok
+    assert [(p.partition, p.topic_id) for p in report.partitions] == [
+        (0, "AAAAAAAAAAAAAAAAAAAAAA"),
+        (0, "BBBBBBBBBBBBBBBBBBBBBA"),
+    ]
+    assert manifests(store, 1) == []  # not given by the group: not opened
+    news = [m for m in manifests(store) if m.topic_id == "BBBBBBBBBBBBBBBBBBBBBA"]
+    assert news[0].base_offset == 0 and news[-1].end_offset == cluster.hw(0)
+    claims = store.list(claim_prefix("c1", TOPIC, 0, "BBBBBBBBBBBBBBBBBBBBBA"))
+    assert [int(o.key.rsplit("/", 1)[1].split(".")[0]) for o in claims] == [
+        m.base_offset for m in news
+    ]
