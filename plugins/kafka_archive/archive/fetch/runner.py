@@ -21,12 +21,12 @@
    again every ``metadata_max_age_s`` too: new leaders and leader epochs are checked with
    OffsetsForLeaderEpoch before the next Fetch (:mod:`~kafka_archive.archive.fetch.epochs`),
    deleted or re-created topics end their partitions, added partitions join
-   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
-   With ``membership`` (``--group``, :mod:`~kafka_archive.archive.fetch.group`) only the
-   partitions the group gives this process are opened, as they are given; those it takes back
-   are uploaded and dropped first. Two writers of one partition anyway (a hand-over, a member
-   cut off) are harmless: each segment's base offset is claimed in the store before its
-   manifest (:mod:`~kafka_archive.archive.fetch.claims`);
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`). With ``membership``
+   (``--group``, :mod:`~kafka_archive.archive.fetch.group`) only the partitions the group
+   gives this process are opened, as they are given; those it takes back are uploaded and
+   dropped first. Two writers of one partition anyway (a hand-over, a member cut off) are
+   harmless: each segment's base offset is claimed in the store before its manifest
+   (:mod:`~kafka_archive.archive.fetch.claims`);
 5. stops when ``until_caught_up`` and every partition reached the high watermark it had at its
    first answer, or after ``duration_s``, or when ``stop`` is set; then rolls and uploads every
    open segment (a clean stop keeps everything fetched).
