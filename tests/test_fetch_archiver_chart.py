@@ -188,6 +188,9 @@ BAD = [
     ("a properties file without its Secret", _cluster(propertiesKey="client.properties"), ""),
     ("bootstrap without a port", _cluster(bootstrap="kafka-1"), "bootstrap"),
     ("cluster name not a DNS label", _cluster(name="Prod_EU"), "name"),
+    ("no replica", _cluster(replicas=0), "replicas"),
+    ("a session timeout without unit", _cluster(replicas=2, sessionTimeout="30"), "sessionTimeout"),
+    ("a group name with a space", _cluster(replicas=2, group="my group"), "group"),
 ]
 
 
@@ -219,6 +222,37 @@ def test_secret_free_client_settings_pass_the_schema() -> None:
     ok["fetchArchivers"]["enabled"] = True
     [dep] = _fetch_objects(render(ok), "Deployment")
     assert "-X" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_replicas_share_the_partitions_through_a_group_and_roll_pod_by_pod() -> None:
+    """replicas > 1: every pod a member of the cluster's consumer group (`--group`, default
+    kafka-archive-fetch-<name>), a rolling update; the real CLI takes the arguments."""
+    from kafka_archive.cli import _register_groups, app
+    from typer.testing import CliRunner
+
+    values = load_example("fetch-archivers-msk.yaml")
+    values["fetchArchivers"]["clusters"][0]["replicas"] = 3
+    [dep] = _fetch_objects(render(values), "Deployment")
+    assert dep["spec"]["replicas"] == 3
+    assert dep["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    i = args.index("--group")
+    assert args[i : i + 4] == [
+        "--group", "kafka-archive-fetch-msk-prod", "--session-timeout", "30s"
+    ]  # fmt: skip
+    _register_groups()
+    assert CliRunner().invoke(app, [*args, "--help"]).exit_code == 0
+    values["fetchArchivers"]["clusters"][0].update(group="archivers", sessionTimeout="10s")
+    [dep] = _fetch_objects(render(values), "Deployment")
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "archivers" in args and "10s" in args
+    # one replica and no group: no group, and never two pods at once
+    [one] = _fetch_objects(_example(), "Deployment")
+    assert "--group" not in one["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert one["spec"]["strategy"] == {"type": "Recreate"}
 
 
 def test_the_image_installs_the_tini_the_command_starts() -> None:

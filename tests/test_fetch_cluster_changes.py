@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_archive.archive.fetch.claims import claim_prefix
 from kafka_archive.archive.fetch.epochs import LogTruncated, judge_epoch_end
-from kafka_archive.archive.fetch.store_side import resume_point, settle_same_base
+from kafka_archive.archive.fetch.store_side import resume_point
 from kafka_archive.archive.manifest import (
     SegmentManifest,
-    iter_manifest_keys,
-    iter_manifests,
-    read_manifest,
 )
 from kafka_archive.kafka_protocol.fetch import EpochEnd
 from kafka_archive.store import LocalStore
@@ -194,6 +192,12 @@ def test_a_topic_recreated_between_runs_is_a_new_incarnation(tmp_path: Path) -> 
     assert new[0].base_offset == 0 and new[-1].end_offset == 6 and contiguous(new)
     assert resume_point(store, "c1", TOPIC, 0, cluster.topic_id).offset == 6
     assert resume_point(store, "c1", TOPIC, 0, "AAAAAAAAAAAAAAAAAAAAAA").offset == old_end
+    for tid, ms in by_id.items():  # each incarnation's claims under its own topic id: the new
+        # one's base 0 is not fenced by the old one's
+        claims = store.list(claim_prefix("c1", TOPIC, 0, tid))
+        assert [int(o.key.rsplit("/", 1)[1].split(".")[0]) for o in claims] == [
+            m.base_offset for m in ms
+        ]
     assert run(cluster, store).segments == 0  # resumed from its own incarnation
 
 
@@ -314,30 +318,47 @@ def test_another_archiver_storing_first_is_followed_not_doubled(
     assert a.segments + b.segments == len(ms)
 
 
-def test_two_segments_at_one_base_settle_on_the_longer(tmp_path: Path) -> None:
-    """The race the check before an upload cannot see (both upload at once): whichever
-    archiver sees both manifests keeps the longer one; the resume point takes the longest."""
-    cluster = FakeCluster({0: fake_log(8)})
-    short, whole = LocalStore(tmp_path / "short"), LocalStore(tmp_path / "whole")
-    stop = threading.Event()
-    cluster.before_fetch = lambda n: stop.set() if n == 1 else None
+@pytest.mark.parametrize("other_rolls", [None, 700], ids=["same-rolls", "other-rolls"])
+def test_two_archivers_uploading_at_once_leave_one_chain_by_their_claims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other_rolls: int | None
+) -> None:
+    """The race the check before an upload cannot see (both pass it, both upload at once): the
+    check is made blind here, so only the claims keep the partition one chain. The other
+    archiver (same segment rolls, or other ones) stores first; this one's segments claimed
+    for other bytes are fenced (nothing of them stored) and it goes on from the store's end:
+    one manifest and one claim per base, contiguous, every batch stored once, the broker's
+    bytes."""
+    from kafka_archive.archive.fetch import partition as partition_module
     from kafka_archive.archive.fetch.runner import FetchOptions, run_fetch_archive
 
-    opts = FetchOptions(until_caught_up=True, segment_overrides=BIG)
-    run_fetch_archive(cluster="c1", source=cluster, store=short, options=opts, stop=stop)
-    cluster.before_fetch = None
-    run_fetch_archive(cluster="c1", source=cluster, store=whole, options=opts)
-    for o in short.list("c1/"):  # as if both had uploaded at once
-        whole.put_if_absent(o.key, short.get_bytes(o.key))
-    found = {k: read_manifest(whole, k) for k in iter_manifest_keys(whole, "c1", TOPIC, 0)}
-    assert len(found) == 2 and {m.base_offset for m in found.values()} == {0}
-    (s_key, s), (w_key, w) = sorted(found.items(), key=lambda kv: kv[1].end_offset)
-    assert w.end_offset == cluster.hw(0) > s.end_offset
-    assert resume_point(whole, "c1", TOPIC, 0).offset == cluster.hw(0)
-    key_of = {s.end_offset: s_key, w.end_offset: w_key}
-    assert settle_same_base(whole, s, key_of[s.end_offset]) is False
-    assert [m.end_offset for m in iter_manifests(whole, "c1", TOPIC, 0)] == [cluster.hw(0)]
-    assert settle_same_base(whole, w, key_of[w.end_offset]) is True
+    monkeypatch.setattr(partition_module, "fetched_from", lambda *a, **kw: None)
+    cluster = FakeCluster({0: fake_log(30)}, limit=250)
+    store = LocalStore(tmp_path)
+    reports: list[Any] = []
+    rolls = {} if other_rolls is None else {"segment.bytes": other_rolls}
+
+    def other_archiver(n: int) -> None:
+        if n == 3:
+            cluster.before_fetch = None
+            opts = FetchOptions(until_caught_up=True, segment_overrides=rolls)
+            reports.append(
+                run_fetch_archive(cluster="c1", source=cluster, store=store, options=opts)
+            )
+
+    cluster.before_fetch = other_archiver
+    a = run(cluster, store)
+    (b,) = reports
+    assert a.ok and b.ok and a.partitions[0].yielded == 0
+    # the same rolls: the same segments, stored once whoever claims first; other rolls: fenced
+    assert (a.partitions[0].fenced > 0) == (other_rolls is not None)
+    ms = manifests(store)
+    assert contiguous(ms) and ms[0].base_offset == 0 and ms[-1].end_offset == cluster.hw(0)
+    assert len({m.base_offset for m in ms}) == len(ms)
+    topic_id = ms[0].topic_id
+    claims = sorted(o.key for o in store.list(claim_prefix("c1", TOPIC, 0, topic_id)))
+    assert [int(k.rsplit("/", 1)[1].split(".")[0]) for k in claims] == [m.base_offset for m in ms]
+    assert stored(store) == cluster.logs[0]  # each batch once, the broker's bytes
+    assert resume_point(store, "c1", TOPIC, 0, topic_id).offset == cluster.hw(0)
 
 
 def test_a_retriable_error_is_asked_again_not_a_failure(tmp_path: Path) -> None:

@@ -261,3 +261,25 @@ def test_a_bad_segment_override_fails_only_its_cluster() -> None:
     with pytest.raises(FetchTaskError, match=r"a: segment\.bytes must be a positive integer"):
         run_fetch(_config("a", **{"segment.bytes": "lots"}), service=cast(ArchiveService, service))
     assert service.calls == []
+
+
+def test_workers_share_each_cluster_through_its_group() -> None:
+    one = _config("a")
+    assert one.workers == 1 and one.group_of(one.clusters[0]) is None
+    raw = json.dumps(
+        {
+            "store": "file:///s",
+            "workers": 3,
+            "clusters": [
+                {"cluster": "a", "bootstrap": "a:9092"},
+                {"cluster": "b", "bootstrap": "b:9092", "group": "archivers-b"},
+            ],
+        }
+    )
+    config = load_fetch_config(raw, env={})
+    service = FakeService({})
+    run_fetch(config, service=cast(ArchiveService, service))
+    groups = [call["options"].group for call in service.calls]
+    assert groups == ["kafka-archive-fetch-a", "archivers-b"]
+    with pytest.raises(SettingsError, match="workers"):
+        load_fetch_config(raw.replace('"workers": 3', '"workers": 0'), env={})

@@ -3,9 +3,10 @@
 Two ``kafka-archive archive fetch`` processes (``--duration``, the second started later and
 stopping later, so the first stops in the middle of a segment the second is still building)
 archive the same topic while a producer writes to it, into the same local store; then a third
-run ``--until-caught-up``. One of the two must have met the other's segments before an upload
-(and gone on from the store's end); the store must hold one chain of segments per partition
-from 0 to the high watermark, every batch the leader's bytes, none twice.
+run ``--until-caught-up``. One of the two must have met the other's segments (seen before an
+upload, or a claim of a base offset lost: :mod:`kafka_archive.archive.fetch.claims`) and gone
+on from the store's end; the store must hold one chain of segments per partition from 0 to the
+high watermark, one claim per segment, every batch the leader's bytes, none twice.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from kafka_archive.archive.fetch.claims import claim_prefix
 from kafka_archive.kafka_protocol.client import ProtocolClient
 from kafka_archive.store import LocalStore
 from kafka_archive_dev.local_kafka import LocalKafkaCluster
@@ -88,9 +90,9 @@ def test_two_archivers_at_once_store_one_chain(
         reports.append(json.loads(next(ln for ln in text.splitlines() if ln.startswith("{"))))
     assert all(r["ok"] for r in reports) and all(r["segments"] for r in reports), reports
     # the first stopped mid-segment while the second went on: one of them met the other's
-    # segments before an upload and went on from the store's end
-    yielded = [[p["yielded"] for p in r["partitions"]] for r in reports]
-    assert sum(map(sum, yielded)) >= 1, yielded
+    # segments (before an upload, or by a lost claim) and went on from the store's end
+    met = [[p["yielded"] + p["fenced"] for p in r["partitions"]] for r in reports]
+    assert sum(map(sum, met)) >= 1, met
     final = fetch_cli(CLUSTER, bootstrap, store.uri, topic)
     assert final["ok"] and not final["holes"]
     client = ProtocolClient({"bootstrap.servers": bootstrap}, client_id="fetch-twice-test")
@@ -104,6 +106,10 @@ def test_two_archivers_at_once_store_one_chain(
         assert ms[0].base_offset == 0 and ms[-1].end_offset == hw
         for a, b in itertools.pairwise(ms):  # one chain: no overlap, no gap
             assert a.end_offset == b.base_offset, (part, a.end_offset, b.base_offset)
+        claims = store.list(claim_prefix(CLUSTER, topic, part, ms[0].topic_id))
+        assert [int(o.key.rsplit("/", 1)[1].split(".")[0]) for o in claims] == [
+            m.base_offset for m in ms
+        ]  # each segment claimed once, by its writer; no claim left without its manifest
         ours = archived_batches(store, ms)
         broker = broker_batches(kafka_cluster.log_dirs[leaders[part]] / f"{topic}-{part}")
         assert set(ours) == {o for o in broker if o < hw}

@@ -130,6 +130,7 @@ def _run_workload(cluster: LocalKafkaCluster, tmp: Path) -> Fetched:
         finally:
             source.close()
 
+    _leaders(bootstrap, topics)  # the new topics are in Metadata (the run selects from it)
     thread = threading.Thread(target=archiver, name="fetch-archiver", daemon=True)
     thread.start()
     wl.run_for(8.0)

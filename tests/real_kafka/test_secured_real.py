@@ -319,3 +319,42 @@ def test_archive_fetch_on_a_sasl_ssl_cluster_with_the_minimum_acls(
     assert "credentials" in (out + err).lower(), out + err
     assert took < REFUSAL_S, took
     _no_secret(out, err)
+
+
+def test_archive_fetch_group_needs_read_on_the_group_and_nothing_else(
+    secured_kafka_cluster: SecuredCluster, tmp_path: Path
+) -> None:
+    """``archive fetch --group G`` through SASL_SSL with the fetch ACLs and Read on group G
+    only (docs/archivers.md): it joins, gets the partitions and archives them; without Read on
+    the group it stops with one error naming the group, exit 1, within seconds."""
+    from confluent_kafka import Producer
+
+    sec = secured_kafka_cluster
+    prefix = unique_name("secured-group")
+    topic = sec.cluster.create_topic(f"{prefix}-t", 2)
+    producer = Producer({"bootstrap.servers": sec.cluster.bootstrap_servers})
+    for i in range(200):
+        producer.produce(topic, key=str(i).encode(), value=b"v" * 50)
+    assert producer.flush(30) == 0
+    group = f"{prefix}-archivers"
+    sec.allow("fetcher", [*fetch_acls(topic), ("GROUP", group, "LITERAL", "READ")])
+
+    def fetch(group_name: str) -> tuple[int, str, str, float]:
+        return _run(
+            "archive", "fetch", "--cluster", "secured-group",
+            "--bootstrap", sec.cluster.sasl_bootstrap_servers,
+            "--store", str(tmp_path / "store"), "--topics", topic, "--group", group_name,
+            "--until-caught-up", "--json", "-X", _settings(tmp_path, sec, "fetcher"),
+        )  # fmt: skip
+
+    code, out, err, _ = fetch(group)
+    assert code == 0, out + err
+    report = json.loads(next(ln for ln in out.splitlines() if ln.startswith("{")))
+    assert report["ok"] and {p["partition"] for p in report["partitions"]} == {0, 1}, report
+    assert sum(p["to_offset"] for p in report["partitions"]) == 200
+    _no_secret(out, err)
+    code, out, err, took = fetch(f"{prefix}-not-allowed")
+    assert code == 1, out + err
+    assert f"group {prefix}-not-allowed" in out + err and "authorization" in (out + err).lower()
+    assert took < 60, took
+    _no_secret(out, err)

@@ -445,6 +445,22 @@ FETCH_CLUSTER = described(
                 egress_rule(),
                 "NetworkPolicy egress to the brokers (default: networkPolicies.kafka).",
             ),
+            "replicas": described(
+                integer(minimum=1, maximum=64),
+                "Archiver processes sharing the cluster's partitions (default 1). Above 1 they "
+                "are members of one Kafka consumer group (`archive fetch --group`): each "
+                "partition is archived by one pod, a dead pod's partitions go to the others "
+                "after sessionTimeout; the principal needs Read on the group.",
+            ),
+            "group": described(
+                string(pattern=r"^[A-Za-z0-9._-]{1,249}$"),
+                "The consumer group of the replicas (default kafka-archive-fetch-<name>).",
+            ),
+            "sessionTimeout": described(
+                string(pattern=r"^[0-9]+(ms|s|m)$"),
+                "How long a replica may be silent before its partitions go to the others "
+                "(`--session-timeout`, default 30s).",
+            ),
         },
         # the properties file is read from the Secret
         "if": {"required": ["propertiesKey"], "properties": {"propertiesKey": MIN1}},

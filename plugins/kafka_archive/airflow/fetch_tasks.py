@@ -10,8 +10,10 @@ Configuration (:class:`FetchJobConfig`), from the Airflow Variable ``kafka_archi
                    "client_config": {"security.protocol": "SASL_SSL",
                                      "sasl.mechanism": "SCRAM-SHA-512"},
                    "connection": "kafka_prod",         # Airflow connection: the secrets
-                   "secret_env": {"ssl.key.password": "PROD_KEY_PASSWORD"}}],
-     "max_seconds": 240}
+                   "secret_env": {"ssl.key.password": "PROD_KEY_PASSWORD"},
+                   "group": "kafka-archive-fetch-prod"}],  # optional: with workers > 1
+     "max_seconds": 240,
+     "workers": 1}                                     # fetch tasks sharing the partitions
 
 Secrets are refused in the Variable (every viewer of Variables reads it): a secret-named key of
 ``client_config`` (:func:`kafka_archive.redact.is_secret_key`) fails the configuration with a
@@ -27,6 +29,12 @@ Each run archives every cluster **until caught up** (the high watermark each par
 when the run asked it first; at most ``max_seconds`` per cluster), then uploads the open
 segments (:meth:`kafka_archive.services.archive.ArchiveService.archive_fetch`). A run killed at
 any point loses nothing and doubles nothing: progress is what the store holds.
+
+``workers`` > 1: the DAG runs that many fetch tasks at once (mapped; on as many Airflow workers
+as the executor gives), each archiving every cluster as a member of the cluster's Kafka
+consumer group (``group``, default ``kafka-archive-fetch-<cluster>``; ``archive fetch --group``):
+each partition is archived by one task, and the partitions of a task that dies go to the
+others once its session times out (:mod:`kafka_archive.archive.fetch.group`).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ __all__ = [
     "FetchedCluster",
     "cluster_client",
     "fetch_in_task",
+    "fetch_workers_in_task",
     "load_fetch_config",
     "run_fetch",
 ]
@@ -99,6 +108,9 @@ class FetchedCluster(FrozenModel):
     connection: str | None = None
     #: librdkafka setting -> the environment variable (of the worker) holding its value
     secret_env: dict[str, str] = Field(default_factory=dict)
+    #: the Kafka consumer group the fetch tasks of this cluster share its partitions by (with
+    #: ``workers`` > 1; default ``kafka-archive-fetch-<cluster>``); needs Read on the group
+    group: str | None = Field(default=None, min_length=1)
 
 
 class FetchJobConfig(FrozenModel):
@@ -107,6 +119,14 @@ class FetchJobConfig(FrozenModel):
     store: str
     clusters: list[FetchedCluster]
     max_seconds: float = Field(default=240.0, gt=0)
+    #: fetch tasks run at once, sharing every cluster's partitions through its group
+    workers: int = Field(default=1, ge=1, le=64)
+
+    def group_of(self, cluster: FetchedCluster) -> str | None:
+        """The consumer group of ``cluster``'s fetch tasks (None: one task, no group)."""
+        if cluster.group is not None:
+            return cluster.group
+        return f"kafka-archive-fetch-{cluster.cluster}" if self.workers > 1 else None
 
 
 def load_fetch_config(
@@ -223,19 +243,28 @@ def cluster_client(
     return bootstrap, config
 
 
+def _task_config() -> FetchJobConfig:
+    from airflow.sdk import Variable
+
+    from kafka_archive.settings import airflow_variable_reader
+
+    raw = Variable.get(CONFIG_VARIABLE, default=None)
+    return load_fetch_config(raw, variables=airflow_variable_reader())
+
+
+def fetch_workers_in_task() -> list[int]:
+    """The numbers of the fetch tasks this run maps (``workers`` of the configuration)."""
+    return list(range(_task_config().workers))
+
+
 def fetch_in_task(log: Callable[[str], None]) -> list[dict[str, Any]]:
     """The fetch task's body: the store's credentials and the configuration as a running task
     reads them, then :func:`run_fetch`."""
-    from airflow.sdk import Variable
-
     from kafka_archive.airflow.kafka_connection import airflow_connection
     from kafka_archive.airflow.store_connection import use_store_connection
-    from kafka_archive.settings import airflow_variable_reader
 
     use_store_connection()
-    raw = Variable.get(CONFIG_VARIABLE, default=None)
-    config = load_fetch_config(raw, variables=airflow_variable_reader())
-    return run_fetch(config, log, connection_getter=airflow_connection)
+    return run_fetch(_task_config(), log, connection_getter=airflow_connection)
 
 
 def run_fetch(
@@ -272,6 +301,7 @@ def run_fetch(
                     until_caught_up=True,
                     duration_s=config.max_seconds,
                     segment_overrides=overrides,
+                    group=config.group_of(c),
                 )
                 report = service.archive_fetch(
                     cluster=c.cluster,

@@ -31,6 +31,8 @@ HELP = """Archive a cluster over the Kafka protocol: for clusters whose disks yo
 
 Fetches every selected partition read_uncommitted (aborted data and transaction markers included) up to its high watermark only, and keeps the record batches byte for byte, laid out in segment files exactly as a broker writes them (.log, .index, .timeindex, .txnindex; rolled by the topic's segment.bytes and segment.ms). Each segment is uploaded with the disk archiver's layout and checks and its manifest written last (origin "fetch"), so catalog build, replay, export and prune work on it unchanged.
 
+Several archivers started with one --group share the partitions (a Kafka consumer group: each partition is archived by one member; a dead member's partitions go to the others after --session-timeout). Each segment's base offset is claimed in the store before its manifest is written, so two writers of one partition (a hand-over, or two archivers started by mistake) never double an offset or leave a hole.
+
 Progress is what the store holds: a run killed at any point resumes from the newest fetched manifest of each partition, losing and repeating nothing. Offsets the broker deleted before they were archived (retention) are a reported hole, never a silent skip. Without --until-caught-up or --duration it runs until interrupted (SIGTERM or Ctrl-C: the open segments are uploaded, then it stops).
 
 The principal needs Describe and Read on the topics and DescribeConfigs on them (docs/archive.md, "The fetch archiver").
@@ -40,6 +42,8 @@ Examples:
   kafka-archive archive fetch --cluster prod --bootstrap kafka-1:9092 --store s3://bucket/kafka --until-caught-up
 
   kafka-archive archive fetch --cluster prod --bootstrap kafka-1:9093 --store file:///srv/archive --topics 'orders-*' -X @client.properties --duration 1h --json
+
+  kafka-archive archive fetch --cluster prod --bootstrap kafka-1:9092 --store s3://bucket/kafka --group kafka-archive-prod
 """  # noqa: E501 - paragraphs are one line each: the help formatter wraps them
 
 
@@ -86,6 +90,24 @@ def fetch_command(
             "segment.index.bytes to override every topic's. " + SETTINGS_FILE_HELP,
         ),
     ] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            metavar="NAME",
+            help="Share the partitions with every archiver started with this group (a Kafka "
+            "consumer group, used for membership only: the coordinator gives each member a "
+            "share and a dead member's share to the others). Needs Read on the group.",
+        ),
+    ] = None,
+    session_timeout: Annotated[
+        str,
+        typer.Option(
+            "--session-timeout",
+            help="With --group: how long a member may be silent (killed, cut off) before its "
+            "partitions go to the others, e.g. 30s.",
+        ),
+    ] = "30s",
     store_option: STORE_OPTION = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
@@ -95,6 +117,7 @@ def fetch_command(
     from kafka_archive.store import StoreError
 
     options, extra = _options(topics, until_caught_up, duration, config, as_json)
+    options.group, options.group_session_timeout_ms = _group(group, session_timeout, as_json)
     store_options = parse_store_options(store_option)
     service = ArchiveService(cli_settings(as_json, store=store))
     object_store = open_archive_store(service, store_options, as_json)
@@ -183,6 +206,21 @@ def _options(
         segment_overrides=overrides,
     )
     return options, extra
+
+
+def _group(group: str | None, session_timeout: str, as_json: bool) -> tuple[str | None, int]:
+    """``--group`` and ``--session-timeout`` checked (usage errors exit 2)."""
+    from kafka_archive.cli.catalog_options import parse_duration_ms
+
+    if group is not None and not group.strip():
+        fail("--group: a group name cannot be empty", code=2, as_json=as_json)
+    try:
+        timeout_ms = parse_duration_ms(session_timeout)
+    except ValueError as exc:
+        fail(f"--session-timeout: {exc}", code=2, as_json=as_json)
+    if not 1_000 <= timeout_ms <= 3_600_000:
+        fail("--session-timeout: must be between 1s and 1h", code=2, as_json=as_json)
+    return group, int(timeout_ms)
 
 
 def _print(report: FetchReport, as_json: bool) -> None:

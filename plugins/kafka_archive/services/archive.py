@@ -211,23 +211,35 @@ class ArchiveService:
         """Archive a cluster's partitions by fetching them over the Kafka protocol (see
         :func:`kafka_archive.archive.fetch.runner.run_fetch_archive`); ``config``: librdkafka
         client settings (security), ``bootstrap`` wins over a ``bootstrap.servers`` in it.
+        With ``options.group`` the partitions are shared with the group's other members
+        (:mod:`kafka_archive.archive.fetch.group`).
 
         Raises: as ``run_fetch_archive``, and
         :class:`~kafka_archive.kafka_protocol.config.UnsupportedRawSetting` for a setting the
         protocol client cannot apply.
         """
+        from kafka_archive.archive.fetch.group import GroupMembership
         from kafka_archive.archive.fetch.runner import FetchOptions, run_fetch_archive
         from kafka_archive.archive.fetch.source import KafkaFetchSource
 
+        options = options or FetchOptions()
         conf = {**(config or {}), "bootstrap.servers": bootstrap}
         source = KafkaFetchSource(conf)
+        membership = (
+            GroupMembership(
+                conf, options.group, session_timeout_ms=options.group_session_timeout_ms
+            )
+            if options.group
+            else None
+        )
         try:
             return run_fetch_archive(
                 cluster=cluster,
                 source=source,
                 store=store,
-                options=options or FetchOptions(),
+                options=options,
                 stop=stop,
+                membership=membership,
             )
         finally:
             source.close()

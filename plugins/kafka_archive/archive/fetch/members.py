@@ -16,6 +16,12 @@ refresh` (every ``metadata_max_age_s``, and whenever a Fetch says leadership mov
   incarnations apart;
 * **partitions added**, and new topics the selection matches: opened as at the start.
 
+With a consumer group (:mod:`~kafka_archive.archive.fetch.group`) the group decides which
+partitions this process archives: :attr:`PartitionSet.wanted` is its share, :meth:`~PartitionSet.
+open_keys` opens what it gives, :meth:`~PartitionSet.release` uploads and drops what it takes
+back, and a refresh opens only partitions of the share (a re-created topic's new incarnation
+among them); partitions added are given by the group.
+
 Fetches go by topic id where the cluster has them (:func:`~kafka_archive.kafka_protocol.fetch.
 fetch_request`), so a re-created topic is never read at the old topic's offsets.
 """
@@ -23,6 +29,7 @@ fetch_request`), so a re-created topic is never read at the old topic's offsets.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -89,7 +96,10 @@ class PartitionSet:
         #: every partition of the run, ended ones included (their holes, their reports)
         self.every: list[PartitionArchiver] = []
         self._dirs = 0
+        self._work: dict[Key, Path] = {}
         self.refreshed_at = time.monotonic()
+        #: the partitions this process may archive (its group's share); None: every selected one
+        self.wanted: set[Key] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -125,8 +135,49 @@ class PartitionSet:
             if resume.offset is not None and log_start > resume.offset:
                 pa.hole(log_start)
             self.live[(name, p)] = pa
+            self._work[(name, p)] = work
             self.every.append(pa)
             self._on_open(pa.report)
+
+    def open_keys(self, keys: set[Key]) -> set[Key]:
+        """Open ``keys`` (given by the group) from the current Metadata; the keys not opened
+        now (no leader yet, Metadata failed: asked again next round). Keys of topics the
+        cluster no longer has are dropped."""
+        if not keys:
+            return set()
+        try:
+            meta = self.source.topics()
+        except KafkaArchiveError as exc:
+            log.warning("kafka-archive: Metadata failed (%s); asking again", exc)
+            return set(keys)
+        left: set[Key] = set()
+        for name in sorted({t for t, _ in keys}):
+            info = meta.topics.get(name)
+            ps = sorted(p for t, p in keys if t == name and info is not None and p in info.leaders)
+            ps = [p for p in ps if (name, p) not in self.live]
+            if info is None or not ps:
+                continue
+            try:
+                self.open_topic(info, ps)
+            except KafkaArchiveError as exc:  # e.g. its leader moved: next round
+                log.warning("kafka-archive: %s %s: cannot open yet (%s)", name, ps, exc)
+                left |= {(name, p) for p in ps}
+        return left
+
+    def release(self, keys: list[Key]) -> None:
+        """Upload the open segments of ``keys`` and drop them (the group took them back; a
+        store failure is the partition's error)."""
+        for key in keys:
+            p = self.live.pop(key, None)
+            if p is None:
+                continue
+            if p.report.error is None:
+                try:
+                    p.finish()
+                except Exception as exc:  # the store: recorded, the others still finish
+                    p.report.error = f"{type(exc).__name__}: {exc}"
+                    log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
+            shutil.rmtree(self._work.pop(key), ignore_errors=True)
 
     # -- Metadata --------------------------------------------------------------------------
 
@@ -155,7 +206,11 @@ class PartitionSet:
         for name, info in sorted(meta.topics.items()):
             if not selected(info, self.selection):
                 continue
-            new = [p for p in sorted(info.leaders) if (name, p) not in self.live]
+            new = [
+                p
+                for p in sorted(info.leaders)
+                if (name, p) not in self.live and (self.wanted is None or (name, p) in self.wanted)
+            ]
             if new:
                 log.info("kafka-archive: %s: partitions %s join the run", name, new)
                 try:
@@ -169,13 +224,15 @@ class PartitionSet:
     def _end(self, p: PartitionArchiver, why: str) -> None:
         """``p``'s incarnation is gone: store what it fetched, and leave the run."""
         log.warning("kafka-archive: %s: %s; what was fetched is archived", p.name, why)
-        del self.live[(p.ident.topic, p.ident.partition)]
+        key = (p.ident.topic, p.ident.partition)
+        del self.live[key]
         p.report.ended = why
         if p.report.error is None:
             try:
                 p.finish()
             except Exception as exc:  # the store: recorded
                 p.report.error = f"{type(exc).__name__}: {exc}"
+        shutil.rmtree(self._work.pop(key), ignore_errors=True)
 
     # -- leader epochs ---------------------------------------------------------------------
 

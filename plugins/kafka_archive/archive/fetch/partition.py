@@ -17,8 +17,10 @@ Leader changes (:mod:`~kafka_archive.archive.fetch.epochs`): :meth:`check_epoch`
 new leader's OffsetsForLeaderEpoch answer; :meth:`rewind` drops what is fetched but not stored
 and goes on from the end of what is stored (:attr:`stored_end`), with the transactions open
 and the epochs known there. Another archiver of the same partition that stored segments first
-(:func:`~kafka_archive.archive.fetch.store_side.fetched_from`, :func:`~kafka_archive.archive.
-fetch.store_side.settle_same_base`) makes this one rewind to the store's end.
+makes this one go on from the store's end, dropping what it holds: seen before an upload
+(:func:`~kafka_archive.archive.fetch.store_side.fetched_from`, a cheap check that spares the
+upload), or when the claim of the segment's base offset is lost
+(:class:`~kafka_archive.archive.fetch.claims.Fenced`, the atomic fence).
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_archive.archive.fetch.batches import FetchDiverged, usable_batches
+from kafka_archive.archive.fetch.claims import Fenced
 from kafka_archive.archive.fetch.epochs import judge_epoch_end
 from kafka_archive.archive.fetch.report import Hole, PartitionReport
 from kafka_archive.archive.fetch.store_side import (
     Resume,
     fetched_from,
     resume_point,
-    settle_same_base,
     upload_segment,
 )
 from kafka_archive.archive.manifest import FetchedSegment, OpenTransaction, SegmentSource
@@ -315,7 +317,6 @@ class PartitionArchiver:
         self.stored_end = max(resume.offset, self.stored_end)
         self._first_at_stored_end = False
         self._drop_held()
-        self.report.yielded += 1
         self.report.to_offset = self.stored_end
         self._yielded = True
 
@@ -345,6 +346,7 @@ class PartitionArchiver:
             built.base_offset, self._foreign,
         )  # fmt: skip
         if theirs is not None:
+            self.report.yielded += 1
             self._yield_to_store(f"stored offsets {built.base_offset}..{theirs - 1} first")
             return False
         gaps = [
@@ -362,28 +364,30 @@ class PartitionArchiver:
             offset_gaps=gaps,
             hole_from=self._hole_from,
         )
-        result = upload_segment(
-            self.store,
-            cluster=ident.cluster,
-            topic=ident.topic,
-            topic_id=ident.topic_id,
-            partition=ident.partition,
-            built=built,
-            directory=self._work_dir,
-            end_offset=end,
-            leader_epochs=self._builder.leader_epochs,
-            source=SegmentSource(
-                broker_id=self.leader,
-                log_dir="fetch",
-                partition_dir=self.name,
-                kafka_cluster_id=ident.kafka_cluster_id,
-                hostname=ident.hostname,
-                log_mtime_ms=int(time.time() * 1000),
-            ),
-            fetch=fetch,
-        )
-        if not settle_same_base(self.store, result.manifest, result.manifest_key):
-            self._yield_to_store(f"stored a longer segment at offset {built.base_offset}")
+        try:
+            result = upload_segment(
+                self.store,
+                cluster=ident.cluster,
+                topic=ident.topic,
+                topic_id=ident.topic_id,
+                partition=ident.partition,
+                built=built,
+                directory=self._work_dir,
+                end_offset=end,
+                leader_epochs=self._builder.leader_epochs,
+                source=SegmentSource(
+                    broker_id=self.leader,
+                    log_dir="fetch",
+                    partition_dir=self.name,
+                    kafka_cluster_id=ident.kafka_cluster_id,
+                    hostname=ident.hostname,
+                    log_mtime_ms=int(time.time() * 1000),
+                ),
+                fetch=fetch,
+            )
+        except Fenced as exc:  # another archiver claimed this base offset first
+            self.report.fenced += 1
+            self._yield_to_store(f"claimed offset {built.base_offset} first ({exc})")
             return False
         self._hole_from = None
         self.stored_end = end

@@ -39,9 +39,12 @@ class PartitionReport:
     #: times fetched batches not stored yet were dropped and fetched again (the leader's log
     #: ended their leader epoch below them)
     rewinds: int = 0
-    #: times another archiver of the partition had stored segments first (this run went on
-    #: from the store's end)
+    #: times another archiver of the partition was seen to have stored segments first, before
+    #: an upload (this run went on from the store's end)
     yielded: int = 0
+    #: segments not stored because another archiver claimed their base offset first (a
+    #: group hand-over, two archivers: :mod:`~kafka_archive.archive.fetch.claims`); not an error
+    fenced: int = 0
     #: every archived manifest key of this run
     manifests: list[str] = field(default_factory=list)
     error: str | None = None

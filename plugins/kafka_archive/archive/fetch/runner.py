@@ -21,7 +21,12 @@
    again every ``metadata_max_age_s`` too: new leaders and leader epochs are checked with
    OffsetsForLeaderEpoch before the next Fetch (:mod:`~kafka_archive.archive.fetch.epochs`),
    deleted or re-created topics end their partitions, added partitions join
-   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`);
+   (:class:`~kafka_archive.archive.fetch.members.PartitionSet`). With ``membership``
+   (``--group``, :mod:`~kafka_archive.archive.fetch.group`) only the partitions the group
+   gives this process are opened, as they are given; those it takes back are uploaded and
+   dropped first. Two writers of one partition anyway (a hand-over, a member cut off) are
+   harmless: each segment's base offset is claimed in the store before its manifest
+   (:mod:`~kafka_archive.archive.fetch.claims`);
 5. stops when ``until_caught_up`` and every partition reached the high watermark it had at its
    first answer, or after ``duration_s``, or when ``stop`` is set; then rolls and uploads every
    open segment (a clean stop keeps everything fetched).
@@ -37,12 +42,17 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.fetch.batches import FetchDiverged
+from kafka_archive.archive.fetch.group import (
+    DEFAULT_SESSION_TIMEOUT_MS,
+    GroupFailed,
+    Membership,
+)
 from kafka_archive.archive.fetch.members import Key, PartitionSet, selected
 from kafka_archive.archive.fetch.partition import PartitionArchiver
 from kafka_archive.archive.fetch.report import FetchReport
@@ -123,10 +133,16 @@ class FetchOptions:
     #: Metadata is asked again at least this often (leader changes, topics re-created,
     #: partitions added), besides whenever a Fetch says leadership moved
     metadata_max_age_s: float = 30.0
+    #: the Kafka consumer group whose members share the partitions
+    #: (:mod:`~kafka_archive.archive.fetch.group`); None: this process archives them all
+    group: str | None = None
+    group_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
 
 
 def _segment_config(source: FetchSource, topic: str, overrides: Mapping[str, int]) -> SegmentConfig:
-    found = source.configs(topic, list(SEGMENT_CONFIGS))
+    # all four forced: DescribeConfigs is not asked (a principal without it may archive)
+    asked = [n for n in SEGMENT_CONFIGS if n not in overrides]
+    found = source.configs(topic, asked) if asked else {}
     values: dict[str, int] = {}
     for name, attr in SEGMENT_CONFIGS.items():
         if name in overrides:
@@ -143,8 +159,10 @@ def run_fetch_archive(
     store: ObjectStore,
     options: FetchOptions,
     stop: threading.Event | None = None,
+    membership: Membership | None = None,
 ) -> FetchReport:
-    """Archive the selected partitions over the Kafka protocol (module docstring).
+    """Archive the selected partitions over the Kafka protocol (module docstring); with
+    ``membership`` only the partitions its group gives this process, as they come and go.
 
     Raises:
         ValueError: ``cluster`` cannot name a cluster (checked before anything is asked or
@@ -178,18 +196,20 @@ def run_fetch_archive(
             config_of=lambda topic: _segment_config(source, topic, options.segment_overrides),
             on_open=report.partitions.append,
         )
-        for info in chosen.values():
-            parts.open_topic(info, sorted(info.leaders))
         try:
-            report.stopped_by = _fetch_loop(source, parts, options, stop)
+            if membership is None:
+                for info in chosen.values():
+                    parts.open_topic(info, sorted(info.leaders))
+            else:
+                parts.wanted = set()
+                membership.start(sorted(chosen))
+            report.stopped_by = _fetch_loop(source, parts, options, stop, membership)
         finally:
-            for p in parts.live.values():
-                if p.report.error is None:
-                    try:
-                        p.finish()
-                    except Exception as exc:  # the store: recorded, the others still finish
-                        p.report.error = f"{type(exc).__name__}: {exc}"
-                        log.error("kafka-archive: %s: final upload failed: %s", p.name, exc)
+            try:
+                parts.release(list(parts.live))
+            finally:
+                if membership is not None:
+                    membership.close()
             for p in parts.every:
                 report.holes.extend(p.holes)
     report.finished_at = utc_now().isoformat()
@@ -201,10 +221,12 @@ def _fetch_loop(
     parts: PartitionSet,
     options: FetchOptions,
     stop: threading.Event,
+    membership: Membership | None,
 ) -> str:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     targets: dict[Key, int] = {}
     solo: set[Key] = set()  # asked alone next (an empty answer below the HW)
+    pending: set[Key] = set()  # given by the group, not opened yet
     max_wait = 0 if options.until_caught_up else options.max_wait_ms
     refresh = False
     while True:
@@ -212,19 +234,19 @@ def _fetch_loop(
             return "signal"
         if deadline is not None and time.monotonic() >= deadline:
             return "duration"
+        if membership is not None:
+            pending = _follow_group(parts, membership, pending, targets, solo)
         if refresh or time.monotonic() - parts.refreshed_at >= options.metadata_max_age_s:
-            for key in parts.refresh():  # opened (again): fetched at least once
-                targets.pop(key, None)
-                solo.discard(key)
+            _forget(parts.refresh(), targets, solo)  # opened (again): fetched at least once
         refresh = parts.check_epochs()
         by_key = parts.live
-        live = [p for p in by_key.values() if p.report.error is None]
-        if options.until_caught_up:
-            # a partition not fetched yet has no target: it is fetched at least once
-            live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
-            _fail_stalled(live, options.stall_s)
-            live = [p for p in live if p.report.error is None]
+        live = _to_fetch(by_key, options, targets)
         if not live:
+            if membership is not None and (
+                not options.until_caught_up or not membership.ownership.settled or pending
+            ):
+                time.sleep(0.2)  # waiting for the group to give partitions
+                continue
             return "caught_up" if options.until_caught_up else "no_partition_left"
         groups: dict[int, dict[Key, int]] = {}
         for p in live:
@@ -247,6 +269,26 @@ def _fetch_loop(
             refresh |= _fetch_into(source, leader, asks, by_key, targets, solo, max_wait)
         if refresh:
             time.sleep(0.2)
+
+
+def _forget(keys: Iterable[Key], targets: dict[Key, int], solo: set[Key]) -> None:
+    for key in keys:
+        targets.pop(key, None)
+        solo.discard(key)
+
+
+def _to_fetch(
+    by_key: Mapping[Key, PartitionArchiver], options: FetchOptions, targets: Mapping[Key, int]
+) -> list[PartitionArchiver]:
+    """The partitions to fetch this round: without an error, and, with ``until_caught_up``,
+    below their target (stalled ones fail)."""
+    live = [p for p in by_key.values() if p.report.error is None]
+    if options.until_caught_up:
+        # a partition not fetched yet has no target: it is fetched at least once
+        live = [p for p in live if targets.get(_key(p), p.position + 1) > p.position]
+        _fail_stalled(live, options.stall_s)
+        live = [p for p in live if p.report.error is None]
+    return live
 
 
 def _fail_stalled(live: list[PartitionArchiver], stall_s: float) -> None:
@@ -332,3 +374,31 @@ def _fetch_into(
                 else:  # maybe crowded out by the response's size limit: ask it alone
                     solo.add(key)
     return refresh
+
+
+def _follow_group(
+    parts: PartitionSet,
+    membership: Membership,
+    pending: set[Key],
+    targets: dict[Key, int],
+    solo: set[Key],
+) -> set[Key]:
+    """Take the group's changes: what was taken back is uploaded and dropped (then released
+    to the group), what was given is opened; the keys given and not opened yet.
+
+    Raises:
+        GroupFailed: the group cannot be joined.
+    """
+    ownership = membership.ownership
+    if ownership.error is not None:
+        raise GroupFailed(ownership.error)
+    added, revoked = ownership.changes()
+    if not added and not revoked and not pending:
+        return pending
+    wanted = parts.wanted if parts.wanted is not None else set()
+    parts.wanted = (wanted | added) - revoked
+    pending = (pending | added) - revoked
+    parts.release(sorted(k for k in revoked if k in parts.live))
+    _forget(revoked, targets, solo)
+    ownership.released(revoked)
+    return parts.open_keys(pending)

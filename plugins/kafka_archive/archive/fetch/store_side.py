@@ -12,20 +12,19 @@ on as if it had never stopped.
 (:mod:`kafka_archive.archive.uploader`): the ``.log`` is scanned batch by batch (CRC, offsets
 inside ``[base_offset, end_offset)``), every file goes under its content-addressed key with
 ``put_if_absent`` (the store verifies the SHA-256 it was given), and the manifest is written
-last. A crash anywhere before the manifest leaves a segment the next run fetches and builds
+last, after its claim (:mod:`~kafka_archive.archive.fetch.claims`: the fence against a second
+writer of the partition; :func:`resume_point` completes a claim whose manifest a crash left
+unwritten). A crash anywhere before the claim leaves a segment the next run fetches and builds
 again (its files, byte-identical, are found in the store and not sent twice); a manifest
 written concurrently for the same bytes counts as archived.
 
-Two fetch archivers of one partition at once (nothing coordinates them; the store's writes are
-exclusive per key): from a common resume point they build the same segments (rolls depend on
-the batches and the topic's configs only), so their uploads are the same keys and one of each
-is kept. They differ only where one rolls early (its run ends, a hole): then
-:func:`fetched_from` before an upload sees that the other stored segments from that base on
-(the archiver goes on from the store's end instead), and :func:`settle_same_base` after it
-keeps the longer of two segments stored at one base (the shorter's offsets are all in it) and
-deletes the other's manifest, whichever archiver sees both. So the store never holds one
-offset twice for long, nor two histories of it, and :func:`resume_point` takes the longest
-segment at the newest base.
+Two fetch archivers of one partition at once (a group hand-over, a member cut off from its
+coordinator, two archivers started by mistake): the claims make it harmless, atomically. Of two
+segments at one base offset only the first claimed is stored; the other writer gets
+:class:`~kafka_archive.archive.fetch.claims.Fenced`, stores nothing and goes on from the
+store's end. :func:`fetched_from`, asked before an upload, only spares the work of building and
+sending a segment the store already holds past its base (it decides nothing: a writer that
+passes it can still lose the claim).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Final
 
 from kafka_archive.archive.digests import digest_buffer
+from kafka_archive.archive.fetch.claims import claim_segment, follow_claims
 from kafka_archive.archive.layout import (
     ObjectExtension,
     manifest_key,
@@ -64,7 +64,6 @@ __all__ = [
     "UploadResult",
     "fetched_from",
     "resume_point",
-    "settle_same_base",
     "upload_segment",
 ]
 
@@ -89,22 +88,27 @@ class Resume:
 def resume_point(
     store: ObjectStore, cluster: str, topic: str, partition: int, topic_id: str | None = None
 ) -> Resume:
-    """The end of the partition's newest fetched manifest of ``topic_id`` (module docstring;
-    ``None``, or a manifest without one: any topic id)."""
-    keys = list(iter_manifest_keys(store, cluster, topic, partition))
+    """The end of the partition's fetched chain of ``topic_id``: its newest fetched manifest,
+    or the claims going on from it (module docstring; ``None``, or a manifest without one:
+    any topic id; the claims are those of ``topic_id``, else of the manifest's)."""
     found: SegmentManifest | None = None
-    found_key = ""
-    for key in reversed(keys):  # newest base offsets first: the first fetched one ends last
-        if found is not None and _base_of(key) != found.base_offset:
+    key = ""
+    for k in reversed(list(iter_manifest_keys(store, cluster, topic, partition))):
+        m = _read(store, k)  # newest base offsets first: the first fetched one ends last
+        if m is not None and _ours(m, topic_id):
+            found, key = m, k
             break
-        m = _read(store, key)
-        if m is None or not _ours(m, topic_id):
-            continue
-        if found is None or m.end_offset > found.end_offset:
-            found, found_key = m, key
+    claimed = follow_claims(
+        store, cluster, topic, partition,
+        topic_id if topic_id is not None else (found.topic_id if found is not None else None),
+        found.end_offset if found is not None else None,
+    )  # fmt: skip
+    if claimed is not None:
+        found = claimed
+        key = manifest_key(cluster, topic, partition, claimed.base_offset, claimed.segment_sha256)
     if found is None:
         return Resume(None)
-    m, key = found, found_key
+    m = found
     fetch = m.fetch
     return Resume(
         m.end_offset,
@@ -129,7 +133,7 @@ def _ours(m: SegmentManifest | None, topic_id: str | None) -> bool:
 
 
 def _read(store: ObjectStore, key: str) -> SegmentManifest | None:
-    """The manifest, or ``None`` if another archiver deleted it meanwhile."""
+    """The manifest, or ``None`` if it was deleted meanwhile (a prune)."""
     try:
         return read_manifest(store, key)
     except ObjectNotFound:
@@ -159,27 +163,6 @@ def fetched_from(
             elif m is not None and foreign is not None:
                 foreign.add(key)
     return max(ends, default=None)
-
-
-def settle_same_base(store: ObjectStore, own: SegmentManifest, own_key: str) -> bool:
-    """After ``own`` was stored: of the fetched manifests of its incarnation at its base
-    offset, only the longest stays (module docstring). Whether ``own`` stays."""
-    prefix = manifest_key(own.cluster, own.topic, own.partition, own.base_offset, "0" * 64)
-    prefix = prefix[: prefix.rindex("-") + 1]
-    keep = True
-    for key in iter_manifest_keys(store, own.cluster, own.topic, own.partition):
-        if not key.startswith(prefix) or key == own_key:
-            continue
-        m = _read(store, key)
-        if m is None or not _ours(m, own.topic_id):
-            continue
-        if m.end_offset > own.end_offset:
-            keep = False
-        elif m.end_offset < own.end_offset:
-            store.delete(key)
-    if not keep:
-        store.delete(own_key)
-    return keep
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,9 +251,11 @@ def upload_segment(
         origin="fetch",
         fetch=fetch,
     )
+    data = manifest.to_json_bytes()
+    claim_segment(store, manifest, data)  # Fenced: another archiver's segment starts here
     key = manifest_key(cluster, topic, partition, built.base_offset, scan.digest.sha256)
     try:
-        _obj, created = store.put_if_absent(key, manifest.to_json_bytes())
+        _obj, created = store.put_if_absent(key, data)
     except IntegrityError:
         # another archiver wrote this segment's manifest first: archived, if the same bytes
         existing = parse_manifest(store.get_bytes(key), key=key)
