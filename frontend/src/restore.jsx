@@ -101,56 +101,56 @@ export function RestoreSection({ shown, conns, who }) {
     }
   }
   const canLaunch = preview && !preview.used && preview.answer.ok && who && who.can_restore;
-  const text = (k, props = {}) => <Input size="sm" name={k} value={f[k]} onChange={(e) => set(k)(e.target.value)} {...props} />;
+  const text = (k, props = {}) => <Input size="sm" name={`rs-${k}`} value={f[k]} onChange={(e) => set(k)(e.target.value)} {...props} />;
   return (
     <Section id="restore-section" title="Restore a whole cluster at T"
       right={shown ? <Text color="fg.muted" fontSize="sm">from the archive of {shown.cluster}</Text> : null}>
       <Stack gap={3} as="form" id="restore" onSubmit={(e) => { e.preventDefault(); doPreview(); }}>
         <HStack alignItems="flex-start" gap={3} flexWrap="wrap">
-          <FormField label="Topics (names or patterns, a line each)" name="topics" error={errors.topics} width="22em" helper="orders, orders-*, re:^pay.*">
-            <Textarea size="sm" name="topics" rows={2} value={f.topics} onChange={(e) => set("topics")(e.target.value)} />
+          <FormField label="Topics (names or patterns, a line each)" name="rs-topics" error={errors.topics} width="22em" helper="orders, orders-*, re:^pay.*">
+            <Textarea size="sm" name="rs-topics" rows={2} value={f.topics} onChange={(e) => set("topics")(e.target.value)} />
           </FormField>
-          <FormField label="Except" name="exclude" error={errors.exclude} width="12em" helper="patterns left out">
+          <FormField label="Except" name="rs-exclude" error={errors.exclude} width="12em" helper="patterns left out">
             {text("exclude")}
           </FormField>
-          <Box pt={6}><Check id="all_topics" checked={f.all_topics} onChange={set("all_topics")}>all user topics</Check></Box>
-          <FormField label="Moment T" name="at" error={errors.at} width="19em" helper="one T for every topic and group">
+          <Box pt={6}><Check id="rs-all_topics" checked={f.all_topics} onChange={set("all_topics")}>all user topics</Check></Box>
+          <FormField label="Moment T" name="rs-at" error={errors.at} width="19em" helper="one T for every topic and group">
             {text("at")}
           </FormField>
         </HStack>
         <HStack alignItems="flex-start" gap={3} flexWrap="wrap">
-          <FormField label="Target names: prefix" name="prefix" error={errors.prefix} width="12em" helper="e.g. restored.">
+          <FormField label="Target names: prefix" name="rs-prefix" error={errors.prefix} width="12em" helper="e.g. restored.">
             {text("prefix")}
           </FormField>
-          <FormField label="suffix" name="suffix" error={errors.suffix} width="9em">{text("suffix")}</FormField>
-          <FormField label="or regex" name="rename_regex" error={errors.rename_regex} width="11em">{text("rename_regex", { placeholder: "^(.*)$" })}</FormField>
-          <FormField label="replaced by" name="rename_to" error={errors.rename_to} width="11em">{text("rename_to", { placeholder: "dr.\\1" })}</FormField>
-          <FormField label="Groups (patterns)" name="groups" error={errors.groups} width="14em" helper="default: all that committed on them">
+          <FormField label="suffix" name="rs-suffix" error={errors.suffix} width="9em">{text("suffix")}</FormField>
+          <FormField label="or regex" name="rs-rename_regex" error={errors.rename_regex} width="11em">{text("rename_regex", { placeholder: "^(.*)$" })}</FormField>
+          <FormField label="replaced by" name="rs-rename_to" error={errors.rename_to} width="11em">{text("rename_to", { placeholder: "dr.\\1" })}</FormField>
+          <FormField label="Groups (patterns)" name="rs-groups" error={errors.groups} width="14em" helper="default: all that committed on them">
             {text("groups")}
           </FormField>
         </HStack>
         <HStack alignItems="flex-start" gap={3} flexWrap="wrap">
-          <FormField label="Target: an Airflow connection" name="target_conn" width="auto" error={errors.target}>
-            <Select name="target_conn" value={f.target_conn} options={[["", "(none)"], ...conns]} onChange={set("target_conn")} />
+          <FormField label="Target: an Airflow connection" name="rs-target_conn" width="auto" error={errors.target}>
+            <Select name="rs-target_conn" value={f.target_conn} options={[["", "(none)"], ...conns]} onChange={set("target_conn")} />
           </FormField>
-          <FormField label="or bootstrap servers" name="target_servers" width="16em">
+          <FormField label="or bootstrap servers" name="rs-target_servers" width="16em">
             {text("target_servers", { placeholder: "host:9092" })}
           </FormField>
-          <FormField label="Target principal" name="target_principal" error={errors.target_principal} width="14em" helper="for the permission check">
+          <FormField label="Target principal" name="rs-target_principal" error={errors.target_principal} width="14em" helper="for the permission check">
             {text("target_principal", { placeholder: "User:restorer" })}
           </FormField>
-          <FormField label="Replication factor" name="replication_factor" error={errors.replication_factor} width="10em" helper="default: as at T">
+          <FormField label="Replication factor" name="rs-replication_factor" error={errors.replication_factor} width="10em" helper="default: as at T">
             {text("replication_factor")}
           </FormField>
-          <FormField label="Parallel partitions" name="parallelism" error={errors.parallelism} width="9em">{text("parallelism")}</FormField>
+          <FormField label="Parallel partitions" name="rs-parallelism" error={errors.parallelism} width="9em">{text("parallelism")}</FormField>
         </HStack>
         <HStack gap={5} flexWrap="wrap" alignItems="flex-start">
-          <Check id="acls" checked={f.acls} onChange={set("acls")}>ACLs as at T</Check>
-          <FormField name="allow_gaps" error={errors.allow_gaps} width="auto" flex="0 1 32em">
-            <Check id="allow_gaps" checked={f.allow_gaps} onChange={set("allow_gaps")}>restore around holes</Check>
+          <Check id="rs-acls" checked={f.acls} onChange={set("acls")}>ACLs as at T</Check>
+          <FormField name="rs-allow_gaps" error={errors.allow_gaps} width="auto" flex="0 1 32em">
+            <Check id="rs-allow_gaps" checked={f.allow_gaps} onChange={set("allow_gaps")}>restore around holes</Check>
           </FormField>
-          <Check id="unverified_permissions" checked={f.unverified_permissions} onChange={set("unverified_permissions")}>go ahead when permissions cannot be checked</Check>
-          <Check id="restore_check_target" checked={f.check_target} onChange={set("check_target")}>check the target in the preview</Check>
+          <Check id="rs-unverified_permissions" checked={f.unverified_permissions} onChange={set("unverified_permissions")}>go ahead when permissions cannot be checked</Check>
+          <Check id="rs-check_target" checked={f.check_target} onChange={set("check_target")}>check the target in the preview</Check>
         </HStack>
         <HStack gap={2}>
           <Button size="sm" variant="outline" type="submit" id="restore-preview">Preview the restore</Button>
@@ -169,7 +169,7 @@ export function RestoreSection({ shown, conns, who }) {
             rows={past.slice(0, 10).map((x) => [x.restore_id, x.status, x.cluster, x.target, x.at, x.resume || "-"])} />
         </Box>
       ) : null}
-      <InlineError name="restores" error={errors.restores} />
+      <InlineError name="rs-restores" error={errors.restores} />
     </Section>
   );
 }

@@ -1278,7 +1278,7 @@
       }
     }
     const canLaunch = preview && !preview.used && preview.answer.ok && who && who.can_restore;
-    const text = (k, props = {}) => /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: k, value: f[k], onChange: (e) => set(k)(e.target.value), ...props });
+    const text = (k, props = {}) => /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: `rs-${k}`, value: f[k], onChange: (e) => set(k)(e.target.value), ...props });
     return /* @__PURE__ */ jsxRuntime.jsxs(
       Section,
       {
@@ -1294,30 +1294,30 @@
             doPreview();
           }, children: [
             /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Topics (names or patterns, a line each)", name: "topics", error: errors.topics, width: "22em", helper: "orders, orders-*, re:^pay.*", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Textarea, { size: "sm", name: "topics", rows: 2, value: f.topics, onChange: (e) => set("topics")(e.target.value) }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Except", name: "exclude", error: errors.exclude, width: "12em", helper: "patterns left out", children: text("exclude") }),
-              /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "all_topics", checked: f.all_topics, onChange: set("all_topics"), children: "all user topics" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Moment T", name: "at", error: errors.at, width: "19em", helper: "one T for every topic and group", children: text("at") })
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Topics (names or patterns, a line each)", name: "rs-topics", error: errors.topics, width: "22em", helper: "orders, orders-*, re:^pay.*", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Textarea, { size: "sm", name: "rs-topics", rows: 2, value: f.topics, onChange: (e) => set("topics")(e.target.value) }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Except", name: "rs-exclude", error: errors.exclude, width: "12em", helper: "patterns left out", children: text("exclude") }),
+              /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-all_topics", checked: f.all_topics, onChange: set("all_topics"), children: "all user topics" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Moment T", name: "rs-at", error: errors.at, width: "19em", helper: "one T for every topic and group", children: text("at") })
             ] }),
             /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target names: prefix", name: "prefix", error: errors.prefix, width: "12em", helper: "e.g. restored.", children: text("prefix") }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "suffix", name: "suffix", error: errors.suffix, width: "9em", children: text("suffix") }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or regex", name: "rename_regex", error: errors.rename_regex, width: "11em", children: text("rename_regex", { placeholder: "^(.*)$" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "replaced by", name: "rename_to", error: errors.rename_to, width: "11em", children: text("rename_to", { placeholder: "dr.\\1" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Groups (patterns)", name: "groups", error: errors.groups, width: "14em", helper: "default: all that committed on them", children: text("groups") })
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target names: prefix", name: "rs-prefix", error: errors.prefix, width: "12em", helper: "e.g. restored.", children: text("prefix") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "suffix", name: "rs-suffix", error: errors.suffix, width: "9em", children: text("suffix") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or regex", name: "rs-rename_regex", error: errors.rename_regex, width: "11em", children: text("rename_regex", { placeholder: "^(.*)$" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "replaced by", name: "rs-rename_to", error: errors.rename_to, width: "11em", children: text("rename_to", { placeholder: "dr.\\1" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Groups (patterns)", name: "rs-groups", error: errors.groups, width: "14em", helper: "default: all that committed on them", children: text("groups") })
             ] }),
             /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target: an Airflow connection", name: "target_conn", width: "auto", error: errors.target, children: /* @__PURE__ */ jsxRuntime.jsx(Select, { name: "target_conn", value: f.target_conn, options: [["", "(none)"], ...conns], onChange: set("target_conn") }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or bootstrap servers", name: "target_servers", width: "16em", children: text("target_servers", { placeholder: "host:9092" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target principal", name: "target_principal", error: errors.target_principal, width: "14em", helper: "for the permission check", children: text("target_principal", { placeholder: "User:restorer" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Replication factor", name: "replication_factor", error: errors.replication_factor, width: "10em", helper: "default: as at T", children: text("replication_factor") }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Parallel partitions", name: "parallelism", error: errors.parallelism, width: "9em", children: text("parallelism") })
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target: an Airflow connection", name: "rs-target_conn", width: "auto", error: errors.target, children: /* @__PURE__ */ jsxRuntime.jsx(Select, { name: "rs-target_conn", value: f.target_conn, options: [["", "(none)"], ...conns], onChange: set("target_conn") }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or bootstrap servers", name: "rs-target_servers", width: "16em", children: text("target_servers", { placeholder: "host:9092" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target principal", name: "rs-target_principal", error: errors.target_principal, width: "14em", helper: "for the permission check", children: text("target_principal", { placeholder: "User:restorer" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Replication factor", name: "rs-replication_factor", error: errors.replication_factor, width: "10em", helper: "default: as at T", children: text("replication_factor") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Parallel partitions", name: "rs-parallelism", error: errors.parallelism, width: "9em", children: text("parallelism") })
             ] }),
             /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 5, flexWrap: "wrap", alignItems: "flex-start", children: [
-              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "acls", checked: f.acls, onChange: set("acls"), children: "ACLs as at T" }),
-              /* @__PURE__ */ jsxRuntime.jsx(FormField, { name: "allow_gaps", error: errors.allow_gaps, width: "auto", flex: "0 1 32em", children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "restore around holes" }) }),
-              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "unverified_permissions", checked: f.unverified_permissions, onChange: set("unverified_permissions"), children: "go ahead when permissions cannot be checked" }),
-              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "restore_check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-acls", checked: f.acls, onChange: set("acls"), children: "ACLs as at T" }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { name: "rs-allow_gaps", error: errors.allow_gaps, width: "auto", flex: "0 1 32em", children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "restore around holes" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-unverified_permissions", checked: f.unverified_permissions, onChange: set("unverified_permissions"), children: "go ahead when permissions cannot be checked" }),
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
             ] }),
             /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 2, children: [
               /* @__PURE__ */ jsxRuntime.jsx(react$1.Button, { size: "sm", variant: "outline", type: "submit", id: "restore-preview", children: "Preview the restore" }),
@@ -1343,7 +1343,7 @@
               }
             )
           ] }) : null,
-          /* @__PURE__ */ jsxRuntime.jsx(InlineError, { name: "restores", error: errors.restores })
+          /* @__PURE__ */ jsxRuntime.jsx(InlineError, { name: "rs-restores", error: errors.restores })
         ]
       }
     );
