@@ -41,6 +41,7 @@ export function RestoreSection({ shown, conns, who }) {
   const set = (k) => (v) => { setF((old) => ({ ...old, [k]: v })); setPreview(null); };
   // the page's T (and its topic, when none is typed yet) is where the form starts
   useEffect(() => {
+    tickets("preview"); setPreview(null); setErrors({});
     if (shown) setF((old) => ({ ...old, at: utc(shown.T), topics: old.topics || shown.topic }));
   }, [shown]); // eslint-disable-line react-hooks/exhaustive-deps
   usePoll(run && run.run_id, (id) => api("/restore/runs/" + enc(id)), setRun, (m) => setErrors({ "restore-launch": m }));

@@ -1195,6 +1195,9 @@
       setPreview(null);
     };
     react.useEffect(() => {
+      tickets("preview");
+      setPreview(null);
+      setErrors({});
       if (shown) setF((old) => ({ ...old, at: utc(shown.T), topics: old.topics || shown.topic }));
     }, [shown]);
     usePoll(run && run.run_id, (id) => api("/restore/runs/" + enc(id)), setRun, (m) => setErrors({ "restore-launch": m }));
