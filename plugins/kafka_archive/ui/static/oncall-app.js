@@ -1124,17 +1124,15 @@
     name_collision: "prefix",
     replication_factor: "replication_factor",
     hole: "allow_gaps",
-    nothing_before_t: "at",
     permission_denied: "target_principal",
     permissions_unverified: "target_principal"
   };
   function problemsByField(problems) {
     const out = {};
-    const sorted = [...problems || []].sort((a, b) => (a.level === "error" ? 0 : 1) - (b.level === "error" ? 0 : 1));
-    for (const p of sorted) {
+    for (const p of problems || []) {
       const field = PROBLEM_FIELD[p.code];
-      if (!field) continue;
-      const text = `${p.level}: ${p.message}${p.hint ? ` - ${p.hint}` : ""}`;
+      if (!field || p.level !== "error") continue;
+      const text = `${p.message}${p.hint ? ` - ${p.hint}` : ""}`;
       out[field] = out[field] ? `${out[field]}; ${text}` : text;
     }
     return out;
