@@ -197,7 +197,7 @@ function PlanOut({ r }) {
     ["restore", r.restore_id],
     ["T", r.at],
     ["topics", `${count(r.topics.length)} (${count(est.partitions)} partitions)`],
-    ["estimate", `${count(est.records)} records, ${bytes(est.bytes)}, about ${duration(Math.round((est.seconds || 0) * 1000))} at ${bytes(est.assumed_bytes_per_s)}/s`],
+    ["estimate", `${count(est.records)} records, ${bytes(est.bytes)}, ${(est.seconds || 0) < 1 ? "under a second" : `about ${duration(Math.round(est.seconds * 1000))}`} at ${bytes(est.assumed_bytes_per_s)}/s`],
     ["target", `${r.target}${r.target_cluster_id ? ` (cluster ${r.target_cluster_id}, ${r.target_brokers} broker(s))` : ""}`],
     ["principal", readable(r.principal)],
     ["groups", r.groups.length ? r.groups.map((g) => g.group).join(", ") : "none"],
