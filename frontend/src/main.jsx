@@ -16,6 +16,7 @@ import { HealthSection } from "./health.jsx";
 import { LocateSection } from "./locate.jsx";
 import { OffsetsTable } from "./offsets.jsx";
 import { ReplaySection } from "./replay.jsx";
+import { RestoreSection } from "./restore.jsx";
 import { bucketFor, clampWindow, initialWindow, zoomWindow } from "./scale.js";
 import { errorField, FormField, InlineError, Section, Select, useTickets } from "./ui.jsx";
 
@@ -288,6 +289,7 @@ function OncallPage() {
         <LocateSection shown={shown} />
         <ReplaySection shown={shown} conns={conns} who={who} />
         <StartGroupSection shown={shown} conns={conns} who={who} group={group} />
+        <RestoreSection shown={shown} conns={conns} who={who} />
       </Stack>
     </Box>
   );

@@ -98,6 +98,7 @@ def test_a_viewer_reads_but_cannot_launch_or_apply(
         "user": "viewer",
         "can_trigger": False,
         "can_apply_groups": False,
+        "can_restore": False,
     }
     group = {"cluster": C, "topic": "orders", "group": "billing"}
     for path, body, dag in [

@@ -221,6 +221,7 @@ def test_applying_needs_trigger_permission_on_the_group_dag(replayed: dict[str, 
         "user": "replayer",
         "can_trigger": True,
         "can_apply_groups": False,
+        "can_restore": False,
     }
     body = {"cluster": C, "topic": "orders", "group": "g3", "replay_id": replayed["replay_id"]}
     before = len(launcher.triggered)

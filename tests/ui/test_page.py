@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from kafka_archive.settings import load_settings
 from kafka_archive.ui import react_app_spec
 from kafka_archive.ui.api import URL_PREFIX, build_app
-from kafka_archive.ui.models import GroupRequest, ReplayRequest
+from kafka_archive.ui.models import GroupRequest, ReplayRequest, RestoreRequestBody
 from kafka_archive.ui.page import BUNDLE_PATH, bundle_js
 from ui_fakes import RecordingLauncher, TokenAccess
 
@@ -112,18 +112,8 @@ def test_every_path_the_page_calls_is_in_the_api(client: TestClient) -> None:
     assert len(called) >= 15, called
     assert called <= api, called - api
     # and the page offers every endpoint but the replay list, the Prometheus text, the count
-    # labels (for scripts; the page has them built in) and the restore routes (the
-    # kafka_archive_restore DAG's API; the page has no Restore form yet)
-    assert api - called == {
-        "/replays",
-        "/clusters/{}/gaps",
-        "/metrics",
-        "/counts",
-        "/restore/plan",
-        "/restore/launch",
-        "/restore/runs/{}",
-        "/restores",
-    }
+    # labels (for scripts; the page has them built in)
+    assert api - called == {"/replays", "/clusters/{}/gaps", "/metrics", "/counts"}
 
 
 def _keys_of(src: str, function: str) -> set[str]:
@@ -148,3 +138,7 @@ def test_the_forms_send_only_request_fields() -> None:
     sent = {"cluster", "topic", "group", "at", "commits_at", "replay_id", "target_topic", "target"}
     assert group == sent
     assert group <= set(GroupRequest.model_fields)
+    restore = _keys_of((SOURCES / "restore.jsx").read_text(), "body")
+    params = {f.alias or name for name, f in RestoreRequestBody.model_fields.items()}
+    assert {"cluster", "topics", "at", "target", "prefix", "groups", "allow_gaps"} <= restore
+    assert restore <= params, restore - params

@@ -156,13 +156,19 @@ def test_the_plugin_in_airflow(
         "user": "viewer",
         "can_trigger": False,
         "can_apply_groups": False,
+        "can_restore": False,
     }
     assert out["viewer_launch"]["status"] == 403, out["viewer_launch"]
     assert out["op_launch"]["status"] == 201, out["op_launch"]
     # connection ids from the metadata DB and the environment, never their secrets
     assert {"kafka_prod", "kafka_dr"} <= set(out["connections"]["items"])
     assert "secret-pw" not in out["connections_text"]
-    assert out["cookie_read"] == {"user": "op", "can_trigger": True, "can_apply_groups": True}
+    assert out["cookie_read"] == {
+        "user": "op",
+        "can_trigger": True,
+        "can_apply_groups": True,
+        "can_restore": True,
+    }
     assert out["cookie_post_bare"]["error"] == "csrf"
     assert out["cookie_page"] == "../plugin/kafka-archive/?topic=orders"
     # the Airflow home is shared with other tests of the session, which trigger runs of their

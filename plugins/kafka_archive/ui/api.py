@@ -146,12 +146,13 @@ def build_app(
 
     @app.get(f"{API_PREFIX}/whoami", tags=["access"])
     def whoami(who: Principal = Depends(reader)) -> dict[str, Any]:
-        """The user, whether they may launch replays (``can_trigger``) and whether they may
-        move consumer groups (``can_apply_groups``)."""
+        """The user, whether they may launch replays (``can_trigger``), move consumer groups
+        (``can_apply_groups``) and plan or launch restores (``can_restore``)."""
         return {
             "user": who.name,
             "can_trigger": access.can_trigger(who, REPLAY_DAG_ID),
             "can_apply_groups": access.can_trigger(who, GROUP_OFFSETS_DAG_ID),
+            "can_restore": access.can_trigger(who, RESTORE_DAG_ID),
         }
 
     @app.get(BUNDLE_PATH, include_in_schema=False)

@@ -824,7 +824,7 @@
       }
     );
   }
-  const FIELDS = [
+  const FIELDS$1 = [
     "from",
     "to",
     "partitions",
@@ -838,7 +838,7 @@
     "replication_factor",
     "create_topic"
   ];
-  const EMPTY = {
+  const EMPTY$1 = {
     from: "",
     to: "",
     partitions: "",
@@ -869,7 +869,7 @@
     });
     return out;
   }
-  function Check({ id, checked, onChange, children }) {
+  function Check$1({ id, checked, onChange, children }) {
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
@@ -878,7 +878,7 @@
   }
   function ReplaySection({ shown, conns, who }) {
     const tickets = useTickets();
-    const [f, setF] = react.useState(EMPTY);
+    const [f, setF] = react.useState(EMPTY$1);
     const [errors, setErrors] = react.useState({});
     const [preview, setPreview] = react.useState(null);
     const [run, setRun] = react.useState(null);
@@ -960,7 +960,7 @@
         const r = await api("/replay/preview" + qs({ check_target: f.check_target }), { body: b.body });
         if (current()) setPreview({ body: JSON.stringify(b.body), answer: r });
       } catch (e) {
-        if (current()) setErrors({ [errorField(e, FIELDS, "preview", b.body)]: e.message });
+        if (current()) setErrors({ [errorField(e, FIELDS$1, "preview", b.body)]: e.message });
       }
     }
     async function launch() {
@@ -975,7 +975,7 @@
         setRun(await api("/replay/launch", { body: b.body }));
       } catch (e) {
         setPreview(was);
-        setErrors({ [errorField(e, FIELDS, "launch", b.body)]: e.message });
+        setErrors({ [errorField(e, FIELDS$1, "launch", b.body)]: e.message });
       }
     }
     const blocked = preview && ((preview.answer.topic_config || {}).findings || []).filter((x) => x.level === "error");
@@ -1004,15 +1004,15 @@
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "records/s", name: "rate_limit_records", error: errors.rate_limit_records, width: "9em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "rate_limit_records", value: f.rate_limit_records, onChange: (e) => set("rate_limit_records")(e.target.value) }) })
         ] }),
         /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 5, flexWrap: "wrap", children: [
-          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "create_topic", checked: f.create_topic, onChange: set("create_topic"), children: "create the target topic" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "replay around holes" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "provenance_headers", checked: f.provenance_headers, onChange: set("provenance_headers"), children: "provenance headers" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
+          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "create_topic", checked: f.create_topic, onChange: set("create_topic"), children: "create the target topic" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "replay around holes" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "provenance_headers", checked: f.provenance_headers, onChange: set("provenance_headers"), children: "provenance headers" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
         ] }),
         f.create_topic ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", id: "create-opts", children: [
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Topic configs (NAME=VALUE a line, over the source's at T)", name: "topic_config", error: errors.topic_config, width: "26em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Textarea, { size: "sm", name: "topic_config", rows: 3, value: f.topic_config, onChange: (e) => set("topic_config")(e.target.value), placeholder: "retention.ms=-1" }) }),
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Replication factor", name: "replication_factor", error: errors.replication_factor, width: "10em", helper: "default: the target's", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "replication_factor", value: f.replication_factor, onChange: (e) => set("replication_factor")(e.target.value) }) }),
-          /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "no_source_config", checked: f.no_source_config, onChange: set("no_source_config"), children: "don't copy the source's configs" }) })
+          /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "no_source_config", checked: f.no_source_config, onChange: set("no_source_config"), children: "don't copy the source's configs" }) })
         ] }) : null,
         /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 2, children: [
           /* @__PURE__ */ jsxRuntime.jsx(react$1.Button, { size: "sm", variant: "outline", type: "submit", id: "preview", children: "Preview (dry run)" }),
@@ -1029,7 +1029,7 @@
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { mt: 2, children: /* @__PURE__ */ jsxRuntime.jsx(RunLine, { id: "run-out", run, children: rp ? ` - replay ${rp.replay_id}: ${rp.status}, ${count(rp.records_sent)} records sent, ${parts.filter((p) => p.done).length}/${parts.length} partitions done` : "" }) })
     ] });
   }
-  function Fields({ id, items }) {
+  function Fields$1({ id, items }) {
     return /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.Root, { orientation: "horizontal", size: "sm", id, gap: 1, children: items.map(([label, value]) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.DataList.Item, { children: [
       /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemLabel, { minWidth: "14em", children: label }),
       /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemValue, { children: value })
@@ -1054,7 +1054,7 @@
     }
     const parts = Object.entries(r.partitions || {});
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { id: "preview-out", mt: 3, borderTopWidth: "1px", borderColor: "border", pt: 3, children: [
-      /* @__PURE__ */ jsxRuntime.jsx(Fields, { id: "preview-fields", items }),
+      /* @__PURE__ */ jsxRuntime.jsx(Fields$1, { id: "preview-fields", items }),
       parts.length ? /* @__PURE__ */ jsxRuntime.jsx(
         SimpleTable,
         {
@@ -1113,6 +1113,355 @@
         x.message,
         x.hint ? ` - ${x.hint}` : ""
       ] }, i))
+    ] });
+  }
+  function nameList(text) {
+    return text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean);
+  }
+  const PROBLEM_FIELD = {
+    nothing_selected: "topics",
+    target_unreachable: "target",
+    name_collision: "prefix",
+    replication_factor: "replication_factor",
+    hole: "allow_gaps",
+    permission_denied: "target_principal",
+    permissions_unverified: "target_principal"
+  };
+  function problemsByField(problems) {
+    const out = {};
+    for (const p of problems || []) {
+      const field = PROBLEM_FIELD[p.code];
+      if (!field || p.level !== "error") continue;
+      const text = `${p.message}${p.hint ? ` - ${p.hint}` : ""}`;
+      out[field] = out[field] ? `${out[field]}; ${text}` : text;
+    }
+    return out;
+  }
+  const FIELDS = [
+    "topics",
+    "exclude",
+    "at",
+    "from",
+    "prefix",
+    "suffix",
+    "rename_regex",
+    "rename_to",
+    "groups",
+    "target",
+    "target_principal",
+    "replication_factor",
+    "parallelism",
+    "allow_gaps",
+    "principal_map"
+  ];
+  const EMPTY = {
+    topics: "",
+    all_topics: false,
+    exclude: "",
+    at: "",
+    prefix: "",
+    suffix: "",
+    rename_regex: "",
+    rename_to: "",
+    groups: "",
+    acls: false,
+    target_conn: "",
+    target_servers: "",
+    target_principal: "",
+    replication_factor: "",
+    parallelism: "4",
+    allow_gaps: false,
+    unverified_permissions: false,
+    check_target: true
+  };
+  function Check({ id, checked, onChange, children }) {
+    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Label, { children })
+    ] });
+  }
+  function RestoreSection({ shown, conns, who }) {
+    const tickets = useTickets();
+    const [f, setF] = react.useState(EMPTY);
+    const [errors, setErrors] = react.useState({});
+    const [preview, setPreview] = react.useState(null);
+    const [run, setRun] = react.useState(null);
+    const [past, setPast] = react.useState(null);
+    const set = (k) => (v) => {
+      setF((old) => ({ ...old, [k]: v }));
+      setPreview(null);
+    };
+    react.useEffect(() => {
+      tickets("preview");
+      setPreview(null);
+      setErrors({});
+      if (shown) setF((old) => ({ ...old, at: utc(shown.T), topics: old.topics || shown.topic }));
+    }, [shown]);
+    usePoll(run && run.run_id, (id) => api("/restore/runs/" + enc(id)), setRun, (m) => setErrors({ "restore-launch": m }));
+    const ended = run && ["success", "failed"].includes(run.state);
+    react.useEffect(() => {
+      api("/restores").then((r) => setPast(r.items), (e) => setErrors((old) => ({ ...old, restores: e.message })));
+    }, [ended]);
+    function body() {
+      const errs = {};
+      const topics = nameList(f.topics);
+      if (!topics.length && !f.all_topics) errs.topics = "name topics or patterns (orders, orders-*, re:...), or tick all topics";
+      if (!f.at.trim()) errs.at = "type the moment T: 2026-11-29T08:00:00Z or epoch ms";
+      const target = f.target_servers.trim() || f.target_conn;
+      if (!target) errs.target = "pick an Airflow connection or type the target's bootstrap servers";
+      let rf = null;
+      if (f.replication_factor.trim()) {
+        rf = Number(f.replication_factor);
+        if (!Number.isInteger(rf) || rf < 1) errs.replication_factor = "a whole number, 1 or more";
+      }
+      const par = Number(f.parallelism);
+      if (!Number.isInteger(par) || par < 1 || par > 256) errs.parallelism = "a whole number from 1 to 256";
+      if (f.rename_to.trim() && !f.rename_regex.trim()) errs.rename_regex = "give the regex the replacement applies to";
+      const groups = nameList(f.groups);
+      const out = {
+        cluster: shown.cluster,
+        topics,
+        all_topics: f.all_topics,
+        exclude: nameList(f.exclude),
+        at: f.at.trim(),
+        prefix: f.prefix.trim(),
+        suffix: f.suffix.trim(),
+        rename_regex: f.rename_regex.trim() || null,
+        rename_to: f.rename_to,
+        groups: groups.length ? groups : null,
+        acls: f.acls,
+        target,
+        target_principal: f.target_principal.trim() || null,
+        replication_factor: rf,
+        parallelism: par,
+        allow_gaps: f.allow_gaps,
+        unverified_permissions: f.unverified_permissions
+      };
+      return Object.keys(errs).length ? { error: errs } : { body: out };
+    }
+    async function doPreview() {
+      const current = tickets("preview");
+      setPreview(null);
+      setErrors({});
+      if (!shown) {
+        setErrors({ "restore-preview": "show a cluster's topic at a time T first" });
+        return;
+      }
+      const b = body();
+      if (b.error) {
+        setErrors(b.error);
+        return;
+      }
+      try {
+        const r = await api("/restore/plan" + qs({ check_target: f.check_target }), { body: b.body });
+        if (current()) {
+          setPreview({ body: JSON.stringify(b.body), answer: r });
+          setErrors(problemsByField(r.problems));
+        }
+      } catch (e) {
+        if (current()) setErrors({ [errorField(e, FIELDS, "restore-preview", b.body)]: e.message });
+      }
+    }
+    async function launch() {
+      const b = body();
+      if (b.error || !preview || JSON.stringify(b.body) !== preview.body) {
+        setErrors({ "restore-launch": "the form changed: preview it again" });
+        return;
+      }
+      const was = preview;
+      setPreview({ ...preview, used: true });
+      try {
+        setRun(await api("/restore/launch", { body: b.body }));
+      } catch (e) {
+        setPreview(was);
+        setErrors({ [errorField(e, FIELDS, "restore-launch", b.body)]: e.message });
+      }
+    }
+    const canLaunch = preview && !preview.used && preview.answer.ok && who && who.can_restore;
+    const text = (k, props = {}) => /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: `rs-${k}`, value: f[k], onChange: (e) => set(k)(e.target.value), ...props });
+    return /* @__PURE__ */ jsxRuntime.jsxs(
+      Section,
+      {
+        id: "restore-section",
+        title: "Restore a whole cluster at T",
+        right: shown ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { color: "fg.muted", fontSize: "sm", children: [
+          "from the archive of ",
+          shown.cluster
+        ] }) : null,
+        children: [
+          /* @__PURE__ */ jsxRuntime.jsxs(react$1.Stack, { gap: 3, as: "form", id: "restore", onSubmit: (e) => {
+            e.preventDefault();
+            doPreview();
+          }, children: [
+            /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Topics (names or patterns, a line each)", name: "rs-topics", error: errors.topics, width: "22em", helper: "orders, orders-*, re:^pay.*", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Textarea, { size: "sm", name: "rs-topics", rows: 2, value: f.topics, onChange: (e) => set("topics")(e.target.value) }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Except", name: "rs-exclude", error: errors.exclude, width: "12em", helper: "patterns left out", children: text("exclude") }),
+              /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-all_topics", checked: f.all_topics, onChange: set("all_topics"), children: "all user topics" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Moment T", name: "rs-at", error: errors.at, width: "19em", helper: "one T for every topic and group", children: text("at") })
+            ] }),
+            /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target names: prefix", name: "rs-prefix", error: errors.prefix, width: "12em", helper: "e.g. restored.", children: text("prefix") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "suffix", name: "rs-suffix", error: errors.suffix, width: "9em", children: text("suffix") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or regex", name: "rs-rename_regex", error: errors.rename_regex, width: "11em", children: text("rename_regex", { placeholder: "^(.*)$" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "replaced by", name: "rs-rename_to", error: errors.rename_to, width: "11em", children: text("rename_to", { placeholder: "dr.\\1" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Groups (patterns)", name: "rs-groups", error: errors.groups, width: "14em", helper: "default: all that committed on them", children: text("groups") })
+            ] }),
+            /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", children: [
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target: an Airflow connection", name: "rs-target_conn", width: "auto", error: errors.target, children: /* @__PURE__ */ jsxRuntime.jsx(Select, { name: "rs-target_conn", value: f.target_conn, options: [["", "(none)"], ...conns], onChange: set("target_conn") }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "or bootstrap servers", name: "rs-target_servers", width: "16em", children: text("target_servers", { placeholder: "host:9092" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Target principal", name: "rs-target_principal", error: errors.target_principal, width: "14em", helper: "for the permission check", children: text("target_principal", { placeholder: "User:restorer" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Replication factor", name: "rs-replication_factor", error: errors.replication_factor, width: "10em", helper: "default: as at T", children: text("replication_factor") }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Parallel partitions", name: "rs-parallelism", error: errors.parallelism, width: "9em", children: text("parallelism") })
+            ] }),
+            /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 5, flexWrap: "wrap", alignItems: "flex-start", children: [
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-acls", checked: f.acls, onChange: set("acls"), children: "ACLs as at T" }),
+              /* @__PURE__ */ jsxRuntime.jsx(FormField, { name: "rs-allow_gaps", error: errors.allow_gaps, width: "auto", flex: "0 1 32em", children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "restore around holes" }) }),
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-unverified_permissions", checked: f.unverified_permissions, onChange: set("unverified_permissions"), children: "go ahead when permissions cannot be checked" }),
+              /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "rs-check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
+            ] }),
+            /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 2, children: [
+              /* @__PURE__ */ jsxRuntime.jsx(react$1.Button, { size: "sm", variant: "outline", type: "submit", id: "restore-preview", children: "Preview the restore" }),
+              /* @__PURE__ */ jsxRuntime.jsx(react$1.Button, { size: "sm", id: "restore-launch", disabled: !canLaunch, onClick: launch, children: "Launch restore" })
+            ] }),
+            /* @__PURE__ */ jsxRuntime.jsx(InlineError, { name: "restore-preview", error: errors["restore-preview"] }),
+            /* @__PURE__ */ jsxRuntime.jsx(InlineError, { name: "restore-launch", error: errors["restore-launch"] }),
+            who && !who.can_restore ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { fontSize: "sm", color: "fg.muted", children: [
+              who.user,
+              " may not preview or launch a restore (no permission to trigger kafka_archive_restore)"
+            ] }) : null
+          ] }),
+          preview ? /* @__PURE__ */ jsxRuntime.jsx(PlanOut, { r: preview.answer }) : null,
+          /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { mt: 2, children: /* @__PURE__ */ jsxRuntime.jsx(RestoreRun, { run }) }),
+          past && past.length ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { mt: 3, children: [
+            /* @__PURE__ */ jsxRuntime.jsx(react$1.Text, { fontWeight: "semibold", fontSize: "sm", children: "Restores in the catalog" }),
+            /* @__PURE__ */ jsxRuntime.jsx(
+              SimpleTable,
+              {
+                id: "restores",
+                heads: ["restore", "status", "from", "to", "T", "resume"],
+                rows: past.slice(0, 10).map((x) => [x.restore_id, x.status, x.cluster, x.target, x.at, x.resume || "-"])
+              }
+            )
+          ] }) : null,
+          /* @__PURE__ */ jsxRuntime.jsx(InlineError, { name: "rs-restores", error: errors.restores })
+        ]
+      }
+    );
+  }
+  function Fields({ id, items }) {
+    return /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.Root, { orientation: "horizontal", size: "sm", id, gap: 1, children: items.map(([label, value]) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.DataList.Item, { children: [
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemLabel, { minWidth: "14em", children: label }),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemValue, { children: value })
+    ] }, label)) });
+  }
+  const configs = (c) => Object.entries(c || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "-";
+  function PlanOut({ r }) {
+    const est = r.estimate || {};
+    const errs = (r.problems || []).filter((p) => p.level === "error");
+    const items = [
+      ["restore", r.restore_id],
+      ["T", r.at],
+      ["topics", `${count(r.topics.length)} (${count(est.partitions)} partitions)`],
+      ["estimate", `${count(est.records)} records, ${bytes(est.bytes)}, ${(est.seconds || 0) < 1 ? "under a second" : `about ${duration(Math.round(est.seconds * 1e3))}`} at ${bytes(est.assumed_bytes_per_s)}/s`],
+      ["target", `${r.target}${r.target_cluster_id ? ` (cluster ${r.target_cluster_id}, ${r.target_brokers} broker(s))` : ""}`],
+      ["principal", readable(r.principal)],
+      ["groups", r.groups.length ? r.groups.map((g) => g.group).join(", ") : "none"],
+      ["ACLs", r.acls.length ? `${r.acls.length} as at T${r.skipped_acls.length ? `, ${r.skipped_acls.length} skipped` : ""}` : "not restored"]
+    ];
+    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { id: "restore-plan", mt: 3, borderTopWidth: "1px", borderColor: "border", pt: 3, children: [
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Text, { id: "restore-verdict", fontWeight: "semibold", color: r.ok ? "fg.success" : "fg.error", mb: 2, children: r.ok ? "Ready: nothing stops this restore" : `Launch is off: ${errs.length} problem(s) to fix first, each shown next to its field and below` }),
+      /* @__PURE__ */ jsxRuntime.jsx(Fields, { id: "restore-fields", items }),
+      (r.problems || []).length ? /* @__PURE__ */ jsxRuntime.jsx(
+        SimpleTable,
+        {
+          id: "restore-problems",
+          heads: ["", "topic", "problem", "what to do"],
+          rows: r.problems.map((p) => [p.level, p.topic || "-", p.message, p.hint || "-"])
+        }
+      ) : null,
+      /* @__PURE__ */ jsxRuntime.jsx(
+        SimpleTable,
+        {
+          id: "restore-topics",
+          numeric: [false, false, true, true, true, false, true],
+          heads: ["topic", "restored as", "partitions", "records", "bytes", "configs at T", "holes"],
+          rows: r.topics.map((t) => [
+            t.source,
+            t.target + (t.resumed ? " (resumed)" : ""),
+            t.partitions,
+            count(t.records),
+            bytes(t.bytes),
+            configs(t.configs_at_t),
+            t.holes.length
+          ])
+        }
+      ),
+      r.groups.length ? /* @__PURE__ */ jsxRuntime.jsx(
+        SimpleTable,
+        {
+          id: "restore-groups",
+          heads: ["group", "on the selected topics", "also on (not restored)"],
+          rows: r.groups.map((g) => [g.group, g.topics.join(", "), g.outside.join(", ") || "-"])
+        }
+      ) : null,
+      (r.notes || []).map((n, i) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { fontSize: "sm", color: "fg.warning", children: [
+        "note: ",
+        n
+      ] }, i))
+    ] });
+  }
+  function RestoreRun({ run }) {
+    if (!run) return null;
+    const st = run.restore;
+    const topics = st ? Object.entries(st.topics || {}) : [];
+    const rep = st && st.report;
+    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { id: "restore-run", children: [
+      /* @__PURE__ */ jsxRuntime.jsx(RunLine, { id: "restore-run-line", run, children: st ? ` - restore ${st.restore_id}: ${st.status}, ${topics.filter(([, v]) => v.status.startsWith("complete")).length}/${topics.length} topics done` : "" }),
+      st && st.resume && run.state === "failed" ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { fontSize: "sm", color: "fg.warning", children: [
+        "resume it: ",
+        st.resume
+      ] }) : null,
+      rep ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { id: "restore-report", mt: 2, children: [
+        /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { fontSize: "sm", children: [
+          count(rep.records_this_run),
+          " records, ",
+          bytes(rep.bytes_this_run),
+          " in ",
+          duration(Math.round(rep.duration_s * 1e3)),
+          ";",
+          " ",
+          rep.groups.filter((g) => g.applied).length,
+          "/",
+          rep.groups.length,
+          " groups moved, ",
+          rep.acls_created,
+          " ACLs created"
+        ] }),
+        /* @__PURE__ */ jsxRuntime.jsx(
+          SimpleTable,
+          {
+            id: "restore-report-topics",
+            numeric: [false, false, false, true, true, true, false],
+            heads: ["topic", "restored as", "status", "records", "bytes", "time", "recovery point"],
+            rows: rep.topics.map((t) => [
+              t.source,
+              t.target,
+              t.status,
+              count(t.records_this_run),
+              bytes(t.bytes_this_run),
+              duration(Math.round(t.duration_s * 1e3)),
+              utc(Math.max(-1, ...Object.values(rep.recovery_point_ms[t.source] || {})))
+            ])
+          }
+        ),
+        (rep.problems || []).map((p, i) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.Text, { fontSize: "sm", color: p.level === "error" ? "fg.error" : "fg.warning", children: [
+          p.level,
+          ": ",
+          p.message,
+          p.hint ? ` - ${p.hint}` : ""
+        ] }, i))
+      ] }) : null
     ] });
   }
   const DEFAULT_AT = "-1h";
@@ -1426,7 +1775,8 @@
       ),
       /* @__PURE__ */ jsxRuntime.jsx(LocateSection, { shown }),
       /* @__PURE__ */ jsxRuntime.jsx(ReplaySection, { shown, conns, who }),
-      /* @__PURE__ */ jsxRuntime.jsx(StartGroupSection, { shown, conns, who, group })
+      /* @__PURE__ */ jsxRuntime.jsx(StartGroupSection, { shown, conns, who, group }),
+      /* @__PURE__ */ jsxRuntime.jsx(RestoreSection, { shown, conns, who })
     ] }) });
   }
   return OncallPageInAirflow;
