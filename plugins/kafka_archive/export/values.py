@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import Field
 
-from kafka_archive.errors import KafkaArchiveError
+from kafka_archive.errors import InternalSignal, KafkaArchiveError
 from kafka_archive.frozen import FrozenModel
 
 __all__ = [
@@ -160,7 +160,7 @@ def arrow_type(schema: Any, names: dict[str, pa.DataType] | None = None) -> pa.D
     return t
 
 
-class _Mismatch(Exception):
+class _Mismatch(InternalSignal):
     """A value of the wrong kind for its place in the schema (not decoded)."""
 
 
