@@ -369,16 +369,22 @@ def test_export_holds_the_committed_records(fetched: Fetched) -> None:
     db, wl, hw = _catalog(fetched), fetched.wl, fetched.hw
     topic = wl.topics["txn"]
     out = fetched.tmp / "export"
-    _register_groups()
-    res = CliRunner().invoke(
-        app,
+    # in a process of its own: Spark's JVM started in the test process would stay there for
+    # the rest of the session, without the settings later Spark tests start theirs with (S3
+    # credentials for its Python workers, Iceberg's jars)
+    import subprocess
+    import sys
+
+    res = subprocess.run(
         [
+            str(Path(sys.executable).parent / "kafka-archive"),
             "export", "--cluster", CLUSTER, "--store", fetched.store.uri, "--db", db,
             "--topic", topic, "--from", "earliest", "--output", str(out),
             "--spark-master", "local[1]", "--json",
         ],
+        capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, res.stdout + res.stderr
     from kafka_archive_dev.embedded_kafka import read_to_end
 
     table = ds.dataset(str(out), format="parquet").to_table(
