@@ -2,13 +2,13 @@
 // fields: records the replay will send per partition, holes, the target's answer, the target
 // topic's configs), then a launch (an ordinary run of kafka_archive_replay) followed until it
 // ends. Launch needs the preview of exactly the form as it is.
-import { Box, Button, Checkbox, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
+import { Box, Button, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
 import { useEffect, useState } from "react";
 
 import { api, enc, qs } from "./api.js";
 import { bytes, count, readable, utc } from "./format.js";
 import { RunLine, usePoll } from "./runs.jsx";
-import { errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
+import { Check, errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
 
 const FIELDS = ["from", "to", "partitions", "target", "target_topic", "partition_mapping", "key_filter",
   "rate_limit_mb", "rate_limit_records", "topic_config", "replication_factor", "create_topic"];
@@ -32,16 +32,6 @@ export function topicConfigs(text) {
     out[name] = line.slice(at + 1).trim();
   });
   return out;
-}
-
-function Check({ id, checked, onChange, children }) {
-  return (
-    <Checkbox.Root size="sm" data-testid={id} checked={checked} onCheckedChange={(e) => onChange(Boolean(e.checked))}>
-      <Checkbox.HiddenInput name={id} />
-      <Checkbox.Control />
-      <Checkbox.Label>{children}</Checkbox.Label>
-    </Checkbox.Root>
-  );
 }
 
 export function ReplaySection({ shown, conns, who }) {

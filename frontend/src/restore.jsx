@@ -4,14 +4,14 @@
 // each also shown next to the field that fixes it; the estimate), then a launch (an ordinary run
 // of kafka_archive_restore) followed until it ends, with its report. Launch needs the preview of
 // exactly the form as it is, and a plan without errors.
-import { Box, Button, Checkbox, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
+import { Box, Button, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
 import { useEffect, useState } from "react";
 
 import { api, enc, qs } from "./api.js";
 import { bytes, count, duration, readable, utc } from "./format.js";
 import { nameList, problemsByField } from "./restorePlan.js";
 import { RunLine, usePoll } from "./runs.jsx";
-import { errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
+import { Check, errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
 
 const FIELDS = ["topics", "exclude", "at", "from", "prefix", "suffix", "rename_regex", "rename_to", "groups",
   "target", "target_principal", "replication_factor", "parallelism", "allow_gaps", "principal_map"];
@@ -20,16 +20,6 @@ const EMPTY = {
   groups: "", acls: false, target_conn: "", target_servers: "", target_principal: "", replication_factor: "",
   parallelism: "4", allow_gaps: false, unverified_permissions: false, check_target: true,
 };
-
-function Check({ id, checked, onChange, children }) {
-  return (
-    <Checkbox.Root size="sm" data-testid={id} checked={checked} onCheckedChange={(e) => onChange(Boolean(e.checked))}>
-      <Checkbox.HiddenInput name={id} />
-      <Checkbox.Control />
-      <Checkbox.Label>{children}</Checkbox.Label>
-    </Checkbox.Root>
-  );
-}
 
 export function RestoreSection({ shown, conns, who }) {
   const tickets = useTickets();

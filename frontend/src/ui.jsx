@@ -1,7 +1,7 @@
 // Small building blocks of the page, in Airflow's own Chakra UI (the host's, through
 // globalThis.ChakraUI): a form field whose error is shown under it, a native select, a plain
 // table, a ticket that drops late answers.
-import { Box, Field, Heading, NativeSelect, Table, Text } from "@chakra-ui/react";
+import { Box, Checkbox, Field, Heading, NativeSelect, Table, Text } from "@chakra-ui/react";
 import { useRef } from "react";
 
 export { errorField } from "./errors.js";
@@ -40,6 +40,17 @@ export function InlineError({ name, error }) {
 }
 
 /** A native select of `options` (strings, or [value, label] pairs). */
+/** A labelled check box whose input is named ``id`` (the browser tests find it by that). */
+export function Check({ id, checked, onChange, children }) {
+  return (
+    <Checkbox.Root size="sm" data-testid={id} checked={checked} onCheckedChange={(e) => onChange(Boolean(e.checked))}>
+      <Checkbox.HiddenInput name={id} />
+      <Checkbox.Control />
+      <Checkbox.Label>{children}</Checkbox.Label>
+    </Checkbox.Root>
+  );
+}
+
 export function Select({ name, value, onChange, options, width = "14em", disabled }) {
   return (
     <NativeSelect.Root size="sm" width={width} disabled={disabled}>

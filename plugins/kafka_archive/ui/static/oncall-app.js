@@ -403,6 +403,13 @@
     if (!error) return null;
     return /* @__PURE__ */ jsxRuntime.jsx(react$1.Text, { color: "fg.error", fontSize: "sm", "data-testid": `error-${name}`, role: "alert", children: error });
   }
+  function Check({ id, checked, onChange, children }) {
+    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Label, { children })
+    ] });
+  }
   function Select({ name, value, onChange, options, width = "14em", disabled }) {
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.NativeSelect.Root, { size: "sm", width, disabled, children: [
       /* @__PURE__ */ jsxRuntime.jsx(react$1.NativeSelect.Field, { name, value, onChange: (e) => onChange(e.target.value), children: options.map((o) => {
@@ -869,13 +876,6 @@
     });
     return out;
   }
-  function Check$1({ id, checked, onChange, children }) {
-    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Label, { children })
-    ] });
-  }
   function ReplaySection({ shown, conns, who }) {
     const tickets = useTickets();
     const [f, setF] = react.useState(EMPTY$1);
@@ -1004,15 +1004,15 @@
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "records/s", name: "rate_limit_records", error: errors.rate_limit_records, width: "9em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "rate_limit_records", value: f.rate_limit_records, onChange: (e) => set("rate_limit_records")(e.target.value) }) })
         ] }),
         /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 5, flexWrap: "wrap", children: [
-          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "create_topic", checked: f.create_topic, onChange: set("create_topic"), children: "create the target topic" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "replay around holes" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "provenance_headers", checked: f.provenance_headers, onChange: set("provenance_headers"), children: "provenance headers" }),
-          /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
+          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "create_topic", checked: f.create_topic, onChange: set("create_topic"), children: "create the target topic" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "allow_gaps", checked: f.allow_gaps, onChange: set("allow_gaps"), children: "replay around holes" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "provenance_headers", checked: f.provenance_headers, onChange: set("provenance_headers"), children: "provenance headers" }),
+          /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "check_target", checked: f.check_target, onChange: set("check_target"), children: "check the target in the preview" })
         ] }),
         f.create_topic ? /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { alignItems: "flex-start", gap: 3, flexWrap: "wrap", id: "create-opts", children: [
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Topic configs (NAME=VALUE a line, over the source's at T)", name: "topic_config", error: errors.topic_config, width: "26em", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Textarea, { size: "sm", name: "topic_config", rows: 3, value: f.topic_config, onChange: (e) => set("topic_config")(e.target.value), placeholder: "retention.ms=-1" }) }),
           /* @__PURE__ */ jsxRuntime.jsx(FormField, { label: "Replication factor", name: "replication_factor", error: errors.replication_factor, width: "10em", helper: "default: the target's", children: /* @__PURE__ */ jsxRuntime.jsx(react$1.Input, { size: "sm", name: "replication_factor", value: f.replication_factor, onChange: (e) => set("replication_factor")(e.target.value) }) }),
-          /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check$1, { id: "no_source_config", checked: f.no_source_config, onChange: set("no_source_config"), children: "don't copy the source's configs" }) })
+          /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { pt: 6, children: /* @__PURE__ */ jsxRuntime.jsx(Check, { id: "no_source_config", checked: f.no_source_config, onChange: set("no_source_config"), children: "don't copy the source's configs" }) })
         ] }) : null,
         /* @__PURE__ */ jsxRuntime.jsxs(react$1.HStack, { gap: 2, children: [
           /* @__PURE__ */ jsxRuntime.jsx(react$1.Button, { size: "sm", variant: "outline", type: "submit", id: "preview", children: "Preview (dry run)" }),
@@ -1174,13 +1174,6 @@
     unverified_permissions: false,
     check_target: true
   };
-  function Check({ id, checked, onChange, children }) {
-    return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Checkbox.Root, { size: "sm", "data-testid": id, checked, onCheckedChange: (e) => onChange(Boolean(e.checked)), children: [
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.HiddenInput, { name: id }),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Control, {}),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.Checkbox.Label, { children })
-    ] });
-  }
   function RestoreSection({ shown, conns, who }) {
     const tickets = useTickets();
     const [f, setF] = react.useState(EMPTY);
