@@ -287,3 +287,45 @@ def test_no_consumer_offsets_topic_yet(kafka: EmbeddedKafka, catalog: Catalog) -
         "no __consumer_offsets topic yet",
     )
     assert waited.positions == {} and _stored(catalog) == []
+
+
+class _LateLeaderConsumer:
+    """A consumer whose broker does not know the partition for the first ``misses`` asks
+    (a ``__consumer_offsets`` created a moment ago), then answers; or fails for good."""
+
+    def __init__(self, misses: int, code: int) -> None:
+        self.misses, self.code, self.asks = misses, code, 0
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asks += 1
+        if self.asks <= self.misses:
+            raise KafkaException(KafkaError(self.code))
+        return 3, 17
+
+
+def _loop_over(consumer: Any) -> Any:
+    from kafka_archive.offsets_follower.loop import FollowLoop
+
+    loop = FollowLoop.__new__(FollowLoop)  # only the consumer is used by _watermarks
+    object.__setattr__(loop, "consumer", consumer)
+    return loop
+
+
+def test_watermarks_are_asked_again_while_the_partition_is_being_created() -> None:
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    late = _LateLeaderConsumer(2, KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert _loop_over(late)._watermarks(TopicPartition(CONSUMER_OFFSETS_TOPIC, 0)) == (3, 17)
+    assert late.asks == 3
+    # an error that does not pass is raised at once
+    denied = _LateLeaderConsumer(5, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    with pytest.raises(KafkaException):
+        _loop_over(denied)._watermarks(TopicPartition(CONSUMER_OFFSETS_TOPIC, 0))
+    assert denied.asks == 1
+    # one that passes, but not within the time given, is raised too
+    stuck = _LateLeaderConsumer(10**6, KafkaError.LEADER_NOT_AVAILABLE)
+    with pytest.raises(KafkaException):
+        _loop_over(stuck)._watermarks(TopicPartition(CONSUMER_OFFSETS_TOPIC, 0), timeout_s=0.6)
+    assert 1 < stuck.asks < 10

@@ -195,11 +195,12 @@ def archive_live_workload(
     skip_roles: Collection[str] = (),
     timeout_s: float = 60.0,
     replication: int = 3,
+    min_rounds: int = 3,
 ) -> tuple[LiveWorkload, LiveArchiver, dict[tuple[str, int], int]]:
     """Create a :class:`LiveWorkload` of topics ``prefix-*`` on ``cluster``, run it for
-    ``produce_s`` seconds with archive rounds (into the session's shared store, under
-    :data:`ARCHIVE_NAME`) going on meanwhile, seal it, then keep archiving (the brokers go on
-    rolling, checkpointing, cleaning) until every partition of its topics (but those of the
+    ``produce_s`` seconds (and ``min_rounds`` archive rounds at least) with archive rounds
+    (into the session's shared store, under :data:`ARCHIVE_NAME`) going on meanwhile, seal
+    it, then keep archiving (the brokers go on rolling, checkpointing, cleaning) until every partition of its topics (but those of the
     roles ``skip_roles``) is archived up to its seal record.
 
     Returns the workload, the archiver and ``(topic, partition) -> offset of its seal record``
@@ -218,9 +219,12 @@ def archive_live_workload(
     )
     wait_for = {t for role, t in wl.topics.items() if role not in skip_roles}
     wl.start()
-    wl.stop_after(produce_s)
+    # Production goes on for ``produce_s`` and for at least ``min_rounds`` archive rounds:
+    # on a loaded machine one round can take seconds, and the rounds that overlap
+    # production (rolls, cleaning, open transactions under the archiver) are the point.
+    produce_until = time.monotonic() + produce_s
     try:
-        while wl.producing:
+        while time.monotonic() < produce_until or archiver.rounds < min_rounds:
             archiver.run_round()
             wl.check()
     finally:

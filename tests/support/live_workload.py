@@ -298,12 +298,6 @@ class LiveWorkload:
                 self._failures[0]
             )
 
-    def stop_after(self, seconds: float) -> None:
-        """Tell every thread to stop ``seconds`` from now (returns at once; ``stop`` joins)."""
-        timer = threading.Timer(seconds, self._stop.set)
-        timer.daemon = True
-        timer.start()
-
     @property
     def producing(self) -> bool:
         """True until the threads were told to stop and have all finished."""

@@ -86,9 +86,7 @@ class FollowLoop:
 
         self.assign()
         for p in self.parts:
-            low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(CONSUMER_OFFSETS_TOPIC, p), timeout=30.0, cached=False
-            )
+            low, high = self._watermarks(TopicPartition(CONSUMER_OFFSETS_TOPIC, p))
             self.end_at_start[p] = high
             pos = self.stored[p]
             if pos is not None and pos < low:
@@ -101,6 +99,34 @@ class FollowLoop:
                     low,
                 )
         self.at_end = {p for p in self.parts if (self.stored[p] or 0) >= self.end_at_start[p]}
+
+    def _watermarks(self, tp: Any, timeout_s: float = 30.0) -> tuple[int, int]:
+        """``tp``'s log start and end. Retried for ``timeout_s`` while the broker answers
+        with an error that passes: ``__consumer_offsets`` is created on the first group
+        lookup, and for a moment after that its partitions' leaders do not know them yet
+        (UNKNOWN_TOPIC_OR_PART) or are still being elected."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        passing = {
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError._UNKNOWN_PARTITION,
+        }
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                low, high = self.consumer.get_watermark_offsets(
+                    tp, timeout=max(1.0, deadline - time.monotonic()), cached=False
+                )
+                return int(low), int(high)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                code = err.code() if isinstance(err, KafkaError) else None
+                if code not in passing or time.monotonic() >= deadline:
+                    raise
+                log.info("__consumer_offsets-%d: %s; asking again", tp.partition, err)
+                time.sleep(0.5)
 
     def run(
         self, stop: threading.Event, expired: Callable[[], bool], *, until_caught_up: bool
