@@ -200,8 +200,9 @@ def archive_live_workload(
     """Create a :class:`LiveWorkload` of topics ``prefix-*`` on ``cluster``, run it for
     ``produce_s`` seconds (and ``min_rounds`` archive rounds at least) with archive rounds
     (into the session's shared store, under :data:`ARCHIVE_NAME`) going on meanwhile, seal
-    it, then keep archiving (the brokers go on rolling, checkpointing, cleaning) until every partition of its topics (but those of the
-    roles ``skip_roles``) is archived up to its seal record.
+    it, then keep archiving (the brokers go on rolling, checkpointing, cleaning) until every
+    partition of its topics (but those of the roles ``skip_roles``) is archived up to its seal
+    record.
 
     Returns the workload, the archiver and ``(topic, partition) -> offset of its seal record``
     (the active segment's only record, so everything below it has rolled)."""
