@@ -18,6 +18,7 @@ import { OffsetsTable } from "./offsets.jsx";
 import { ReplaySection } from "./replay.jsx";
 import { RestoreSection } from "./restore.jsx";
 import { bucketFor, clampWindow, initialWindow, zoomWindow } from "./scale.js";
+import { chooseTopic, topicNames } from "./topics.js";
 import { errorField, FormField, InlineError, Section, Select, useTickets } from "./ui.jsx";
 
 const DEFAULT_AT = "-1h";
@@ -64,7 +65,7 @@ function OncallPage() {
   const [chart, setChart] = useState({ buckets: [], bucket: 60e3, note: "" });
   const [loading, setLoading] = useState(false);
 
-  const names = [...new Set(holdings.map((h) => h.topic))].filter((t) => !t.startsWith("__")).sort();
+  const names = topicNames(holdings);
 
   // -- open: who, clusters, connections; then the link's (or the first) topic at its T ----------
   useEffect(() => {
@@ -105,12 +106,9 @@ function OncallPage() {
     }
     if (!current()) return;
     setHoldings(items);
-    const list = [...new Set(items.map((h) => h.topic))].filter((t) => !t.startsWith("__")).sort();
-    let t = wantTopic;
-    if (!list.includes(t)) {
-      if (t) setErrors((old) => ({ ...old, topic: `the archive of ${c} holds no topic "${t}"; showing ${list[0] || "none"}` }));
-      t = list[0] || "";
-    }
+    // (the message is made here, not in an updater: React may run an updater later)
+    const { topic: t, error: topicError } = chooseTopic(c, topicNames(items), wantTopic);
+    if (topicError) setErrors((old) => ({ ...old, topic: topicError }));
     setTopic(t);
     if (t) await show(c, t, at, items);
   }

@@ -39,7 +39,6 @@ export function InlineError({ name, error }) {
   );
 }
 
-/** A native select of `options` (strings, or [value, label] pairs). */
 /** A labelled check box whose input is named ``id`` (the browser tests find it by that). */
 export function Check({ id, checked, onChange, children }) {
   return (
@@ -51,6 +50,7 @@ export function Check({ id, checked, onChange, children }) {
   );
 }
 
+/** A native select of `options` (strings, or [value, label] pairs). */
 export function Select({ name, value, onChange, options, width = "14em", disabled }) {
   return (
     <NativeSelect.Root size="sm" width={width} disabled={disabled}>

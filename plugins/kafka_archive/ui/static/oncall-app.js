@@ -1457,6 +1457,15 @@
       ] }) : null
     ] });
   }
+  function topicNames(holdings) {
+    return [...new Set(holdings.map((h) => h.topic))].filter((t) => !t.startsWith("__")).sort();
+  }
+  function chooseTopic(cluster, names, wanted) {
+    if (names.includes(wanted)) return { topic: wanted, error: null };
+    const topic = names[0] || "";
+    const error = wanted ? `the archive of ${cluster} holds no topic "${wanted}"; showing ${topic || "none"}` : null;
+    return { topic, error };
+  }
   const DEFAULT_AT = "-1h";
   const SHOW_FIELDS = ["at", "cluster", "topic"];
   let bundleJustLoaded = true;
@@ -1490,7 +1499,7 @@
     const [win, setWin] = react.useState(null);
     const [chart, setChart] = react.useState({ buckets: [], bucket: 6e4, note: "" });
     const [loading, setLoading] = react.useState(false);
-    const names = [...new Set(holdings.map((h) => h.topic))].filter((t) => !t.startsWith("__")).sort();
+    const names = topicNames(holdings);
     react.useEffect(() => {
       (async () => {
         try {
@@ -1533,12 +1542,8 @@
       }
       if (!current()) return;
       setHoldings(items);
-      const list = [...new Set(items.map((h) => h.topic))].filter((t2) => !t2.startsWith("__")).sort();
-      let t = wantTopic;
-      if (!list.includes(t)) {
-        if (t) setErrors((old) => ({ ...old, topic: `the archive of ${c} holds no topic "${t}"; showing ${list[0] || "none"}` }));
-        t = list[0] || "";
-      }
+      const { topic: t, error: topicError } = chooseTopic(c, topicNames(items), wantTopic);
+      if (topicError) setErrors((old) => ({ ...old, topic: topicError }));
       setTopic(t);
       if (t) await show(c, t, at, items);
     }
