@@ -331,3 +331,29 @@ def test_replay_run_on_the_record_path_imports_no_kafka_python(
     assert "kafka_archive.replay.bookkeeping.ledger" in modules  # (it did run)
     assert "confluent_kafka" in packages  # (the check is not vacuous: the replay ran)
     assert sorted(packages.intersection(HEAVY) - {"confluent_kafka", "alembic"}) == []
+
+
+def test_cli_consoles_are_made_on_first_use() -> None:
+    """``cli.output``'s consoles import rich only when something is printed through them, and
+    then are one :class:`PipeConsole` each (a closed pipe is still a ``BrokenPipeError``)."""
+    code = (
+        "import sys\n"
+        "from kafka_archive.cli import output\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'rich'], 'rich at import'\n"
+        "output.err_console.print('[bold]hello[/]')\n"
+        "real = output.real_console(output.err_console)\n"
+        "assert real is output.real_console(output.err_console)\n"
+        "assert isinstance(real, output.PipeConsole) and real.stderr\n"
+        "assert output.err_console.stderr and not output.console.stderr\n"
+        "try:\n"
+        "    real.on_broken_pipe()\n"
+        "except BrokenPipeError:\n"
+        "    assert real.quiet\n"
+        "else:\n"
+        "    raise AssertionError('no BrokenPipeError')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "hello"

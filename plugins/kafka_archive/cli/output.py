@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -62,13 +63,18 @@ class _LazyConsole:
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_kwargs", kwargs)
         object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_lock", threading.Lock())
 
     def real(self) -> Console:
-        """The console itself (for APIs that keep it, e.g. ``rich.progress.Progress``)."""
+        """The console itself (for APIs that keep it, e.g. ``rich.progress.Progress``); one
+        per stand-in, even when threads print at once."""
         made: Console | None = object.__getattribute__(self, "_made")
         if made is None:
-            made = _pipe_console_class()(**object.__getattribute__(self, "_kwargs"))
-            object.__setattr__(self, "_made", made)
+            with object.__getattribute__(self, "_lock"):
+                made = object.__getattribute__(self, "_made")
+                if made is None:
+                    made = _pipe_console_class()(**object.__getattribute__(self, "_kwargs"))
+                    object.__setattr__(self, "_made", made)
         return made
 
     def __getattr__(self, name: str) -> Any:
