@@ -296,8 +296,8 @@ def test_replay_run_on_the_record_path_imports_no_kafka_python(
     """A real ``replay run`` (not a dry run) to librdkafka's mock cluster, which the replay
     path's probe answers from its cluster id (the request could go by batches, so it asks):
     the records go through confluent-kafka, so kafka-python (its package init and every
-    protocol module: ~0.14 s, issue 27) is never imported, nor a progress bar, an orchestrator
-    or the S3 SDK."""
+    protocol module: ~0.14 s, issue 27) is never imported, nor rich (``--json``), SQLAlchemy's
+    ORM, an orchestrator or the S3 SDK."""
     from tests.support.kafka_mock import MockCluster
 
     store, db = catalog
@@ -319,5 +319,41 @@ def test_replay_run_on_the_record_path_imports_no_kafka_python(
     assert report["replay_path"] == "records"
     modules = json.loads((tmp_path / "modules.json").read_text())
     assert "kafka" not in packages and "rich.progress" not in modules
+    # nor rich at all: --json prints no table, and the consoles are made on first use
+    # (rich.console with its styles and colours was ~40-50 ms of CPU before the first record)
+    assert "rich" not in packages
+    # nor the ORM: the ledger, the leases and the plan's catalog reads run on SQLAlchemy Core
+    # (importing sqlalchemy.orm and configuring the mapped classes: ~0.1 s of CPU)
+    orm = [m for m in modules if m == "sqlalchemy.orm" or m.startswith("sqlalchemy.orm.")]
+    assert orm == []
+    assert "kafka_archive.catalog.models" not in modules
+    assert "kafka_archive.replay.bookkeeping.models" not in modules
+    assert "kafka_archive.replay.bookkeeping.ledger" in modules  # (it did run)
     assert "confluent_kafka" in packages  # (the check is not vacuous: the replay ran)
     assert sorted(packages.intersection(HEAVY) - {"confluent_kafka", "alembic"}) == []
+
+
+def test_cli_consoles_are_made_on_first_use() -> None:
+    """``cli.output``'s consoles import rich only when something is printed through them, and
+    then are one :class:`PipeConsole` each (a closed pipe is still a ``BrokenPipeError``)."""
+    code = (
+        "import sys\n"
+        "from kafka_archive.cli import output\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'rich'], 'rich at import'\n"
+        "output.err_console.print('[bold]hello[/]')\n"
+        "real = output.real_console(output.err_console)\n"
+        "assert real is output.real_console(output.err_console)\n"
+        "assert isinstance(real, output.PipeConsole) and real.stderr\n"
+        "assert output.err_console.stderr and not output.console.stderr\n"
+        "try:\n"
+        "    real.on_broken_pipe()\n"
+        "except BrokenPipeError:\n"
+        "    assert real.quiet\n"
+        "else:\n"
+        "    raise AssertionError('no BrokenPipeError')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "hello"

@@ -20,15 +20,17 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, delete, insert, select
-from sqlalchemy.orm import Session
 
+from kafka_archive.catalog import tables
 from kafka_archive.catalog.chain import find_holes, find_overlaps
-from kafka_archive.catalog.models import CoverageGap, Segment
 from kafka_archive.catalog.totals import refresh_totals
 from kafka_archive.catalog.versions import version_of_segment
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "SEGMENT_COLUMNS",
@@ -48,7 +50,7 @@ SegmentColumns = Any
 #: One coverage problem of a partition: (kind, start offset, end offset, detail).
 Found = tuple[str, int, int, dict[str, Any]]
 
-_sg = Segment.__table__.c
+_sg = tables.segments.c
 #: What coverage needs of a segment row, by the names :class:`Segment` has (so a row of them
 #: is what :func:`~kafka_archive.catalog.versions.version_of_segment` reads).
 SEGMENT_COLUMNS = (
@@ -190,9 +192,9 @@ def refresh_coverage(conn: Connection | Session, partition_ids: Iterable[int]) -
     Call it in the transaction that changed their segments (a build's write, a prune), so the
     rows are never out of step with the segments a reader sees."""
     ids = sorted(set(partition_ids))
-    cg = CoverageGap
+    cg = tables.coverage_gaps.c
     for i in range(0, len(ids), _CHUNK):
-        conn.execute(delete(cg).where(cg.partition_id.in_(ids[i : i + _CHUNK])))
+        conn.execute(delete(tables.coverage_gaps).where(cg.partition_id.in_(ids[i : i + _CHUNK])))
     _insert(conn, segment_rows(conn, ids))
 
 
@@ -209,7 +211,7 @@ def refresh_partitions(conn: Connection | Session, partition_ids: Iterable[int])
 def refresh_all(conn: Connection | Session) -> None:
     """Rewrite every partition's ``coverage_gaps`` and ``partition_totals`` rows (one pass
     over all segment rows)."""
-    conn.execute(delete(CoverageGap))
+    conn.execute(delete(tables.coverage_gaps))
     _insert(conn, segment_rows(conn))
     refresh_totals(conn, None)
 
@@ -230,7 +232,7 @@ def _insert(conn: Connection | Session, rows: Iterable[SegmentColumns]) -> None:
                 }
             )
         if len(batch) >= _CHUNK:
-            conn.execute(insert(CoverageGap), batch)
+            conn.execute(insert(tables.coverage_gaps), batch)
             batch = []
     if batch:
-        conn.execute(insert(CoverageGap), batch)
+        conn.execute(insert(tables.coverage_gaps), batch)

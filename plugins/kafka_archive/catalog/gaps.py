@@ -13,19 +13,23 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, select
 
+from kafka_archive.catalog import tables
 from kafka_archive.catalog.chain import Version
 from kafka_archive.catalog.coverage import Found, segment_rows, served_incarnation
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import CoverageGap, Partition
 from kafka_archive.catalog.query_errors import CatalogQueryError
 from kafka_archive.catalog.versions import version_of_segment
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
 __all__ = ["SEVERITIES", "GapEntry", "gaps", "severity_of"]
+
+_PART = tables.partitions.c
 
 #: How bad each kind of gap is, worst first in :data:`SEVERITIES`. ``info``: nothing is lost or
 #: ambiguous (an overlap is two identical copies); ``warning``: every offset is archived but
@@ -110,13 +114,11 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
     the problems, not of the archive. Only partitions with recorded integrity problems have
     their segments read, to say whether other versions serve the refused offsets."""
     out: list[GapEntry] = []
-    with catalog.session() as s:
-        q = select(Partition.id, Partition.topic, Partition.partition).where(
-            Partition.cluster == cluster
-        )
+    with catalog.engine.connect() as s:  # Core: every replay plan reads the gaps (issue 27)
+        q = select(_PART.id, _PART.topic, _PART.partition).where(_PART.cluster == cluster)
         if topic is not None:
-            q = q.where(Partition.topic == topic)
-        parts = s.execute(q.order_by(Partition.topic, Partition.partition)).all()
+            q = q.where(_PART.topic == topic)
+        parts = s.execute(q.order_by(_PART.topic, _PART.partition)).all()
         problem_gaps = _problem_gaps(s, cluster, topic)
         out.extend(problem_gaps)
         out.extend(_pruned_gaps(s, cluster, topic))
@@ -139,24 +141,26 @@ def gaps(catalog: Catalog, cluster: str, topic: str | None = None) -> list[GapEn
     return out
 
 
-def _stored_gaps(s: Session, cluster: str, topic: str | None) -> dict[int, list[Found]]:
+def _stored_gaps(
+    s: Session | Connection, cluster: str, topic: str | None
+) -> dict[int, list[Found]]:
     """The ``coverage_gaps`` rows of ``cluster`` (one topic or all) by partition id, each
     partition's in its order."""
-    cg = CoverageGap
+    cg = tables.coverage_gaps.c
     q = (
         select(cg.partition_id, cg.kind, cg.start_offset, cg.end_offset, cg.detail)
-        .join(Partition, Partition.id == cg.partition_id)
-        .where(Partition.cluster == cluster)
+        .join(tables.partitions, _PART.id == cg.partition_id)
+        .where(_PART.cluster == cluster)
     )
     if topic is not None:
-        q = q.where(Partition.topic == topic)
+        q = q.where(_PART.topic == topic)
     out: dict[int, list[Found]] = defaultdict(list)
     for pid, kind, lo, hi, detail in s.execute(q.order_by(cg.partition_id, cg.seq)):
         out[pid].append((kind, int(lo), int(hi), json.loads(detail)))
     return out
 
 
-def _sound_versions(s: Session, partition_ids: set[int]) -> dict[int, list[Version]]:
+def _sound_versions(s: Session | Connection, partition_ids: set[int]) -> dict[int, list[Version]]:
     """The versions (not corrupt, not pruned, of the served incarnation) of ``partition_ids``
     by partition id, read in one statement of columns."""
     out: dict[int, list[Version]] = {}
@@ -185,7 +189,7 @@ def _covered(versions: Sequence[Version], lo: int, hi: int) -> bool:
     return reach >= hi
 
 
-def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:
+def _problem_gaps(s: Session | Connection, cluster: str, topic: str | None) -> list[GapEntry]:
     from kafka_archive.archive.layout import parse_manifest_key
     from kafka_archive.catalog.problems import problem_rows
 
@@ -207,15 +211,15 @@ def _problem_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]
     return out
 
 
-def _pruned_gaps(s: Session, cluster: str, topic: str | None) -> list[GapEntry]:
-    from kafka_archive.catalog.models import PrunedRange
+def _pruned_gaps(s: Session | Connection, cluster: str, topic: str | None) -> list[GapEntry]:
     from kafka_archive.timeparse import format_ms
 
-    q = select(PrunedRange).where(PrunedRange.cluster == cluster)
+    pr = tables.pruned_ranges.c
+    q = select(tables.pruned_ranges).where(pr.cluster == cluster)
     if topic is not None:
-        q = q.where(PrunedRange.topic == topic)
+        q = q.where(pr.topic == topic)
     out = []
-    for r in s.execute(q).scalars():
+    for r in s.execute(q):
         when = format_ms(r.pruned_at_ms) if r.pruned_at_ms is not None else None
         reason = (
             f"pruned by policy {r.policy} at {when}"

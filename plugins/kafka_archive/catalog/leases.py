@@ -33,13 +33,16 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, delete, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from kafka_archive import timeparse
 from kafka_archive.catalog.liveness import Heartbeat, process_gone
-from kafka_archive.catalog.models import ObjectLease, PrunedRange
+from kafka_archive.catalog.tables import object_leases, pruned_ranges
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "DURABLE_EXPIRY_MS",
@@ -74,22 +77,22 @@ class LeaseRange:
 
 
 def live_leases(
-    session: Session, cluster: str, topic: str, *, now_ms: int | None = None
+    session: Session | Connection, cluster: str, topic: str, *, now_ms: int | None = None
 ) -> dict[int, list[tuple[int, int]]]:
     """Per partition of ``cluster/topic``: the inclusive offset ranges of live leases."""
     now = timeparse.now_ms() if now_ms is None else now_ms
     out: dict[int, list[tuple[int, int]]] = defaultdict(list)
     rows = session.execute(
         select(
-            ObjectLease.partition,
-            ObjectLease.first_offset,
-            ObjectLease.last_offset,
-            ObjectLease.host,
-            ObjectLease.pid,
+            object_leases.c.partition,
+            object_leases.c.first_offset,
+            object_leases.c.last_offset,
+            object_leases.c.host,
+            object_leases.c.pid,
         ).where(
-            ObjectLease.cluster == cluster,
-            ObjectLease.topic == topic,
-            ObjectLease.expires_at_ms > now,
+            object_leases.c.cluster == cluster,
+            object_leases.c.topic == topic,
+            object_leases.c.expires_at_ms > now,
         )
     )
     for part, lo, hi, on_host, pid in rows:
@@ -99,20 +102,22 @@ def live_leases(
     return dict(out)
 
 
-def pruned_in(session: Session, ranges: Sequence[LeaseRange]) -> list[PrunedRange]:
-    """The pruned ranges (planned or done) that overlap any of ``ranges``."""
-    found: list[PrunedRange] = []
+def pruned_in(session: Session | Connection, ranges: Sequence[LeaseRange]) -> list[Row[Any]]:
+    """The pruned ranges (planned or done) that overlap any of ``ranges``: rows of
+    ``pruned_ranges`` (Core: every replay asks before it starts, issue 27)."""
+    p = pruned_ranges.c
+    found: list[Row[Any]] = []
     for r in ranges:
         found.extend(
             session.execute(
-                select(PrunedRange).where(
-                    PrunedRange.cluster == r.cluster,
-                    PrunedRange.topic == r.topic,
-                    PrunedRange.partition == r.partition,
-                    PrunedRange.first_offset <= r.last_offset,
-                    PrunedRange.last_offset >= r.first_offset,
+                select(pruned_ranges).where(
+                    p.cluster == r.cluster,
+                    p.topic == r.topic,
+                    p.partition == r.partition,
+                    p.first_offset <= r.last_offset,
+                    p.last_offset >= r.first_offset,
                 )
-            ).scalars()
+            )
         )
     return found
 
@@ -155,22 +160,22 @@ class ObjectLeases:
             for r in ranges
         ]
         with self.engine.begin() as conn:
-            conn.execute(delete(ObjectLease).where(ObjectLease.holder == holder))
+            conn.execute(delete(object_leases).where(object_leases.c.holder == holder))
             if rows:
-                conn.execute(insert(ObjectLease), rows)
+                conn.execute(insert(object_leases), rows)
 
     def renew(self, holder: str) -> None:
         now = timeparse.now_ms()
         with self.engine.begin() as conn:
             conn.execute(
-                update(ObjectLease)
-                .where(ObjectLease.holder == holder, ObjectLease.pid == os.getpid())
+                update(object_leases)
+                .where(object_leases.c.holder == holder, object_leases.c.pid == os.getpid())
                 .values(heartbeat_ms=now, expires_at_ms=now + int(RUNNING_TTL_S * 1000))
             )
 
     def release(self, holder: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(delete(ObjectLease).where(ObjectLease.holder == holder))
+            conn.execute(delete(object_leases).where(object_leases.c.holder == holder))
 
     @contextmanager
     def hold(self, holder: str, ranges: Sequence[LeaseRange]) -> Iterator[None]:

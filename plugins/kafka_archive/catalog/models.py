@@ -63,9 +63,9 @@ __all__ = [
 
 
 class Base(DeclarativeBase):
-    """Declarative base of every catalog table: its metadata is :data:`tables.metadata`, so
-    the replay's declarative tables (:mod:`kafka_archive.replay.bookkeeping.models`) join the
-    catalog's."""
+    """Declarative base of every catalog table: its metadata is :data:`tables.metadata`, which
+    the replay's tables (:mod:`kafka_archive.replay.bookkeeping.tables`, mapped by
+    :mod:`kafka_archive.replay.bookkeeping.models`) join."""
 
     metadata = tables.metadata
 

@@ -38,14 +38,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Row, delete, func, select, update
 
 from kafka_archive import timeparse
+from kafka_archive.catalog import tables
 from kafka_archive.catalog.liveness import process_gone
-from kafka_archive.catalog.models import BuildRun, IntegrityProblem
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from kafka_archive.catalog.db import Catalog
     from kafka_archive.catalog.refs import SegmentRef
 
@@ -60,6 +61,10 @@ __all__ = [
     "problem_rows",
     "record_problems",
 ]
+
+# Core columns (the ORM only where rows are added: record_problems): the replay plan reads the
+# problems before every replay's first record (issue 27)
+_IP, _BR = tables.integrity_problems.c, tables.build_runs.c
 
 HEARTBEAT_MS: Final = 30_000
 STALE_AFTER_MS: Final = 10 * HEARTBEAT_MS
@@ -110,6 +115,8 @@ def record_problems(
     session: Session, problems: Iterable[Problem], detected_by: str, now_ms: int | None = None
 ) -> int:
     """Insert or refresh ``problems`` (one row per manifest key and kind); returns how many."""
+    from kafka_archive.catalog.models import IntegrityProblem
+
     now = timeparse.now_ms() if now_ms is None else now_ms
     n = 0
     for p in problems:
@@ -154,32 +161,28 @@ def clear_problems(
     """Delete the problems ``detected_by`` recorded for ``manifest_keys`` (now fine); only
     those of ``kinds`` when given (a check clears only what it can see)."""
     for i in range(0, len(manifest_keys), 500):
-        q = delete(IntegrityProblem).where(
-            IntegrityProblem.subject_key.in_(manifest_keys[i : i + 500]),
-            IntegrityProblem.detected_by == detected_by,
+        q = delete(tables.integrity_problems).where(
+            _IP.subject_key.in_(manifest_keys[i : i + 500]),
+            _IP.detected_by == detected_by,
         )
         if kinds is not None:
-            q = q.where(IntegrityProblem.kind.in_(list(kinds)))
+            q = q.where(_IP.kind.in_(list(kinds)))
         session.execute(q)
 
 
-def problem_rows(session: Session, cluster: str, topic: str | None) -> list[IntegrityProblem]:
-    """The recorded problems of ``cluster`` (one topic or all), by topic, partition, offset."""
-    q = select(IntegrityProblem).where(IntegrityProblem.cluster == cluster)
+def problem_rows(session: Session | Connection, cluster: str, topic: str | None) -> list[Row[Any]]:
+    """The recorded problems of ``cluster`` (one topic or all), by topic, partition, offset:
+    rows of ``integrity_problems`` (Core: every replay plan reads them, issue 27)."""
+    q = select(tables.integrity_problems).where(_IP.cluster == cluster)
     if topic is not None:
-        q = q.where(IntegrityProblem.topic == topic)
-    q = q.order_by(
-        IntegrityProblem.topic,
-        IntegrityProblem.partition,
-        IntegrityProblem.start_offset,
-        IntegrityProblem.subject_key,
-    )
-    return list(session.execute(q).scalars())
+        q = q.where(_IP.topic == topic)
+    q = q.order_by(_IP.topic, _IP.partition, _IP.start_offset, _IP.subject_key)
+    return list(session.execute(q))
 
 
-def problem_counts(session: Session, cluster: str) -> dict[tuple[str, int], int]:
+def problem_counts(session: Session | Connection, cluster: str) -> dict[tuple[str, int], int]:
     """Recorded problems per ``(topic, partition)`` of ``cluster``."""
-    ip = IntegrityProblem
+    ip = _IP
     rows = session.execute(
         select(ip.topic, ip.partition, func.count(ip.id))
         .where(ip.cluster == cluster, ip.topic.is_not(None), ip.partition.is_not(None))
@@ -192,19 +195,19 @@ def problem_counts(session: Session, cluster: str) -> dict[tuple[str, int], int]
 # build liveness
 
 
-def mark_stale_runs(session: Session, now_ms: int | None = None) -> list[int]:
+def mark_stale_runs(session: Session | Connection, now_ms: int | None = None) -> list[int]:
     """Mark ``running`` builds whose owner is gone ``stale`` (rule: module docstring); returns
     their ids."""
     now = timeparse.now_ms() if now_ms is None else now_ms
     stale = []
-    for run in session.execute(select(BuildRun).where(BuildRun.status == "running")).scalars():
+    for run in session.execute(select(tables.build_runs).where(_BR.status == "running")):
         last = run.heartbeat_ms if run.heartbeat_ms is not None else run.started_at_ms
         if process_gone(run.owner_host, run.owner_pid) or now - last > STALE_AFTER_MS:
             stale.append(run.id)
     if stale:
         session.execute(
-            update(BuildRun)
-            .where(BuildRun.id.in_(stale), BuildRun.status == "running")
+            update(tables.build_runs)
+            .where(_BR.id.in_(stale), _BR.status == "running")
             .values(status="stale", finished_at_ms=now)
         )
     return stale
@@ -227,4 +230,6 @@ class Heartbeat:
             return
         self._last = now
         with self.catalog.session() as s, s.begin():
-            s.execute(update(BuildRun).where(BuildRun.id == self.run_id).values(heartbeat_ms=now))
+            s.execute(
+                update(tables.build_runs).where(_BR.id == self.run_id).values(heartbeat_ms=now)
+            )

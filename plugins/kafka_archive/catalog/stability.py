@@ -28,17 +28,23 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, insert, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
+from kafka_archive.catalog import tables
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import ChainPiece, PartitionStability, Segment
 from kafka_archive.store import StoreError
 from kafka_archive.store.base import ObjectStore, read_view
 from kafka_archive.timeparse import now_ms
 from segment_lib.errors import SegmentError
 from segment_lib.txn_state import TxnEvent, TxnEventScanner, TxnFold
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+# Core columns, not the ORM classes: every replay plan reads the stability (issue 27)
+_CP, _SEG, _PS = tables.chain_pieces.c, tables.segments.c, tables.partition_stability.c
 
 __all__ = ["Stability", "chain_stability", "read_stability", "refresh_stability"]
 
@@ -64,26 +70,26 @@ class Stability:
 
 
 def _needs_events() -> object:
-    return (Segment.txn_events.is_(None)) & or_(
-        Segment.transactional_batches > 0, Segment.control_batches > 0
+    return (_SEG.txn_events.is_(None)) & or_(
+        _SEG.transactional_batches > 0, _SEG.control_batches > 0
     )
 
 
-def chain_stability(s: Session, partition_id: int) -> Stability | None:
+def chain_stability(s: Session | Connection, partition_id: int) -> Stability | None:
     """The LSO of the partition's chain from its segments' stored events (SQL only); ``None``
     when a serving segment with transactional or control batches has no events yet (a catalog
     from before revision 0005 not built since), or the partition has no chain."""
     rows = s.execute(
         select(
-            ChainPiece.lo,
-            ChainPiece.hi,
-            Segment.txn_events,
-            Segment.transactional_batches,
-            Segment.control_batches,
+            _CP.lo,
+            _CP.hi,
+            _SEG.txn_events,
+            _SEG.transactional_batches,
+            _SEG.control_batches,
         )
-        .join(Segment, Segment.id == ChainPiece.segment_id)
-        .where(ChainPiece.partition_id == partition_id)
-        .order_by(ChainPiece.lo)
+        .join(tables.segments, _SEG.id == _CP.segment_id)
+        .where(_CP.partition_id == partition_id)
+        .order_by(_CP.lo)
     ).all()
     if not rows:
         return None
@@ -98,33 +104,30 @@ def chain_stability(s: Session, partition_id: int) -> Stability | None:
     return Stability(fold.stable_offset(end), end, tuple(fold.open_transactions()))
 
 
-def read_stability(s: Session, partition_id: int) -> Stability | None:
+def read_stability(s: Session | Connection, partition_id: int) -> Stability | None:
     """The partition's recorded LSO when it is for the chain as it is now, else the one
     computed from the stored events (:func:`chain_stability`); ``None``: not known."""
-    row = s.get(PartitionStability, partition_id)
-    end = s.scalar(select(func.max(ChainPiece.hi)).where(ChainPiece.partition_id == partition_id))
+    row = s.execute(
+        select(tables.partition_stability).where(_PS.partition_id == partition_id)
+    ).first()
+    end = s.scalar(select(func.max(_CP.hi)).where(_CP.partition_id == partition_id))
     if row is not None and end is not None and row.end_offset == int(end) + 1:
         opened = tuple((int(p), int(f)) for p, f in json.loads(row.open_txns))
         return Stability(int(row.stable_offset), int(row.end_offset), opened)
     return chain_stability(s, partition_id)
 
 
-def _stale_partitions(s: Session) -> list[int]:
+def _stale_partitions(s: Session | Connection) -> list[int]:
     """Partitions whose row is missing, or for another chain end, or whose chain serves a
     segment with no events yet."""
-    ends = select(ChainPiece.partition_id, (func.max(ChainPiece.hi) + 1).label("end")).group_by(
-        ChainPiece.partition_id
-    )
+    ends = select(_CP.partition_id, (func.max(_CP.hi) + 1).label("end")).group_by(_CP.partition_id)
     recorded = {
-        int(pid): int(end)
-        for pid, end in s.execute(
-            select(PartitionStability.partition_id, PartitionStability.end_offset)
-        )
+        int(pid): int(end) for pid, end in s.execute(select(_PS.partition_id, _PS.end_offset))
     }
     out = {int(pid) for pid, end in s.execute(ends) if recorded.get(int(pid)) != int(end)}
     missing = (
-        select(ChainPiece.partition_id)
-        .join(Segment, Segment.id == ChainPiece.segment_id)
+        select(_CP.partition_id)
+        .join(tables.segments, _SEG.id == _CP.segment_id)
         .where(_needs_events())  # type: ignore[arg-type]
         .distinct()
     )
@@ -154,9 +157,9 @@ def _read_events(catalog: Catalog, store: ObjectStore, partition_id: int) -> tup
     ``(segments read, failures)``."""
     with catalog.session() as s:
         todo = s.execute(
-            select(Segment.id, Segment.object_key, Segment.size_bytes)
-            .join(ChainPiece, ChainPiece.segment_id == Segment.id)
-            .where(ChainPiece.partition_id == partition_id, _needs_events())  # type: ignore[arg-type]
+            select(_SEG.id, _SEG.object_key, _SEG.size_bytes)
+            .join(tables.chain_pieces, _CP.segment_id == _SEG.id)
+            .where(_CP.partition_id == partition_id, _needs_events())  # type: ignore[arg-type]
             .distinct()
         ).all()
     failures: list[str] = []
@@ -169,7 +172,7 @@ def _read_events(catalog: Catalog, store: ObjectStore, partition_id: int) -> tup
             continue
         text = json.dumps([list(e) for e in events], separators=(",", ":"))
         with catalog.session() as s, s.begin():
-            s.execute(update(Segment).where(Segment.id == seg_id).values(txn_events=text))
+            s.execute(update(tables.segments).where(_SEG.id == seg_id).values(txn_events=text))
         done += 1
     return done, failures
 
@@ -192,12 +195,12 @@ def refresh_stability(
         read += n
         failures += failed
         with catalog.session() as s, s.begin():
-            s.execute(delete(PartitionStability).where(PartitionStability.partition_id == pid))
+            s.execute(delete(tables.partition_stability).where(_PS.partition_id == pid))
             st = chain_stability(s, pid)
             if st is None:
                 continue
             s.execute(
-                insert(PartitionStability).values(
+                insert(tables.partition_stability).values(
                     partition_id=pid,
                     stable_offset=st.stable_offset,
                     end_offset=st.end_offset,

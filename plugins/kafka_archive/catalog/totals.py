@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, delete, func, insert, select
-from sqlalchemy.orm import Session
 
-from kafka_archive.catalog.models import HistogramBucket, Partition, PartitionTotals, Segment
+from kafka_archive.catalog import tables
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["refresh_totals"]
 
@@ -36,13 +38,15 @@ def refresh_totals(conn: Connection | Session, partition_ids: Iterable[int] | No
     from their segment, histogram and chain rows; a partition with no segment row has none.
     Call it in the transaction that changed them."""
     if partition_ids is None:
-        conn.execute(delete(PartitionTotals))
+        conn.execute(delete(tables.partition_totals))
         _write(conn, None)
         return
     ids = sorted(set(partition_ids))
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
-        conn.execute(delete(PartitionTotals).where(PartitionTotals.partition_id.in_(chunk)))
+        conn.execute(
+            delete(tables.partition_totals).where(tables.partition_totals.c.partition_id.in_(chunk))
+        )
         _write(conn, chunk)
 
 
@@ -50,7 +54,7 @@ def _write(conn: Connection | Session, ids: list[int] | None) -> None:
     # (time_answers reaches this module through catalog.queries: imported here, not on top)
     from kafka_archive.catalog.time_answers import first_pieces_query
 
-    sg, h = Segment, HistogramBucket
+    sg, h = tables.segments.c, tables.histogram.c
     serving = sg.status.in_(("canonical", "partial"))
     q_spans = select(
         sg.partition_id,
@@ -62,7 +66,7 @@ def _write(conn: Connection | Session, ids: list[int] | None) -> None:
     q_volume = select(h.partition_id, func.sum(h.records), func.sum(h.bytes)).group_by(
         h.partition_id
     )
-    q_firsts = first_pieces_query().add_columns(Partition.id)
+    q_firsts = first_pieces_query().add_columns(tables.partitions.c.id)
     q_ids = (
         select(sg.partition_id, sg.topic_id)
         .distinct()
@@ -73,7 +77,7 @@ def _write(conn: Connection | Session, ids: list[int] | None) -> None:
         q_ids = q_ids.where(sg.partition_id.in_(ids))
         q_spans = q_spans.where(sg.partition_id.in_(ids))
         q_volume = q_volume.where(h.partition_id.in_(ids))
-        q_firsts = q_firsts.where(Partition.id.in_(ids))
+        q_firsts = q_firsts.where(tables.partitions.c.id.in_(ids))
     spans = conn.execute(q_spans).all()
     if not spans:
         return
@@ -96,4 +100,4 @@ def _write(conn: Connection | Session, ids: list[int] | None) -> None:
         }
         for pid, n, fo, lo, mx in spans
     ]
-    conn.execute(insert(PartitionTotals), rows)
+    conn.execute(insert(tables.partition_totals), rows)

@@ -8,12 +8,14 @@ the rows (:mod:`kafka_archive.catalog.coverage`): neither imports the other for 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
 
 from kafka_archive.catalog.chain import Version
-from kafka_archive.catalog.models import Segment
+
+if TYPE_CHECKING:
+    from kafka_archive.catalog.models import Segment
 
 __all__ = ["version_of_segment"]
 

@@ -21,7 +21,14 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.cli.output import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    real_console,
+)
 from kafka_archive.cli.store_options import STORE_OPTION, open_archive_store, parse_store_options
 from kafka_archive.sizes import format_bytes
 
@@ -84,7 +91,7 @@ class _Bar:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err_console,
+            console=real_console(err_console),
             transient=True,
         )
         self.discover: TaskID | None = None

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "register"]
 
-from kafka_archive.cli.output import console, emit_json, err_console, fail
+from kafka_archive.cli.output import console, emit_json, err_console, fail, real_console
 from kafka_archive.timeparse import format_ms
 
 app = typer.Typer(
@@ -149,7 +149,7 @@ def build(
         MofNCompleteColumn(),
         DownloadColumn(),
         TimeElapsedColumn(),
-        console=err_console,
+        console=real_console(err_console),
         disable=not show,
     )
     tasks: dict[str, Any] = {}

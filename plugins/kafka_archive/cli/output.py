@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from functools import cache
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from kafka_archive.redact import (
     MASK,
@@ -25,22 +25,75 @@ from kafka_archive.redact import (
     redact_text,
 )
 
-
-class PipeConsole(Console):
-    """A rich console whose closed output (``| head``) is a ``BrokenPipeError`` for the CLI's
-    one handler (:mod:`kafka_archive.cli`: a quiet end, exit 141), not rich's own
-    ``SystemExit(1)``."""
-
-    def on_broken_pipe(self) -> None:
-        import errno
-
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "the output was closed by its reader")
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-console = PipeConsole(highlight=False, soft_wrap=True)
+@cache
+def _pipe_console_class() -> type[Console]:
+    """:class:`PipeConsole`, defined on first use: ``rich.console`` (with ``rich.text``, its
+    styles and colours: ~40-50 ms of CPU) is imported only by a command that prints through
+    rich, not by ``replay run --json`` on its way to the first record (issue 27)."""
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        """A rich console whose closed output (``| head``) is a ``BrokenPipeError`` for the
+        CLI's one handler (:mod:`kafka_archive.cli`: a quiet end, exit 141), not rich's own
+        ``SystemExit(1)``."""
+
+        def on_broken_pipe(self) -> None:
+            import errno
+
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "the output was closed by its reader")
+
+    return PipeConsole
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PipeConsole":  # (cli.tables makes wide consoles of its own)
+        return _pipe_console_class()
+    raise AttributeError(name)
+
+
+class _LazyConsole:
+    """Stands for a :class:`PipeConsole` made with ``kwargs`` on first use (every attribute,
+    read or set, is the console's): rich is imported when something is printed through it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        object.__setattr__(self, "_kwargs", kwargs)
+        object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def real(self) -> Console:
+        """The console itself (for APIs that keep it, e.g. ``rich.progress.Progress``); one
+        per stand-in, even when threads print at once."""
+        made: Console | None = object.__getattribute__(self, "_made")
+        if made is None:
+            with object.__getattribute__(self, "_lock"):
+                made = object.__getattribute__(self, "_made")
+                if made is None:
+                    made = _pipe_console_class()(**object.__getattribute__(self, "_kwargs"))
+                    object.__setattr__(self, "_made", made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.real(), name, value)
+
+
+console = cast("Console", _LazyConsole(highlight=False, soft_wrap=True))
 # soft_wrap: an error line is one line (greppable in CI and task logs), never hard-wrapped
-err_console = PipeConsole(stderr=True, highlight=False, soft_wrap=True)
+err_console = cast("Console", _LazyConsole(stderr=True, highlight=False, soft_wrap=True))
+
+
+def real_console(lazy: Console) -> Console:
+    """The rich console behind :data:`console` or :data:`err_console` (built now if not yet),
+    for APIs that keep a console and may check its type."""
+    return lazy.real() if isinstance(lazy, _LazyConsole) else lazy  # type: ignore[attr-defined,unreachable]
+
 
 JSON_OPTION_HELP = "Print one JSON object per line instead of text (for scripts)."
 
@@ -95,6 +148,8 @@ def print_error(
     if as_json:
         emit_json({"kind": "error", "message": message, "hint": hint, **(details or {})})
     else:
+        from rich.markup import escape
+
         err_console.print(f"[bold red]error:[/] {escape(message)}")
         if hint:
             err_console.print(f"[yellow]hint:[/] {escape(hint)}")

@@ -26,7 +26,14 @@ from kafka_archive.cli.context import (
     open_store_or_fail,
     parse_partitions,
 )
-from kafka_archive.cli.output import JSON_OPTION_HELP, console, emit_json, err_console, fail
+from kafka_archive.cli.output import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    real_console,
+)
 from kafka_archive.cli.replay_views import (
     print_holes,
     print_plan,
@@ -135,7 +142,7 @@ def _execute(service: Any, plan: Any, spark_master: str | None, as_json: bool) -
         MofNCompleteColumn(),
         TransferSpeedColumn(),
         TimeElapsedColumn(),
-        console=err_console,
+        console=real_console(err_console),
         transient=True,
     ) as progress:
         task = progress.add_task("records", total=plan.total_records or None)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 from kafka_archive.cli.output import console
 from kafka_archive.counts import ABORTED, MARKERS, OFFSETS, WILL_SEND
 
@@ -15,6 +13,8 @@ __all__ = ["print_holes", "print_plan", "print_report", "print_status"]
 
 def _partition_table(title: str, columns: dict[str, str], partitions: dict[int, Any]) -> None:
     """Print one row per partition: its number, then ``row[key]`` for each ``header: key``."""
+    from rich.table import Table  # (here: ``replay run --json`` imports no rich, issue 27)
+
     table = Table(title=title)
     for col in ("partition", *columns):
         table.add_column(col, justify="right")
@@ -140,6 +140,8 @@ def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) ->
     """A titled table of ``rows`` (nothing when there are none)."""
     if not rows:
         return
+    from rich.table import Table
+
     table = Table(title=title)
     for col in columns:
         table.add_column(col)

@@ -137,10 +137,10 @@ def refuse_pruned(catalog: Catalog, plan: ReplayPlan, ranges: list[LeaseRange]) 
     from kafka_archive.timeparse import format_ms
 
     known = {(part, h.first_offset, h.last_offset) for part, h in plan.holes if h.kind == "pruned"}
-    with catalog.session() as s:
+    with catalog.engine.connect() as conn:
         found = [
             r
-            for r in pruned_in(s, ranges)
+            for r in pruned_in(conn, ranges)
             if (r.partition, r.first_offset, r.last_offset) not in known
         ]
     if found:

@@ -27,7 +27,7 @@ from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from kafka_archive.catalog.liveness import Heartbeat, pid_alive
-from kafka_archive.replay.bookkeeping.models import ReplayLeaseRow
+from kafka_archive.replay.bookkeeping.tables import replay_leases
 from kafka_archive.replay.errors import ReplayError
 from kafka_archive.timeparse import now_ms
 
@@ -86,12 +86,12 @@ class ReplayLease:
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(
-                    ReplayLeaseRow.owner,
-                    ReplayLeaseRow.host,
-                    ReplayLeaseRow.pid,
-                    ReplayLeaseRow.acquired_at_ms,
-                    ReplayLeaseRow.heartbeat_ms,
-                ).where(ReplayLeaseRow.replay_id == self.replay_id)
+                    replay_leases.c.owner,
+                    replay_leases.c.host,
+                    replay_leases.c.pid,
+                    replay_leases.c.acquired_at_ms,
+                    replay_leases.c.heartbeat_ms,
+                ).where(replay_leases.c.replay_id == self.replay_id)
             ).first()
         return None if row is None else _Holder(*row)
 
@@ -106,7 +106,7 @@ class ReplayLease:
             try:
                 with self.engine.begin() as conn:
                     conn.execute(
-                        insert(ReplayLeaseRow).values(
+                        insert(replay_leases).values(
                             replay_id=self.replay_id,
                             owner=self.owner,
                             host=self.host,
@@ -134,11 +134,11 @@ class ReplayLease:
                 )
             with self.engine.begin() as conn:
                 taken = conn.execute(
-                    update(ReplayLeaseRow)
+                    update(replay_leases)
                     .where(
-                        ReplayLeaseRow.replay_id == self.replay_id,
-                        ReplayLeaseRow.owner == holder.owner,
-                        ReplayLeaseRow.heartbeat_ms == holder.heartbeat_ms,
+                        replay_leases.c.replay_id == self.replay_id,
+                        replay_leases.c.owner == holder.owner,
+                        replay_leases.c.heartbeat_ms == holder.heartbeat_ms,
                     )
                     .values(
                         owner=self.owner,
@@ -159,10 +159,10 @@ class ReplayLease:
     def _renew(self) -> None:
         with self.engine.begin() as conn:
             conn.execute(
-                update(ReplayLeaseRow)
+                update(replay_leases)
                 .where(
-                    ReplayLeaseRow.replay_id == self.replay_id,
-                    ReplayLeaseRow.owner == self.owner,
+                    replay_leases.c.replay_id == self.replay_id,
+                    replay_leases.c.owner == self.owner,
                 )
                 .values(heartbeat_ms=now_ms())
             )
@@ -174,9 +174,9 @@ class ReplayLease:
             self._heartbeat = None
         with self.engine.begin() as conn:
             conn.execute(
-                delete(ReplayLeaseRow).where(
-                    ReplayLeaseRow.replay_id == self.replay_id,
-                    ReplayLeaseRow.owner == self.owner,
+                delete(replay_leases).where(
+                    replay_leases.c.replay_id == self.replay_id,
+                    replay_leases.c.owner == self.owner,
                 )
             )
 

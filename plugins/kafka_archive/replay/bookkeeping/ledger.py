@@ -12,21 +12,42 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, bindparam, delete, insert, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Connection, Engine, Row, bindparam, delete, insert, select, update
 
-from kafka_archive.replay.bookkeeping.models import (
-    ReplayOffsetRangeRow,
-    ReplayProgressRow,
-    ReplayRun,
+from kafka_archive.replay.bookkeeping.tables import (
+    replay_offset_ranges,
+    replay_progress,
+    replay_runs,
 )
 from kafka_archive.replay.execution.progress import OffsetRange, ProgressRecord
 from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
 from kafka_archive.replay.planning.plan import ReplayPlan
 from kafka_archive.timeparse import now_ms
 
-__all__ = ["MirroredProgress", "ReplayLedger"]
+#: a row of ``replay_runs``, ``replay_progress`` or ``replay_offset_ranges``: its columns are
+#: attributes, named as on the ORM classes of :mod:`~kafka_archive.replay.bookkeeping.models`
+LedgerRow = Row[Any]
+
+__all__ = ["LedgerRow", "MirroredProgress", "RangeRow", "ReplayLedger"]
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRow:
+    """A row of ``replay_offset_ranges`` (see
+    :class:`~kafka_archive.replay.bookkeeping.models.ReplayOffsetRangeRow`); not a
+    :class:`~sqlalchemy.Row`, whose ``count`` is the tuple method, not the column."""
+
+    replay_id: str
+    source_partition: int
+    target_partition: int
+    source_first: int
+    source_last: int
+    target_first: int
+    target_last: int
+    count: int
+    txn_seq: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +60,14 @@ class MirroredProgress:
 
 
 class ReplayLedger:
-    """Replay bookkeeping in the catalog database (``engine``: the catalog's engine, migrated)."""
+    """Replay bookkeeping in the catalog database (``engine``: the catalog's engine, migrated).
+
+    Runs on SQLAlchemy Core: every replay registers and reads its run here before its first
+    record, and the ORM's import and mapper configuration cost more than all of these
+    statements (issue 27). Rows are returned as read-only :data:`LedgerRow` objects."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @classmethod
     def open(cls, url: str | None) -> ReplayLedger:
@@ -52,84 +76,95 @@ class ReplayLedger:
 
         return cls(open_catalog(url).engine)
 
-    def session(self) -> Session:
-        return self._sessions()
-
     # -- runs ------------------------------------------------------------------------------------
 
-    def register(self, plan: ReplayPlan) -> ReplayRun:
+    def register(self, plan: ReplayPlan) -> LedgerRow:
         """Record ``plan`` (once; a known replay id keeps its row, updated only when the
         ``allow_gaps`` choice changed) and return its run row."""
-        with self.session() as s, s.begin():
-            run = s.get(ReplayRun, plan.replay_id)
+        with self.engine.begin() as conn:
+            run = _run_row(conn, plan.replay_id)
             if run is None:
                 now = now_ms()
-                run = ReplayRun(
-                    replay_id=plan.replay_id,
-                    cluster=plan.spec.cluster,
-                    topic=plan.spec.topic,
-                    target=plan.spec.target.identity(),
-                    target_topic=plan.target_topic,
-                    partition_mapping=plan.spec.partition_mapping,
-                    status="planned",
-                    plan_json=plan.to_json(),
-                    created_at_ms=now,
-                    updated_at_ms=now,
-                    finished_at_ms=None,
-                    error=None,
+                conn.execute(
+                    insert(replay_runs).values(
+                        replay_id=plan.replay_id,
+                        cluster=plan.spec.cluster,
+                        topic=plan.spec.topic,
+                        target=plan.spec.target.identity(),
+                        target_topic=plan.target_topic,
+                        partition_mapping=plan.spec.partition_mapping,
+                        status="planned",
+                        plan_json=plan.to_json(),
+                        created_at_ms=now,
+                        updated_at_ms=now,
+                        finished_at_ms=None,
+                        error=None,
+                    )
                 )
-                s.add(run)
             elif ReplayPlan.from_json(run.plan_json).spec.allow_gaps != plan.spec.allow_gaps:
                 # the same replay run again with(out) --allow-gaps: the stored plan records the
                 # choice of the run that goes ahead (``replay status`` shows it)
-                run.plan_json = plan.to_json()
-            return run
+                conn.execute(
+                    update(replay_runs)
+                    .where(replay_runs.c.replay_id == plan.replay_id)
+                    .values(plan_json=plan.to_json())
+                )
+            else:
+                return run
+            row = _run_row(conn, plan.replay_id)
+        assert row is not None  # (written in this transaction)
+        return row
 
     def set_status(self, replay_id: str, status: str, *, error: str | None = None) -> None:
-        with self.session() as s, s.begin():
-            run = s.get(ReplayRun, replay_id)
-            if run is None:
-                return
-            run.status = status
-            run.updated_at_ms = now_ms()
-            run.error = error
-            if status in FINISHED_STATUSES:
-                run.finished_at_ms = run.updated_at_ms
+        now = now_ms()
+        values: dict[str, Any] = {"status": status, "updated_at_ms": now, "error": error}
+        if status in FINISHED_STATUSES:
+            values["finished_at_ms"] = now
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(replay_runs).where(replay_runs.c.replay_id == replay_id).values(**values)
+            )
 
-    def run(self, replay_id: str) -> ReplayRun | None:
-        with self.session() as s:
-            return s.get(ReplayRun, replay_id)
+    def run(self, replay_id: str) -> LedgerRow | None:
+        with self.engine.connect() as conn:
+            return _run_row(conn, replay_id)
 
     def plan(self, replay_id: str) -> ReplayPlan | None:
         run = self.run(replay_id)
         return None if run is None else ReplayPlan.from_json(run.plan_json)
 
-    def runs(self, *, cluster: str | None = None, topic: str | None = None) -> list[ReplayRun]:
-        with self.session() as s:
-            q = select(ReplayRun).order_by(ReplayRun.created_at_ms)
-            if cluster:
-                q = q.where(ReplayRun.cluster == cluster)
-            if topic:
-                q = q.where(ReplayRun.topic == topic)
-            return list(s.scalars(q))
+    def runs(self, *, cluster: str | None = None, topic: str | None = None) -> list[LedgerRow]:
+        q = select(replay_runs).order_by(replay_runs.c.created_at_ms)
+        if cluster:
+            q = q.where(replay_runs.c.cluster == cluster)
+        if topic:
+            q = q.where(replay_runs.c.topic == topic)
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
 
     # -- progress --------------------------------------------------------------------------------
 
     def progress(self, replay_id: str, partition: int) -> MirroredProgress | None:
-        with self.session() as s:
-            row = s.get(ReplayProgressRow, (replay_id, partition))
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(replay_progress).where(
+                    replay_progress.c.replay_id == replay_id,
+                    replay_progress.c.source_partition == partition,
+                )
+            ).first()
             if row is None:
                 return None
-            return MirroredProgress(_record_of(row, s), row.progress_partition, row.progress_offset)
+            run = _run_row(conn, replay_id)
+        return MirroredProgress(_record_of(row, run), row.progress_partition, row.progress_offset)
 
-    def all_progress(self, replay_id: str) -> list[ReplayProgressRow]:
-        with self.session() as s:
-            q = (
-                select(ReplayProgressRow)
-                .where(ReplayProgressRow.replay_id == replay_id)
-                .order_by(ReplayProgressRow.source_partition)
-            )
-            return list(s.scalars(q))
+    def all_progress(self, replay_id: str) -> list[LedgerRow]:
+        q = (
+            select(replay_progress)
+            .where(replay_progress.c.replay_id == replay_id)
+            .order_by(replay_progress.c.source_partition)
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
 
     def mirror(self, record: ProgressRecord, progress_partition: int, progress_offset: int) -> bool:
         """Store ``record`` (and its ranges) unless the row already holds it or a newer one.
@@ -196,38 +231,33 @@ class ReplayLedger:
                     conn.execute(_RANGES_INSERT, rows)
             return True
 
-    def ranges(
-        self, replay_id: str, source_partition: int | None = None
-    ) -> list[ReplayOffsetRangeRow]:
-        with self.session() as s:
-            q = select(ReplayOffsetRangeRow).where(ReplayOffsetRangeRow.replay_id == replay_id)
-            if source_partition is not None:
-                q = q.where(ReplayOffsetRangeRow.source_partition == source_partition)
-            return list(
-                s.scalars(
-                    q.order_by(
-                        ReplayOffsetRangeRow.source_partition,
-                        ReplayOffsetRangeRow.target_partition,
-                        ReplayOffsetRangeRow.source_first,
-                    )
-                )
-            )
+    def ranges(self, replay_id: str, source_partition: int | None = None) -> list[RangeRow]:
+        r = replay_offset_ranges.c
+        q = select(replay_offset_ranges).where(r.replay_id == replay_id)
+        if source_partition is not None:
+            q = q.where(r.source_partition == source_partition)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q.order_by(r.source_partition, r.target_partition, r.source_first))
+            return [RangeRow(**row._mapping) for row in rows]
 
     def forget(self, replay_id: str) -> None:
         """Remove every row of ``replay_id`` (tests and operators cleaning up)."""
-        with self.session() as s, s.begin():
-            for model in (ReplayOffsetRangeRow, ReplayProgressRow):
-                s.execute(delete(model).where(model.replay_id == replay_id))  # type: ignore[attr-defined]
-            s.execute(delete(ReplayRun).where(ReplayRun.replay_id == replay_id))
+        with self.engine.begin() as conn:
+            for table in (replay_offset_ranges, replay_progress, replay_runs):
+                conn.execute(delete(table).where(table.c.replay_id == replay_id))
+
+
+def _run_row(conn: Connection, replay_id: str) -> LedgerRow | None:
+    return conn.execute(select(replay_runs).where(replay_runs.c.replay_id == replay_id)).first()
 
 
 # the statements of ReplayLedger.mirror, built once (parameters: b_* for keys, columns by name)
-_P, _R = ReplayProgressRow, ReplayOffsetRangeRow
+_P, _R = replay_progress.c, replay_offset_ranges.c
 _PROGRESS_SEQ = select(_P.txn_seq).where(
     _P.replay_id == bindparam("b_rid"), _P.source_partition == bindparam("b_sp")
 )
-_PROGRESS_INSERT = insert(_P)
-_PROGRESS_UPDATE = update(_P).where(
+_PROGRESS_INSERT = insert(replay_progress)
+_PROGRESS_UPDATE = update(replay_progress).where(
     _P.replay_id == bindparam("b_rid"), _P.source_partition == bindparam("b_sp")
 )
 _RANGES_KNOWN = select(_R.target_partition, _R.source_first).where(
@@ -235,11 +265,10 @@ _RANGES_KNOWN = select(_R.target_partition, _R.source_first).where(
     _R.source_partition == bindparam("b_sp"),
     _R.source_first.in_(bindparam("b_firsts", expanding=True)),
 )
-_RANGES_INSERT = insert(_R)
+_RANGES_INSERT = insert(replay_offset_ranges)
 
 
-def _record_of(row: ReplayProgressRow, s: Session) -> ProgressRecord:
-    run = s.get(ReplayRun, row.replay_id)
+def _record_of(row: LedgerRow, run: LedgerRow | None) -> ProgressRecord:
     return ProgressRecord(
         replay_id=row.replay_id,
         source_cluster=run.cluster if run else "",
@@ -261,7 +290,7 @@ def _record_of(row: ReplayProgressRow, s: Session) -> ProgressRecord:
     )
 
 
-def ranges_as_models(rows: Sequence[ReplayOffsetRangeRow]) -> list[OffsetRange]:
+def ranges_as_models(rows: Sequence[RangeRow]) -> list[OffsetRange]:
     return [
         OffsetRange(
             target_partition=r.target_partition,

@@ -4,8 +4,10 @@ They are a *mirror* of what the target cluster holds authoritatively (the progre
 :mod:`kafka_archive.replay.execution.progress`), written after each committed transaction, for
 display (``replay status``), for ``translate-group`` and as a fast path on resume. The schema is
 created by the replay's own Alembic revisions (``replay/migrations/versions``, branch ``replay``,
-run in the catalog database by :func:`kafka_archive.catalog.db.open_catalog`); these classes must
-match it.
+run in the catalog database by :func:`kafka_archive.catalog.db.open_catalog`). The classes are
+mapped onto the Core tables of :mod:`kafka_archive.replay.bookkeeping.tables` (``__table__``):
+the columns are declared there once; a replay's start-up uses the tables and never imports
+this module.
 
 * ``replay_runs``: one row per replay id: the plan (JSON), status, timestamps.
 * ``replay_progress``: per (replay, source partition): the newest mirrored progress record and
@@ -21,10 +23,10 @@ match it.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, String, Text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped
 
 from kafka_archive.catalog.models import Base
+from kafka_archive.replay.bookkeeping import tables
 
 __all__ = [
     "ReplayLeaseRow",
@@ -38,46 +40,44 @@ __all__ = [
 class ReplayRun(Base):
     """One replay: what was asked, where it goes, and how far it is."""
 
-    __tablename__ = "replay_runs"
-    __table_args__ = (Index("ix_replay_runs_source", "cluster", "topic"),)
+    __table__ = tables.replay_runs
 
-    replay_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    topic: Mapped[str] = mapped_column(String(255))
-    target: Mapped[str] = mapped_column(String(1024))
-    target_topic: Mapped[str] = mapped_column(String(255))
-    partition_mapping: Mapped[str] = mapped_column(String(16))
+    replay_id: Mapped[str]
+    cluster: Mapped[str]
+    topic: Mapped[str]
+    target: Mapped[str]
+    target_topic: Mapped[str]
+    partition_mapping: Mapped[str]
     #: planned | running | complete | complete-with-gaps | failed ("done": before r0002)
-    status: Mapped[str] = mapped_column(String(32))
-    plan_json: Mapped[str] = mapped_column(Text)
-    created_at_ms: Mapped[int] = mapped_column(BigInteger)
-    updated_at_ms: Mapped[int] = mapped_column(BigInteger)
-    finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
-    error: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str]
+    plan_json: Mapped[str]
+    created_at_ms: Mapped[int]
+    updated_at_ms: Mapped[int]
+    finished_at_ms: Mapped[int | None]
+    error: Mapped[str | None]
 
 
 class ReplayProgressRow(Base):
     """The newest mirrored progress of one source partition of a replay."""
 
-    __tablename__ = "replay_progress"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table__ = tables.replay_progress
 
-    replay_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    next_offset: Mapped[int] = mapped_column(BigInteger)
-    end_offset: Mapped[int] = mapped_column(BigInteger)
-    txn_seq: Mapped[int] = mapped_column(BigInteger)
-    records_sent: Mapped[int] = mapped_column(BigInteger)
-    first_offset: Mapped[int] = mapped_column(BigInteger)
-    last_offset: Mapped[int] = mapped_column(BigInteger)
-    aborted_records: Mapped[int] = mapped_column(BigInteger)
-    control_batches: Mapped[int] = mapped_column(BigInteger)
-    filtered_records: Mapped[int] = mapped_column(BigInteger)
-    open_txn_records: Mapped[int] = mapped_column(BigInteger)
-    done: Mapped[bool] = mapped_column(Boolean)
-    progress_partition: Mapped[int] = mapped_column(Integer)
-    progress_offset: Mapped[int] = mapped_column(BigInteger)
-    updated_at_ms: Mapped[int] = mapped_column(BigInteger)
+    replay_id: Mapped[str]
+    source_partition: Mapped[int]
+    next_offset: Mapped[int]
+    end_offset: Mapped[int]
+    txn_seq: Mapped[int]
+    records_sent: Mapped[int]
+    first_offset: Mapped[int]
+    last_offset: Mapped[int]
+    aborted_records: Mapped[int]
+    control_batches: Mapped[int]
+    filtered_records: Mapped[int]
+    open_txn_records: Mapped[int]
+    done: Mapped[bool]
+    progress_partition: Mapped[int]
+    progress_offset: Mapped[int]
+    updated_at_ms: Mapped[int]
 
 
 class ReplayOffsetRangeRow(Base):
@@ -85,53 +85,48 @@ class ReplayOffsetRangeRow(Base):
     offsets ``target_first..target_last`` of ``target_partition`` (``count`` records; exact
     offset-for-offset when both spans have ``count`` offsets)."""
 
-    __tablename__ = "replay_offset_ranges"
-    __table_args__ = (
-        Index("ix_replay_ranges_lookup", "replay_id", "source_partition", "source_first"),
-        {"sqlite_with_rowid": False},
-    )
+    __table__ = tables.replay_offset_ranges
 
-    replay_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    target_partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    source_first: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    source_last: Mapped[int] = mapped_column(BigInteger)
-    target_first: Mapped[int] = mapped_column(BigInteger)
-    target_last: Mapped[int] = mapped_column(BigInteger)
-    count: Mapped[int] = mapped_column(BigInteger)
-    txn_seq: Mapped[int] = mapped_column(BigInteger)
+    replay_id: Mapped[str]
+    source_partition: Mapped[int]
+    target_partition: Mapped[int]
+    source_first: Mapped[int]
+    source_last: Mapped[int]
+    target_first: Mapped[int]
+    target_last: Mapped[int]
+    count: Mapped[int]
+    txn_seq: Mapped[int]
 
 
 class ReplayLeaseRow(Base):
     """The run holding a replay: at most one row (one live run) per replay id."""
 
-    __tablename__ = "replay_leases"
+    __table__ = tables.replay_leases
 
-    replay_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    owner: Mapped[str] = mapped_column(String(255))
-    host: Mapped[str] = mapped_column(String(255))
-    pid: Mapped[int] = mapped_column(Integer)
-    acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
-    heartbeat_ms: Mapped[int] = mapped_column(BigInteger)
+    replay_id: Mapped[str]
+    owner: Mapped[str]
+    host: Mapped[str]
+    pid: Mapped[int]
+    acquired_at_ms: Mapped[int]
+    heartbeat_ms: Mapped[int]
 
 
 class RestoreRunRow(Base):
     """One whole-cluster restore: the request as given (JSON, secrets redacted), its moment,
     the replay id of each topic (JSON ``{source topic: replay id}``), status and last report."""
 
-    __tablename__ = "restore_runs"
-    __table_args__ = (Index("ix_restore_runs_source", "cluster", "target"),)
+    __table__ = tables.restore_runs
 
-    restore_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    cluster: Mapped[str] = mapped_column(String(255))
-    target: Mapped[str] = mapped_column(String(1024))
-    at_ms: Mapped[int] = mapped_column(BigInteger)
+    restore_id: Mapped[str]
+    cluster: Mapped[str]
+    target: Mapped[str]
+    at_ms: Mapped[int]
     #: planned | running | complete | complete-with-gaps | failed | abandoned
-    status: Mapped[str] = mapped_column(String(32))
-    request_json: Mapped[str] = mapped_column(Text)
-    replays_json: Mapped[str] = mapped_column(Text)
-    report_json: Mapped[str | None] = mapped_column(Text)
-    created_at_ms: Mapped[int] = mapped_column(BigInteger)
-    updated_at_ms: Mapped[int] = mapped_column(BigInteger)
-    finished_at_ms: Mapped[int | None] = mapped_column(BigInteger)
-    error: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str]
+    request_json: Mapped[str]
+    replays_json: Mapped[str]
+    report_json: Mapped[str | None]
+    created_at_ms: Mapped[int]
+    updated_at_ms: Mapped[int]
+    finished_at_ms: Mapped[int | None]
+    error: Mapped[str | None]

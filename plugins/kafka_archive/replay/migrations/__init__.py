@@ -1,4 +1,4 @@
-"""Alembic revisions of the replay's tables (:mod:`kafka_archive.replay.bookkeeping.models`), kept
+"""Alembic revisions of the replay's tables (:mod:`kafka_archive.replay.bookkeeping.tables`), kept
 in the catalog database on the branch ``replay``.
 
 They run in the catalog's Alembic environment, found by path

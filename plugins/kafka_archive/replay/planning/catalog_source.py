@@ -26,8 +26,8 @@ from functools import lru_cache
 
 from sqlalchemy import func, select
 
+from kafka_archive.catalog import tables
 from kafka_archive.catalog.db import Catalog
-from kafka_archive.catalog.models import ChainPiece, Partition, Segment, TimeIndexEntry
 from kafka_archive.catalog.queries import CatalogQueryError, gaps, offsets_for_time
 from kafka_archive.replay.errors import UnknownTopicError
 from kafka_archive.replay.planning.completeness import PlanHole, holes_from_gaps
@@ -36,6 +36,11 @@ from kafka_archive.replay.planning.stable_offsets import StabilityUnknownError, 
 from kafka_archive.store.base import ObjectStore
 
 __all__ = ["CatalogPlanSource"]
+
+# Core columns, not the ORM classes: importing sqlalchemy.orm and configuring the mapped
+# classes cost more CPU than the plan's queries, before every replay's first record (issue 27)
+_PART, _CP, _SEG = tables.partitions.c, tables.chain_pieces.c, tables.segments.c
+_TI = tables.time_index.c
 
 
 class CatalogPlanSource:
@@ -60,13 +65,13 @@ class CatalogPlanSource:
             return None
 
     def partitions(self, cluster: str, topic: str) -> list[int]:
-        with self.catalog.session() as s:
+        with self.catalog.engine.connect() as s:
             rows = s.execute(
-                select(Partition.partition)
-                .join(ChainPiece, ChainPiece.partition_id == Partition.id)
-                .where(Partition.cluster == cluster, Partition.topic == topic)
-                .group_by(Partition.partition)
-                .order_by(Partition.partition)
+                select(_PART.partition)
+                .join(tables.chain_pieces, _CP.partition_id == _PART.id)
+                .where(_PART.cluster == cluster, _PART.topic == topic)
+                .group_by(_PART.partition)
+                .order_by(_PART.partition)
             ).all()
         found = [int(r[0]) for r in rows]
         if not found:
@@ -83,10 +88,10 @@ class CatalogPlanSource:
         return found
 
     def partition_count(self, cluster: str, topic: str) -> int:
-        with self.catalog.session() as s:
+        with self.catalog.engine.connect() as s:
             top = s.scalar(
-                select(func.max(Partition.partition)).where(
-                    Partition.cluster == cluster, Partition.topic == topic
+                select(func.max(_PART.partition)).where(
+                    _PART.cluster == cluster, _PART.topic == topic
                 )
             )
         if top is None:
@@ -100,12 +105,12 @@ class CatalogPlanSource:
         return self._segments[key]
 
     def _read_segments(self, cluster: str, topic: str, partition: int) -> list[PlannedSegment]:
-        with self.catalog.session() as s:
+        with self.catalog.engine.connect() as s:
             pid = s.scalar(
-                select(Partition.id).where(
-                    Partition.cluster == cluster,
-                    Partition.topic == topic,
-                    Partition.partition == partition,
+                select(_PART.id).where(
+                    _PART.cluster == cluster,
+                    _PART.topic == topic,
+                    _PART.partition == partition,
                 )
             )
             if pid is None:
@@ -113,30 +118,30 @@ class CatalogPlanSource:
                     f"the catalog holds no partition {partition} of {cluster}/{topic}"
                 )
             pieces = s.execute(
-                select(ChainPiece.lo, ChainPiece.hi, Segment)
-                .join(Segment, Segment.id == ChainPiece.segment_id)
-                .where(ChainPiece.partition_id == pid)
-                .order_by(ChainPiece.lo)
+                select(_CP.lo.label("piece_lo"), _CP.hi.label("piece_hi"), tables.segments)
+                .join(tables.segments, _SEG.id == _CP.segment_id)
+                .where(_CP.partition_id == pid)
+                .order_by(_CP.lo)
             ).all()
             index_rows = s.execute(
                 select(
-                    TimeIndexEntry.segment_id,
-                    TimeIndexEntry.start_offset,
-                    TimeIndexEntry.byte_start,
+                    _TI.segment_id,
+                    _TI.start_offset,
+                    _TI.byte_start,
                 )
-                .where(TimeIndexEntry.partition_id == pid)
-                .order_by(TimeIndexEntry.start_offset)
+                .where(_TI.partition_id == pid)
+                .order_by(_TI.start_offset)
             ).all()
         by_segment: dict[int, list[tuple[int, int]]] = {}
         for seg_id, start, byte_start in index_rows:
             by_segment.setdefault(int(seg_id), []).append((int(start), int(byte_start)))
         out: list[PlannedSegment] = []
-        for lo, hi, seg in pieces:
+        for seg in pieces:  # (one row: the piece's bounds, then the segment's columns)
             out.append(
                 PlannedSegment(
                     key=seg.object_key,
-                    base_offset=int(lo),
-                    last_offset=int(hi),
+                    base_offset=int(seg.piece_lo),
+                    last_offset=int(seg.piece_hi),
                     size=int(seg.size_bytes),
                     record_count=int(seg.record_count),
                     first_timestamp=int(seg.first_timestamp),
@@ -168,12 +173,12 @@ class CatalogPlanSource:
         """
         from kafka_archive.catalog.stability import read_stability
 
-        with self.catalog.session() as s:
+        with self.catalog.engine.connect() as s:
             pid = s.scalar(
-                select(Partition.id).where(
-                    Partition.cluster == cluster,
-                    Partition.topic == topic,
-                    Partition.partition == partition,
+                select(_PART.id).where(
+                    _PART.cluster == cluster,
+                    _PART.topic == topic,
+                    _PART.partition == partition,
                 )
             )
             st = None if pid is None else read_stability(s, int(pid))
@@ -201,11 +206,11 @@ class CatalogPlanSource:
         return answers[0].offset if answers else -1
 
     def cluster_id(self, cluster: str) -> str | None:
-        with self.catalog.session() as s:
+        with self.catalog.engine.connect() as s:
             key = s.scalar(
-                select(Segment.manifest_key)
-                .join(Partition, Partition.id == Segment.partition_id)
-                .where(Partition.cluster == cluster)
+                select(_SEG.manifest_key)
+                .join(tables.partitions, _PART.id == _SEG.partition_id)
+                .where(_PART.cluster == cluster)
                 .limit(1)
             )
         if key is None:

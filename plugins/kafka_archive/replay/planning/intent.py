@@ -35,8 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kafka_archive.replay.bookkeeping.ledger import ReplayLedger
-from kafka_archive.replay.bookkeeping.models import ReplayRun
+from kafka_archive.replay.bookkeeping.ledger import LedgerRow, ReplayLedger
 from kafka_archive.replay.errors import EmptyRangeError, ReplayError
 from kafka_archive.replay.planning.completeness import FINISHED_STATUSES
 from kafka_archive.replay.planning.plan import Position, ReplayPlan, ReplaySpec, intent_id
@@ -73,7 +72,7 @@ def abandon_command(replay_id: str) -> str:
     return f"kafka-archive replay abandon {replay_id}"
 
 
-def _of_intent(ledger: ReplayLedger, plan: ReplayPlan) -> list[tuple[ReplayRun, ReplayPlan]]:
+def _of_intent(ledger: ReplayLedger, plan: ReplayPlan) -> list[tuple[LedgerRow, ReplayPlan]]:
     """The catalog's replays whose request has ``plan``'s intent, oldest first, with their
     stored plans (the intent is computed from a stored request when the plan predates intents,
     so those are found too)."""
@@ -86,7 +85,7 @@ def _of_intent(ledger: ReplayLedger, plan: ReplayPlan) -> list[tuple[ReplayRun, 
     return found
 
 
-def unfinished_of_intent(ledger: ReplayLedger, plan: ReplayPlan) -> list[ReplayRun]:
+def unfinished_of_intent(ledger: ReplayLedger, plan: ReplayPlan) -> list[LedgerRow]:
     """The catalog's unfinished replays whose request has ``plan``'s intent, oldest first."""
     return [r for r, _p in _of_intent(ledger, plan) if r.status not in CLOSED_STATUSES]
 
@@ -166,7 +165,7 @@ def resolve_intent(
 
 def _follow_on(
     plan: ReplayPlan,
-    finished: list[tuple[ReplayRun, ReplayPlan]],
+    finished: list[tuple[LedgerRow, ReplayPlan]],
     replan: Callable[[ReplaySpec], ReplayPlan],
 ) -> tuple[ReplayPlan, str | None]:
     """The request continued after its finished replays: per partition from the highest end
