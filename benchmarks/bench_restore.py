@@ -19,6 +19,8 @@ each into fresh topics:
   cadence (at most ``--txn-records`` records of one partition per transaction) into topics
   created before the clock starts.
 
+``--warmup`` rounds of the three (default 1) run first and are not recorded: the first restore
+or sequential run of the process would otherwise pay its imports and first connections alone.
 Ratios, medians over repetitions of the same repetition's seconds: ``ratio_restore_vs_bare``
 (bare-txn / restore; target >= 0.8: the restore keeps the target as busy as the bare loop) and
 ``ratio_restore_vs_sequential`` (sequential / restore; target > 1). Results go to
@@ -219,6 +221,7 @@ def main() -> int:
     ap.add_argument("--parallelism", type=int, default=4)
     ap.add_argument("--brokers", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="rounds run first, not recorded")
     args = ap.parse_args()
     runs: dict[str, list[float]] = {"restore": [], "sequential": [], "bare-txn": []}
     with tempfile.TemporaryDirectory(prefix="bench-restore-") as tmp:
@@ -229,9 +232,11 @@ def main() -> int:
         try:
             boot = cluster.bootstrap_servers
             order = ["restore", "sequential", "bare-txn"]
-            for rep in range(args.reps):
+            # warm-up rounds (not recorded): the first of restore or sequential would
+            # otherwise pay this process's imports and first connections alone
+            for rep in range(-args.warmup, args.reps):
                 for kind in order[rep % 3 :] + order[: rep % 3]:
-                    prefix = f"{kind[0]}{rep}."
+                    prefix = f"{kind[0]}{rep}.".replace("-", "w")
                     if kind == "restore":
                         took = restore(args, store, db, boot, prefix)
                     elif kind == "sequential":
@@ -240,7 +245,8 @@ def main() -> int:
                         for topic in topics_of(args):
                             cluster.create_topic(prefix + topic, args.partitions, timeout_s=60)
                         took = bare_txn(boot, prefix, messages, args.txn_records)
-                    runs[kind].append(took)
+                    if rep >= 0:
+                        runs[kind].append(took)
                     print(f"rep {rep} {kind}: {took:.2f} s", file=sys.stderr)
         finally:
             cluster.stop()

@@ -18,7 +18,9 @@ problem), the ACLs, ``_schemas`` alone first when selected, then the other topic
 bounded pool of ``parallelism`` workers (each replay runs its own partitions in parallel,
 in-process or on Spark), and each group as soon as every selected topic it committed on is
 complete. The target topics are made ahead of their data, several at once (each replay
-registered first), so that creating them overlaps the data of those already made. The same request run again, or :meth:`resume`, continues an unfinished restore.
+registered first), so that creating them overlaps the data of those already made; the
+preflight asks the target while the catalog plans each topic. The same request run again, or
+:meth:`resume`, continues an unfinished restore.
 
 Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
 :class:`~kafka_archive.replay.errors.ReplayConfigError` (a bad request, an unknown restore), the
@@ -138,6 +140,15 @@ class RestoreService(ResourceService):
         except (LookupError, KafkaArchiveError):
             alive = set()
         names, unmatched = select_topics({h.topic for h in held} | alive, request)
+        client = request.target.client_config()
+        # the target is asked (round trips, no GIL held) while the catalog plans each topic
+        asking = ThreadPoolExecutor(1, thread_name_prefix="restore-preflight")
+        facts_of: Future[TargetFacts] | None = (
+            asking.submit(target_facts, client, [request.rename.apply(t) for t in names])
+            if check_target
+            else None
+        )
+        asking.shutdown(wait=False)  # (the one task still runs; its answer is waited for)
         points: dict[str, dict[int, int]] = {}
         for h in held:
             if h.max_timestamp >= 0:
@@ -176,11 +187,10 @@ class RestoreService(ResourceService):
                 rename=request.rename,
                 principal_map=request.principal_map,
             )
-        client = request.target.client_config()
         principal = request.principal or principal_of(client)
         facts = (
-            target_facts(client, target_of.values())
-            if check_target
+            facts_of.result()
+            if facts_of is not None
             else TargetFacts(reachable=True, authorizer=False)
         )
         tids = [
