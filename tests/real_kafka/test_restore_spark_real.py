@@ -85,9 +85,13 @@ def test_a_restore_on_local_spark_into_a_real_cluster(tmp_path: Path, spark: Any
                 "parallelism": 2,
             }
         )
+        tracker = spark.sparkContext.statusTracker()
+        jobs_before = set(tracker.getJobIdsForGroup())
         with RestoreService(load_settings({"store": store, "db": db})) as svc:
             report = svc.run(request, execution="spark", spark_master="local[2]")
             assert report.status == "complete", report.model_dump_json()
+            # one Spark job per topic ran the partitions (the session is the one of the test)
+            assert len(set(tracker.getJobIdsForGroup()) - jobs_before) == len(TOPICS)
             assert report.records_this_run == sum(len(k) for k in keys.values())
             again = svc.run(request, execution="spark", spark_master="local[2]")
             assert again.records_this_run == report.records_this_run  # the stored report
