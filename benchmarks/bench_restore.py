@@ -19,6 +19,8 @@ each into fresh topics:
   cadence (at most ``--txn-records`` records of one partition per transaction) into topics
   created before the clock starts.
 
+``--warmup`` rounds of the three (default 1) run first and are not recorded: the first restore
+or sequential run of the process would otherwise pay its imports and first connections alone.
 Ratios, medians over repetitions of the same repetition's seconds: ``ratio_restore_vs_bare``
 (bare-txn / restore; target >= 0.8: the restore keeps the target as busy as the bare loop) and
 ``ratio_restore_vs_sequential`` (sequential / restore; target > 1). Results go to
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -92,6 +95,7 @@ def write_and_catalog(root: Path, args: argparse.Namespace) -> tuple[str, str]:
     run_archive(
         cluster=CLUSTER, broker_id=1, log_dirs=[str(d) for d in broker.log_dirs], store=store
     )
+    shutil.rmtree(root / "b1")  # archived: the restore reads the store (disk kept small)
     db = f"sqlite:///{root / 'catalog.db'}"
     with open_catalog(db, create=True) as cat:
         build_catalog(cat, store.uri, cluster=CLUSTER)
@@ -207,6 +211,24 @@ def sequential(args: argparse.Namespace, store: str, db: str, bootstrap: str, pr
     return took
 
 
+def drop_topics(bootstrap: str, prefix: str, timeout_s: float = 120) -> None:
+    """Delete the topics of one measurement (and wait until the metadata has none), so the
+    broker's disk holds one measurement's data at a time; not timed."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix)]
+    if names:
+        for fut in admin.delete_topics(names, operation_timeout=60).values():
+            fut.result(90)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(t.startswith(prefix) for t in admin.list_topics(timeout=30).topics):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"topics {prefix}* still listed after {timeout_s} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topics", type=int, default=8)
@@ -219,19 +241,28 @@ def main() -> int:
     ap.add_argument("--parallelism", type=int, default=4)
     ap.add_argument("--brokers", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="rounds run first, not recorded")
     args = ap.parse_args()
     runs: dict[str, list[float]] = {"restore": [], "sequential": [], "bare-txn": []}
     with tempfile.TemporaryDirectory(prefix="bench-restore-") as tmp:
         root = Path(tmp)
         store, db = write_and_catalog(root / "src", args)
         messages = decoded(store, db, args)
-        cluster = LocalKafkaCluster(root / "kafka", brokers=args.brokers).start()
+        # deleted topics' files go at once (default: a minute later): one measurement's data
+        # on the disk at a time
+        cluster = LocalKafkaCluster(
+            root / "kafka",
+            brokers=args.brokers,
+            broker_config={"log.segment.delete.delay.ms": "0"},
+        ).start()
         try:
             boot = cluster.bootstrap_servers
             order = ["restore", "sequential", "bare-txn"]
-            for rep in range(args.reps):
+            # warm-up rounds (not recorded): the first of restore or sequential would
+            # otherwise pay this process's imports and first connections alone
+            for rep in range(-args.warmup, args.reps):
                 for kind in order[rep % 3 :] + order[: rep % 3]:
-                    prefix = f"{kind[0]}{rep}."
+                    prefix = f"{kind[0]}{rep}.".replace("-", "w")
                     if kind == "restore":
                         took = restore(args, store, db, boot, prefix)
                     elif kind == "sequential":
@@ -240,8 +271,10 @@ def main() -> int:
                         for topic in topics_of(args):
                             cluster.create_topic(prefix + topic, args.partitions, timeout_s=60)
                         took = bare_txn(boot, prefix, messages, args.txn_records)
-                    runs[kind].append(took)
+                    if rep >= 0:
+                        runs[kind].append(took)
                     print(f"rep {rep} {kind}: {took:.2f} s", file=sys.stderr)
+                    drop_topics(boot, prefix)
         finally:
             cluster.stop()
     med = {k: statistics.median(v) for k, v in runs.items()}

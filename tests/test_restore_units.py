@@ -273,3 +273,53 @@ def test_an_unreachable_target_is_the_one_target_problem() -> None:
     )
     assert [p.code for p in problems] == ["target_unreachable"]
     assert "connection refused" in problems[0].message
+
+
+def test_preflight_asks_only_what_the_restore_does() -> None:
+    """A topic with nothing before T is created (when it existed at T), never written to:
+    no WRITE or DESCRIBE_CONFIGS is asked for it, and none for a topic absent at T; the
+    progress topic only when some topic has records to replay."""
+    replayed = _entry("orders", configs_at_t={"message.timestamp.type": "LogAppendTime"})
+    empty = _entry("audit", empty=True, partitions_at_t=2)
+    absent = _entry("gone", empty=True)
+    existing_empty = _entry("old", empty=True, partitions_at_t=1)
+
+    def asked(entries: list[TopicEntry]) -> set[tuple[str, str, str]]:
+        needs = needs_of(
+            entries,
+            existing=["dr.old"],
+            transactional_ids=[],
+            progress_topic="progress",
+            groups={},
+            acls=False,
+        )
+        return {(n.resource_type, n.name, n.operation) for n in needs}
+
+    assert asked([replayed, empty, absent, existing_empty]) == {
+        ("TOPIC", "dr.orders", "CREATE"),
+        ("TOPIC", "dr.orders", "WRITE"),
+        ("TOPIC", "dr.orders", "DESCRIBE_CONFIGS"),
+        ("TOPIC", "dr.orders", "ALTER_CONFIGS"),
+        ("TOPIC", "progress", "CREATE"),
+        ("TOPIC", "progress", "WRITE"),
+        ("TOPIC", "progress", "READ"),
+        ("TOPIC", "dr.audit", "CREATE"),
+    }
+    assert asked([empty, absent, existing_empty]) == {("TOPIC", "dr.audit", "CREATE")}
+    # a principal allowed to create dr.audit but not to write it passes the preflight
+    facts = TargetFacts(
+        reachable=True,
+        brokers=3,
+        cluster_ops={"DESCRIBE"},
+        acls=[_acl("TOPIC", "dr.audit", "CREATE", "User:r")],
+    )
+    needs = needs_of(
+        [empty, absent],
+        existing=[],
+        transactional_ids=[],
+        progress_topic="progress",
+        groups={},
+        acls=False,
+    )
+    verdicts = check_permissions(needs, facts, "User:r")
+    assert [(n.operation, ok) for n, ok, _how in verdicts] == [("CREATE", True)]

@@ -7,7 +7,7 @@
 * :class:`AirflowServer` runs ``airflow standalone`` (API server, scheduler, DAG processor,
   triggerer) in a process group of its own over a fresh ``AIRFLOW_HOME``, with the
   repository's DAGs and plugins, one admin user with a known password, and the DAGs the page
-  triggers (replay, group offsets) unpaused; it is ready when Airflow's health endpoint
+  triggers (replay, group offsets, restore) unpaused; it is ready when Airflow's health endpoint
   reports every component healthy.
 """
 
@@ -119,7 +119,11 @@ class AirflowServer:
         healthy."""
         self._airflow("db", "migrate")
         self._airflow("dags", "reserialize")
-        for dag_id in ("kafka_archive_replay", "kafka_archive_group_offsets"):
+        for dag_id in (
+            "kafka_archive_replay",
+            "kafka_archive_group_offsets",
+            "kafka_archive_restore",
+        ):
             self._airflow("dags", "unpause", dag_id)
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(

@@ -2,8 +2,9 @@
 
 The pure parts of a restore (docs/restore.md): the request and its selection and rename rules
 (:mod:`.request`), ACLs carried and permissions evaluated (:mod:`.acls`), the preflight
-(:mod:`.preflight`), the plan and report (:mod:`.model`), and the target's Admin API answers
-(:mod:`.target`). The orchestration - one replay per topic through
-:class:`~kafka_archive.services.replay.ReplayService`, in parallel, then the groups - is
+(:mod:`.preflight`), the plan and report (:mod:`.model`), the target's Admin API answers
+(:mod:`.target`), and the restore record read back (:mod:`.status`). The orchestration - one
+replay per topic through :class:`~kafka_archive.services.replay.ReplayService`, in parallel,
+then the groups - is
 :class:`kafka_archive.services.restore.RestoreService`.
 """

@@ -51,7 +51,8 @@ class TopicEntry(FrozenModel):
     source: str
     target: str
     replay_id: str | None = None
-    #: the replay already exists (this restore started it before): its topic is no collision
+    #: the replay already exists, or the topic has nothing before T and this restore ran
+    #: before (it created it): its topic is no collision
     resumed: bool = False
     partitions: int = 0
     #: the source's partition count at T (``None``: the history does not say)

@@ -46,12 +46,17 @@ def needs_of(
     groups: dict[str, list[str]],
     acls: bool,
 ) -> list[Need]:
-    """Every permission the restore needs on the target (see the module docstring);
-    ``groups``: group -> target topics whose positions are committed for it."""
+    """Every permission the restore needs on the target (see the module docstring), and only
+    what it will do: ``groups``: group -> target topics whose positions are committed for
+    it. A topic with nothing before T (``empty``) is only created, with its configs of T, when
+    it existed then (``partitions_at_t``) and is missing: no record is written to it, so
+    neither WRITE nor a config comparison is asked; one that did not exist at T needs nothing.
+    The progress topic is needed only when some topic has records to replay."""
     have = set(existing)
     needs: list[Need] = []
+    replayed = [e for e in entries if not e.empty]
     for e in entries:
-        if e.target not in have:
+        if e.target not in have and (not e.empty or e.partitions_at_t is not None):
             needs.append(
                 Need(
                     resource_type="TOPIC",
@@ -60,6 +65,7 @@ def needs_of(
                     why="create the topic as it was at T",
                 )
             )
+    for e in replayed:
         needs.append(
             Need(resource_type="TOPIC", name=e.target, operation="WRITE", why="replay its records")
         )
@@ -89,7 +95,7 @@ def needs_of(
                 why="the replay's exactly-once transactions",
             )
         )
-    if progress_topic not in have:
+    if replayed and progress_topic not in have:
         needs.append(
             Need(
                 resource_type="TOPIC",
@@ -98,7 +104,7 @@ def needs_of(
                 why="the replays' progress topic",
             )
         )
-    for op in ("WRITE", "READ"):
+    for op in ("WRITE", "READ") if replayed else ():
         needs.append(
             Need(
                 resource_type="TOPIC",

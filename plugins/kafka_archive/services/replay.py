@@ -314,9 +314,12 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int = DEFAULT_SPARK_THRESHOLD_BYTES,
         on_records: Callable[[int], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        target: TargetInfo | None = None,
     ) -> ReplayReport:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
-        report (``report.execution`` says where it ran). A plan with holes is refused unless
+        report (``report.execution`` says where it ran). ``target``: the answer of
+        :meth:`prepare_target` for this plan, asked ahead (the target is then not checked
+        again). A plan with holes is refused unless
         its request allows gaps; a replay another live run holds is refused
         (:class:`~kafka_archive.replay.bookkeeping.lease.ReplayBusyError`). The run leases the
         plan's offset ranges (prune leaves them) and is refused
@@ -349,6 +352,7 @@ class ReplayService(ResourceService):
                 spark_threshold_bytes=spark_threshold_bytes,
                 on_records=on_records,
                 on_warning=on_warning,
+                target=target,
             )
         except BaseException:
             if not self.ledger.all_progress(plan.replay_id):
@@ -361,6 +365,24 @@ class ReplayService(ResourceService):
         report.notes = [*self.notes, *report.notes]
         return report
 
+    def prepare_target(self, plan: ReplayPlan) -> TargetInfo:
+        """What :meth:`run` does first, asked ahead: record ``plan`` in the ledger, then check
+        the target, creating the target topic (and the progress topic) when the plan asks -
+        so that a caller running many replays (a restore) creates the next ones' topics while
+        others send. Pass the answer to :meth:`run` (``target``). Registered before anything
+        is created, so a topic this made is always a known replay's own (a resumed restore
+        does not take it for a name collision).
+
+        Raises:
+            the target checks' errors (:func:`~kafka_archive.replay.runner.check_target`).
+        """
+        from kafka_archive.replay.execution.batch_engine import probe_ahead
+        from kafka_archive.replay.runner import check_target
+
+        self.ledger.register(plan)
+        probe_ahead(plan)  # (cached: the run's partitions take its answer)
+        return check_target(plan)
+
     def _run(
         self,
         plan: ReplayPlan,
@@ -370,18 +392,20 @@ class ReplayService(ResourceService):
         spark_threshold_bytes: int,
         on_records: Callable[[int], None] | None,
         on_warning: Callable[[str], None] | None,
+        target: TargetInfo | None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import check_target
 
         where = choose_execution(execution, plan.total_bytes, spark_threshold_bytes)
-        if where == "in-process":
+        if where == "in-process" and target is None:
             from kafka_archive.replay.execution.batch_engine import probe_ahead
 
             # which path the partitions take, asked during the target checks' round trips (not
             # during the lease's SQLite calls: each gives up the GIL, and a thread busy importing
             # kafka-python holds it up to a switch interval each time)
             probe_ahead(plan)
-        target = check_target(plan)
+        if target is None:
+            target = check_target(plan)
         if target.config_check is not None and on_warning is not None:
             for line in target.config_check.warnings():
                 on_warning(line)

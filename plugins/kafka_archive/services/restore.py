@@ -17,7 +17,10 @@ them: the request, T and each topic's replay id.
 problem), the ACLs, ``_schemas`` alone first when selected, then the other topics through a
 bounded pool of ``parallelism`` workers (each replay runs its own partitions in parallel,
 in-process or on Spark), and each group as soon as every selected topic it committed on is
-complete. The same request run again, or :meth:`resume`, continues an unfinished restore.
+complete. The target topics are made ahead of their data, several at once (each replay
+registered first), so that creating them overlaps the data of those already made; the
+preflight asks the target while the catalog plans each topic. The same request run again, or
+:meth:`resume`, continues an unfinished restore.
 
 Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
 :class:`~kafka_archive.replay.errors.ReplayConfigError` (a bad request, an unknown restore), the
@@ -27,7 +30,6 @@ report names it and the restore ends ``failed`` (resumable).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -52,10 +54,15 @@ from kafka_archive.timeparse import format_ms, now_ms
 if TYPE_CHECKING:
     from kafka_archive.replay.bookkeeping.restores import RestoreLedger
     from kafka_archive.replay.planning.plan import ReplayPlan
+    from kafka_archive.replay.runner import TargetInfo
     from kafka_archive.restore.acls import AclRule, SkippedAcl
     from kafka_archive.services.metadata_history import MetadataHistoryService
 
-__all__ = ["RestoreRefused", "RestoreService"]
+__all__ = ["PREPARE_WIDTH", "RestoreRefused", "RestoreService"]
+
+#: target topics made at once ahead of their data (Admin round trips, no records: cheap for
+#: the target, and enough to stay ahead of the data workers)
+PREPARE_WIDTH = 8
 
 
 class RestoreRefused(KafkaArchiveError):
@@ -133,6 +140,15 @@ class RestoreService(ResourceService):
         except (LookupError, KafkaArchiveError):
             alive = set()
         names, unmatched = select_topics({h.topic for h in held} | alive, request)
+        client = request.target.client_config()
+        # the target is asked (round trips, no GIL held) while the catalog plans each topic
+        asking = ThreadPoolExecutor(1, thread_name_prefix="restore-preflight")
+        facts_of: Future[TargetFacts] | None = (
+            asking.submit(target_facts, client, [request.rename.apply(t) for t in names])
+            if check_target
+            else None
+        )
+        asking.shutdown(wait=False)  # (the one task still runs; its answer is waited for)
         points: dict[str, dict[int, int]] = {}
         for h in held:
             if h.max_timestamp >= 0:
@@ -141,9 +157,14 @@ class RestoreService(ResourceService):
         entries: list[TopicEntry] = []
         svc = self._replays()
         known = {r.replay_id for r in svc.ledger.runs(cluster=request.cluster)}
+        # this restore ran before: a topic it created empty is its own (no replay says so)
+        restarted = self.ledger.get(request.restore_id()) is not None
         for topic in names:
             entry, plan = self._topic(svc, history, request, topic, known)
-            entries.append(entry.model_copy(update={"recovery_point_ms": points.get(topic, {})}))
+            update: dict[str, Any] = {"recovery_point_ms": points.get(topic, {})}
+            if plan is None and restarted:
+                update["resumed"] = True
+            entries.append(entry.model_copy(update=update))
             replays[topic] = plan
         committed = groups_by_topic(catalog, request.cluster, request.at_ms)
         chosen = select_groups(committed, names, request.groups)
@@ -166,11 +187,10 @@ class RestoreService(ResourceService):
                 rename=request.rename,
                 principal_map=request.principal_map,
             )
-        client = request.target.client_config()
         principal = request.principal or principal_of(client)
         facts = (
-            target_facts(client, target_of.values())
-            if check_target
+            facts_of.result()
+            if facts_of is not None
             else TargetFacts(reachable=True, authorizer=False)
         )
         tids = [
@@ -181,7 +201,7 @@ class RestoreService(ResourceService):
         ]
         progress = next((p.spec.progress_topic for p in replays.values() if p), None)
         needs = needs_of(
-            [e for e in entries if not e.empty or e.partitions_at_t is not None],
+            entries,
             existing=facts.topics,
             transactional_ids=tids,
             progress_topic=progress or "__kafka_archive_replay_progress",
@@ -414,82 +434,121 @@ class RestoreService(ResourceService):
         tell: Callable[[str], None],
     ) -> tuple[list[TopicResult], list[GroupResult]]:
         """Every topic's replay (``_schemas`` first and alone), each group applied once its
-        topics are in."""
+        topics are in.
+
+        The target topics are made ahead of their data: a pool of :data:`PREPARE_WIDTH`
+        workers registers each replay and creates its topic with the configs of T (or the
+        empty topic of one with nothing before T), in the restore's order, while the
+        ``parallelism`` data workers send the topics already made - so that creating,
+        waiting for leaders and comparing configs overlap the data instead of coming before
+        it (each data worker would otherwise wait for its topic's creation). Making a topic
+        writes no record, so it may run beside ``_schemas``' data.
+        """
         plan = prepared.plan
         entries = {e.source: e for e in plan.topics}
         results: dict[str, TopicResult] = {}
         lock = threading.Lock()
-
-        def one(topic: str) -> TopicResult:
-            replay = prepared.replays[topic]
-            entry = entries[topic]
-            if replay is None:
-                if entry.partitions_at_t is None:  # did not exist at T (or unknown)
-                    return TopicResult(
-                        source=topic, target=entry.target, replay_id=None, status="nothing-before-t"
-                    )
-                from kafka_archive.restore.target import create_as_at
-
-                made = create_as_at(
-                    request.target.client_config(),
-                    self._history(),
-                    cluster=request.cluster,
-                    topic=topic,
-                    target=entry.target,
-                    at_ms=request.at_ms,
-                    partitions=entry.partitions_at_t,
-                    replication_factor=entry.replication_factor,
-                )
-                return TopicResult(
-                    source=topic,
-                    target=entry.target,
-                    replay_id=None,
-                    status="created-empty",
-                    topic_config=made,
-                )
-            result = self._replay(replay, execution, spark_master)
-            later = set_after_data(entry.configs_at_t)
-            if later and result.status in DONE:
-                from kafka_archive.restore.target import alter_topic_configs
-
-                alter_topic_configs(request.target.client_config(), entry.target, later)
-            with lock:
-                tell(f"{topic} -> {entry.target}: {result.status}, {result.records} records")
-            return result
-
         order = [t for t in entries if t == SCHEMAS_TOPIC]
-        if order:
-            # alone and first: the others start once Schema Registry's store is in (or failed)
-            with ThreadPoolExecutor(1, thread_name_prefix="restore") as first:
-                fut = first.submit(one, SCHEMAS_TOPIC)
-                results[SCHEMAS_TOPIC] = _result_of(fut, SCHEMAS_TOPIC, entries[SCHEMAS_TOPIC])
         rest = [t for t in entries if t != SCHEMAS_TOPIC]
-        pending = {g.group: g for g in plan.groups}
-        groups: list[GroupResult] = []
+        width = max(1, min(PREPARE_WIDTH, len(entries)))
+        with ThreadPoolExecutor(width, thread_name_prefix="restore-prepare") as preparer:
+            made = {
+                t: preparer.submit(self._make_target, request, prepared, entries[t])
+                for t in order + rest
+            }
 
-        def ready_groups() -> None:
-            for name, g in list(pending.items()):
-                if all(t in results for t in g.topics):
-                    del pending[name]
-                    groups.append(self._group(request, prepared, g, results))
-                    tell(f"group {name}: {'applied' if groups[-1].applied else groups[-1].error}")
+            def one(topic: str) -> TopicResult:
+                target = made[topic].result()
+                if isinstance(target, TopicResult):  # created empty (nothing before T)
+                    return target
+                replay = prepared.replays[topic]
+                assert replay is not None  # (only topics with data get a TargetInfo)
+                entry = entries[topic]
+                result = self._replay(replay, execution, spark_master, target)
+                later = set_after_data(entry.configs_at_t)
+                if later and result.status in DONE:
+                    from kafka_archive.restore.target import alter_topic_configs
 
-        ready_groups()
-        with ThreadPoolExecutor(request.parallelism, thread_name_prefix="restore") as pool:
-            futures: dict[Future[TopicResult], str] = {pool.submit(one, t): t for t in rest}
-            while futures:
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    topic = futures.pop(fut)
-                    results[topic] = _result_of(fut, topic, entries[topic])
-                ready_groups()
+                    alter_topic_configs(request.target.client_config(), entry.target, later)
+                with lock:
+                    tell(f"{topic} -> {entry.target}: {result.status}, {result.records} records")
+                return result
+
+            if order:
+                # alone and first: the others start once Schema Registry's store is in (or
+                # failed)
+                with ThreadPoolExecutor(1, thread_name_prefix="restore") as first:
+                    fut = first.submit(one, SCHEMAS_TOPIC)
+                    results[SCHEMAS_TOPIC] = _result_of(fut, SCHEMAS_TOPIC, entries[SCHEMAS_TOPIC])
+            pending = {g.group: g for g in plan.groups}
+            groups: list[GroupResult] = []
+
+            def ready_groups() -> None:
+                for name, g in list(pending.items()):
+                    if all(t in results for t in g.topics):
+                        del pending[name]
+                        groups.append(self._group(request, prepared, g, results))
+                        tell(
+                            f"group {name}: {'applied' if groups[-1].applied else groups[-1].error}"
+                        )
+
+            ready_groups()
+            with ThreadPoolExecutor(request.parallelism, thread_name_prefix="restore") as pool:
+                futures: dict[Future[TopicResult], str] = {pool.submit(one, t): t for t in rest}
+                while futures:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        topic = futures.pop(fut)
+                        results[topic] = _result_of(fut, topic, entries[topic])
+                    ready_groups()
         return [results[t] for t in entries], groups
 
+    def _make_target(
+        self, request: RestoreRequest, prepared: _Prepared, entry: TopicEntry
+    ) -> TargetInfo | TopicResult:
+        """The target topic of ``entry`` made (see :meth:`_run_topics`): the replay's target
+        check, which registers the replay and creates the topic; for a topic with nothing
+        before T, its whole result (created empty as it was at T, or nothing when it did not
+        exist then)."""
+        replay = prepared.replays[entry.source]
+        if replay is not None:
+            return self._replays().prepare_target(replay)
+        if entry.partitions_at_t is None:  # did not exist at T (or unknown)
+            return TopicResult(
+                source=entry.source,
+                target=entry.target,
+                replay_id=None,
+                status="nothing-before-t",
+            )
+        from kafka_archive.restore.target import create_as_at
+
+        created = create_as_at(
+            request.target.client_config(),
+            self._history(),
+            cluster=request.cluster,
+            topic=entry.source,
+            target=entry.target,
+            at_ms=request.at_ms,
+            partitions=entry.partitions_at_t,
+            replication_factor=entry.replication_factor,
+        )
+        return TopicResult(
+            source=entry.source,
+            target=entry.target,
+            replay_id=None,
+            status="created-empty",
+            topic_config=created,
+        )
+
     def _replay(
-        self, plan: ReplayPlan, execution: Execution, spark_master: str | None
+        self,
+        plan: ReplayPlan,
+        execution: Execution,
+        spark_master: str | None,
+        target: TargetInfo,
     ) -> TopicResult:
         svc = self._replays()  # one per worker: a replay service is not thread-safe
-        report = svc.run(plan, execution=execution, spark_master=spark_master)
+        report = svc.run(plan, execution=execution, spark_master=spark_master, target=target)
         return TopicResult(
             source=plan.spec.topic,
             target=plan.target_topic,
@@ -529,91 +588,28 @@ class RestoreService(ResourceService):
     # -- status and resume -------------------------------------------------------------------
 
     def status(self, restore_id: str | None = None) -> list[dict[str, Any]]:
-        """Restores with each topic's replay status, newest first.
+        """Restores with each topic's replay status, newest first
+        (:func:`~kafka_archive.restore.status.status_rows`).
 
         Raises:
             ReplayConfigError: ``restore_id`` is given and unknown.
         """
-        from kafka_archive.replay.bookkeeping.lease import run_alive
-        from kafka_archive.replay.errors import ReplayConfigError
+        from kafka_archive.restore.status import status_rows
 
-        rows = self.ledger.runs()
-        if restore_id is not None:
-            rows = [r for r in rows if r.restore_id == restore_id]
-            if not rows:
-                raise ReplayConfigError(
-                    f"no restore {restore_id!r} in the catalog",
-                    hint="see `kafka-archive restore status`",
-                )
-        svc = self._replays()
-        out = []
-        for row in rows:
-            replays: dict[str, str] = json.loads(row.replays_json)
-            topics = {}
-            for topic, rid in sorted(replays.items()):
-                found = svc.ledger.run(rid)
-                topics[topic] = {"replay_id": rid, "status": found.status if found else "planned"}
-            status = row.status
-            engine = svc.ledger.engine
-            if status == "running" and not any(run_alive(engine, r) for r in replays.values()):
-                status = "interrupted"
-            out.append(
-                {
-                    "restore_id": row.restore_id,
-                    "status": status,
-                    "cluster": row.cluster,
-                    "target": row.target,
-                    "at_ms": row.at_ms,
-                    "at": format_ms(row.at_ms),
-                    "created_at_ms": row.created_at_ms,
-                    "finished_at_ms": row.finished_at_ms,
-                    "error": row.error,
-                    "topics": topics,
-                    "resume": None
-                    if status.startswith("complete")
-                    else f"kafka-archive restore resume {row.restore_id}",
-                    "report": json.loads(row.report_json) if row.report_json else None,
-                }
-            )
-        return out
+        return status_rows(self.ledger, self._replays().ledger, restore_id)
 
     def stored_request(
         self, restore_id: str | None, *, target_config: dict[str, str] | None = None
     ) -> RestoreRequest:
         """The request of ``restore_id`` (``None``: the only unfinished restore), with the
-        target settings given again (the catalog never stores secrets).
+        target settings given again (:func:`~kafka_archive.restore.status.stored_request`).
 
         Raises:
             ReplayConfigError: no such restore, several unfinished, or secrets are missing.
         """
-        from kafka_archive.replay.errors import ReplayConfigError
+        from kafka_archive.restore.status import stored_request
 
-        if restore_id is None:
-            rows = self.ledger.unfinished()
-            if len(rows) != 1:
-                ids = ", ".join(r.restore_id for r in rows) or "none"
-                raise ReplayConfigError(
-                    f"{len(rows)} unfinished restores ({ids})",
-                    hint="name the one to resume: `kafka-archive restore resume RESTORE_ID`",
-                )
-            row = rows[0]
-        else:
-            found = self.ledger.get(restore_id)
-            if found is None:
-                raise ReplayConfigError(
-                    f"no restore {restore_id!r} in the catalog",
-                    hint="see `kafka-archive restore status`",
-                )
-            row = found
-        request = RestoreRequest.model_validate_json(row.request_json)
-        target = request.target.with_config(dict(target_config or {}))
-        if any(v == "***" for v in target.config.values()):
-            raise ReplayConfigError(
-                "the target needs secret settings the catalog does not store",
-                hint="give them again with --target-config NAME=VALUE",
-                missing="target secrets",
-            )
-        return request.model_copy(update={"target": target})
+        return stored_request(self.ledger, restore_id, target_config=target_config)
 
     def resume(self, restore_id: str | None = None, **kwargs: Any) -> RestoreReport:
         """Continue an unfinished restore (``target_config``: its secrets given again; the

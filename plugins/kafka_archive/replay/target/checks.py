@@ -175,6 +175,9 @@ def wait_until_ready(
     """
     deadline = time.monotonic() + timeout_s
     last = "not in the metadata yet"
+    # asked again soon, then less often: a broker learns a new topic within a few ms
+    # to a few hundred (each question is one Metadata round trip, no load on the target)
+    pause = 0.005
     while True:
         left = deadline - time.monotonic()
         try:
@@ -206,7 +209,8 @@ def wait_until_ready(
                 f"{topic} was created but is not ready on the target after {timeout_s:g} s: {last}",
                 hint="Check the target brokers (every partition needs a leader) and run again.",
             )
-        time.sleep(0.1)
+        time.sleep(pause)
+        pause = min(0.1, pause * 2)
 
 
 def _partitions_to_create(plan: ReplayPlan) -> int:
