@@ -356,7 +356,9 @@ def test_memory_comes_back_while_two_earlier_tables_are_still_held() -> None:
     lent buffers is reused then, not fresh memory (a page fault per 4 KiB)."""
 
     def batch(i: int) -> Batch:
-        recs = [(d, 1000 + d, b"k%d" % i, bytes([i % 256]) * 5000, []) for d in range(40)]
+        recs = [
+            (d, 1000 + d, b"k%d" % i, bytes([i % 256]) * 5000, [("h", b"x")]) for d in range(40)
+        ]
         return (build_with_kafka_python(recs), 40, 40 * i, 5, None, 0, 1, 2)  # type: ignore[arg-type]
 
     cols = seg_columns.ColumnBuffers()
