@@ -1,5 +1,5 @@
-"""Parquet export throughput against a raw read of the same archived bytes and against Spark
-writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
+"""Parquet (and Iceberg) export throughput against a raw read of the same archived bytes and
+against Spark writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
 
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
@@ -15,6 +15,11 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   aborted transactions, convert to Arrow, write Parquet (zstd), stage each file through the
   store layer; the driver publishes the files and writes the manifest. Timed whole (wall), and
   per task (``task_s``, reported by the tasks);
+* ``iceberg``: the same rows exported into a fresh Iceberg table (``--format iceberg``, local
+  warehouse, the JDBC catalog in the run's SQLite catalog; creating the table included), one
+  snapshot: Python decodes into Arrow as for Parquet, the JVM writes (``mapInArrow``, Iceberg's
+  Parquet writer). Timed whole (wall); its CPU only as the whole tree's (below). Needs Iceberg's
+  jars (``scripts/ensure-iceberg.sh``);
 * ``read-bytes``: (a) the raw read: each task reads its partition's planned byte ranges from the
   store and walks the batch headers with CRC checks (what any reader of the archive must do),
   nothing decoded;
@@ -24,8 +29,11 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   staging prefix). Its figure is the tasks' slowest timed part, so it leaves out Spark's per-job
   cost (~0.1-0.2 s), which ``export``'s wall time includes: compare it with ``export_task``.
 
-Every kind also records the CPU seconds its tasks used (``time.process_time`` in each task,
-summed): rows per CPU-second are what the work costs whatever else the machine runs, while the
+Every kind but ``iceberg`` records the CPU seconds its tasks used (``time.process_time`` in each task,
+summed), and every kind the CPU of the whole process tree (this process, the Spark JVM, its
+Python workers; ``/proc``), the only CPU figure that covers the JVM's share (Iceberg against the
+Parquet export; for ``memory-write`` it includes the untimed table building). Task CPU-seconds
+(rows per CPU-second) are what the work costs whatever else the machine runs, while the
 wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2 cores are;
 the result file records the load average before and after.
 
