@@ -29,13 +29,13 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   staging prefix). Its figure is the tasks' slowest timed part, so it leaves out Spark's per-job
   cost (~0.1-0.2 s), which ``export``'s wall time includes: compare it with ``export_task``.
 
-Every kind but ``iceberg`` records the CPU seconds its tasks used (``time.process_time`` in each task,
-summed), and every kind the CPU of the whole process tree (this process, the Spark JVM, its
-Python workers; ``/proc``), the only CPU figure that covers the JVM's share (Iceberg against the
-Parquet export; for ``memory-write`` it includes the untimed table building). Task CPU-seconds
-(rows per CPU-second) are what the work costs whatever else the machine runs, while the
-wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2 cores are;
-the result file records the load average before and after.
+Every kind but ``iceberg`` records the CPU seconds its tasks used (``time.process_time`` in
+each task, summed), and every kind the CPU of the whole process tree (this process, the Spark
+JVM, its Python workers; ``/proc``), the only CPU figure that covers the JVM's share (Iceberg
+against the Parquet export; for ``memory-write`` it includes the untimed table building).
+Task CPU-seconds (rows per CPU-second) are what the work costs whatever else the machine runs,
+while the wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2
+cores are; the result file records the load average before and after.
 
 Figures are medians over the repetitions, rows/s = exported rows / seconds. Results go to
 ``benchmarks/results/export-<UTC time>.json``.
