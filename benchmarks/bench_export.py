@@ -20,6 +20,10 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   snapshot: Python decodes into Arrow as for Parquet, the JVM writes (``mapInArrow``, Iceberg's
   Parquet writer). Timed whole (wall); its CPU only as the whole tree's (below). Needs Iceberg's
   jars (``scripts/ensure-iceberg.sh``);
+* ``iceberg-memory``: Spark writing the same rows into a fresh Iceberg table from a cached
+  DataFrame (built untimed by the export's producer, one Spark partition per Kafka partition):
+  the same table definition, fanout writer and single snapshot, without the archive read, the
+  decode and the Python -> JVM hand-over. Timed whole (wall), CPU as the whole tree's;
 * ``read-bytes``: (a) the raw read: each task reads its partition's planned byte ranges from the
   store and walks the batch headers with CRC checks (what any reader of the archive must do),
   nothing decoded;
@@ -82,7 +86,7 @@ from segment_lib.compression import Codec  # noqa: E402
 from segment_lib.records import Header  # noqa: E402
 
 CLUSTER, TOPIC = "bench-src", "bench"
-KINDS = ("export", "iceberg", "read-bytes", "memory-write")
+KINDS = ("export", "iceberg", "iceberg-memory", "read-bytes", "memory-write")
 _tables = itertools.count()
 
 
@@ -210,8 +214,34 @@ def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
 # -- the driver --------------------------------------------------------------------------------
 
 
+def memory_frame(session: Any, store: LocalStore, plan: ExportPlan) -> Any:
+    """The rows as a cached Spark DataFrame, one Spark partition per Kafka partition (built
+    untimed, by the export's own producer): what ``iceberg-memory`` writes."""
+    import pyarrow as pa
+    from kafka_archive.export.batches import partition_batches
+    from kafka_archive.export.iceberg import SPARK_ARROW_SCHEMA
+
+    schema = SPARK_ARROW_SCHEMA
+    table = pa.Table.from_batches(
+        [b for p in plan.replay_plan.partitions
+         for b in partition_batches(p, store=store, topic=TOPIC, schema=schema)],
+        schema,
+    )  # fmt: skip
+    n = len(plan.replay_plan.partitions)
+    frame = session.createDataFrame(table).repartitionByRange(n, "partition")
+    frame = frame.cache()
+    frame.count()
+    return frame
+
+
 def run_kind(
-    kind: str, session: Any, plan: ExportPlan, settings: Any, store: LocalStore, tmp: Path
+    kind: str,
+    session: Any,
+    plan: ExportPlan,
+    settings: Any,
+    store: LocalStore,
+    tmp: Path,
+    frame: Any = None,
 ) -> dict[str, float]:
     sc = session.sparkContext
     parts = plan.replay_plan.partitions
@@ -250,6 +280,27 @@ def run_kind(
         wall = time.perf_counter() - t0
         # the rows are written by the JVM: only the whole tree's CPU says what it cost
         return {"wall": wall, "task": wall, "cpu": float("nan"), "tree_cpu": tree_cpu() - cpu0}
+    if kind == "iceberg-memory":
+        # Spark writing the same rows from memory into a fresh Iceberg table, as the export's
+        # append does (same table definition, fanout writer, one snapshot), without the
+        # archive read, the decode and the Python -> JVM hand-over
+        from kafka_archive.export.iceberg import (
+            TableName,
+            create_table_sql,
+            jdbc_catalog_properties,
+            table_location,
+            warehouse_uri,
+        )
+        from kafka_archive.spark.iceberg import configure_catalog
+
+        name = TableName(catalog="bench", namespace="ice", table=f"m{next(_tables)}")
+        warehouse = warehouse_uri(str(out))
+        configure_catalog(session, "bench", jdbc_catalog_properties(settings.db, warehouse))
+        session.sql("CREATE NAMESPACE IF NOT EXISTS `bench`.`ice`")
+        session.sql(create_table_sql(name, table_location(warehouse, name)))
+        frame.writeTo(name.spark).option("fanout-enabled", "true").append()
+        wall = time.perf_counter() - t0
+        return {"wall": wall, "task": wall, "cpu": float("nan"), "tree_cpu": tree_cpu() - cpu0}
     if kind == "read-bytes":
         tasks: list[Any] = [(store.uri, p.model_dump_json()) for p in parts]
         rows = sc.parallelize(tasks, len(tasks)).map(read_bytes_task).collect()
@@ -281,13 +332,14 @@ def measure(
     )  # fmt: skip
     session.sparkContext.setLogLevel("ERROR")
     session.sparkContext.parallelize(range(cores * 2), cores * 2).map(_warm).collect()
+    frame = memory_frame(session, store, plan)
     got: dict[str, dict[str, list[float]]] = {
         k: {"wall": [], "task": [], "cpu": [], "tree_cpu": []} for k in KINDS
     }
     for rep in range(-1, reps):
         order = KINDS[rep % len(KINDS) :] + KINDS[: rep % len(KINDS)]
         for kind in order:
-            r = run_kind(kind, session, plan, settings, store, tmp)
+            r = run_kind(kind, session, plan, settings, store, tmp, frame)
             if rep < 0:
                 continue
             got[kind]["wall"].append(r["wall"])
@@ -297,6 +349,7 @@ def measure(
             print(f"local[{cores}] rep {rep} {kind:13s} wall {r['wall']:6.2f} s  "
                   f"slowest task {r['task']:6.2f} s  task cpu {r['cpu']:6.2f} s  "
                   f"all cpu {r['tree_cpu']:6.2f} s", flush=True)  # fmt: skip
+    frame.unpersist()
     session.stop()
     return got
 
@@ -371,6 +424,12 @@ def main() -> int:
             "ratio_iceberg_vs_export_all_cpu": med["export"]["tree_cpu"]
             / med["iceberg"]["tree_cpu"],
             "ratio_iceberg_vs_read_bytes_wall": med["read-bytes"]["wall"] / med["iceberg"]["wall"],
+            # vs Spark writing the same rows from a cached DataFrame into Iceberg
+            "iceberg_memory_wall_s": med["iceberg-memory"]["wall"],
+            "ratio_iceberg_vs_iceberg_memory_wall": med["iceberg-memory"]["wall"]
+            / med["iceberg"]["wall"],
+            "ratio_iceberg_vs_iceberg_memory_all_cpu": med["iceberg-memory"]["tree_cpu"]
+            / med["iceberg"]["tree_cpu"],
             "raw": got,
         }
     l1, l2 = results["local[1]"], results["local[2]"]
@@ -401,7 +460,10 @@ def main() -> int:
               f"rows/s ({r['read_bytes_mb_per_s']:.0f} MB/s), memory write "
               f"{r['memory_write_rows_per_s']:,.0f} rows/s, iceberg {r['iceberg_rows_per_s']:,.0f} "
               f"rows/s ({r['ratio_iceberg_vs_export_wall']:.2f}x the export's wall, "
-              f"{r['ratio_iceberg_vs_export_all_cpu']:.2f}x per CPU-second)")  # fmt: skip
+              f"{r['ratio_iceberg_vs_export_all_cpu']:.2f}x per CPU-second; "
+              f"{r['ratio_iceberg_vs_iceberg_memory_wall']:.2f}x / "
+              f"{r['ratio_iceberg_vs_iceberg_memory_all_cpu']:.2f}x of Spark writing them to "
+              "Iceberg from memory)")  # fmt: skip
     print(json.dumps(summary))
     print(f"results: {path}")
     return 0
