@@ -1,5 +1,5 @@
-"""Parquet export throughput against a raw read of the same archived bytes and against Spark
-writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
+"""Parquet (and Iceberg) export throughput against a raw read of the same archived bytes and
+against Spark writing the same rows from memory; Spark ``local[1]`` vs ``local[2]``.
 
 Source: ``--partitions`` partitions of ``--records`` records each (``--value-bytes`` values,
 16-byte keys, one header, ``--batch`` records per batch, codec ``--codec``), written by
@@ -15,6 +15,15 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   aborted transactions, convert to Arrow, write Parquet (zstd), stage each file through the
   store layer; the driver publishes the files and writes the manifest. Timed whole (wall), and
   per task (``task_s``, reported by the tasks);
+* ``iceberg``: the same rows exported into a fresh Iceberg table (``--format iceberg``, local
+  warehouse, the JDBC catalog in the run's SQLite catalog; creating the table included), one
+  snapshot: Python decodes into Arrow as for Parquet, the JVM writes (``mapInArrow``, Iceberg's
+  Parquet writer). Timed whole (wall); its CPU only as the whole tree's (below). Needs Iceberg's
+  jars (``scripts/ensure-iceberg.sh``);
+* ``iceberg-memory``: Spark writing the same rows into a fresh Iceberg table from a cached
+  DataFrame (built untimed by the export's producer, one Spark partition per Kafka partition):
+  the same table definition, fanout writer and single snapshot, without the archive read, the
+  decode and the Python -> JVM hand-over. Timed whole (wall), CPU as the whole tree's;
 * ``read-bytes``: (a) the raw read: each task reads its partition's planned byte ranges from the
   store and walks the batch headers with CRC checks (what any reader of the archive must do),
   nothing decoded;
@@ -24,10 +33,13 @@ order rotated per repetition (interleaved), each as one Spark job of one task pe
   staging prefix). Its figure is the tasks' slowest timed part, so it leaves out Spark's per-job
   cost (~0.1-0.2 s), which ``export``'s wall time includes: compare it with ``export_task``.
 
-Every kind also records the CPU seconds its tasks used (``time.process_time`` in each task,
-summed): rows per CPU-second are what the work costs whatever else the machine runs, while the
-wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2 cores are;
-the result file records the load average before and after.
+Every kind but ``iceberg`` records the CPU seconds its tasks used (``time.process_time`` in
+each task, summed), and every kind the CPU of the whole process tree (this process, the Spark
+JVM, its Python workers; ``/proc``), the only CPU figure that covers the JVM's share (Iceberg
+against the Parquet export; for ``memory-write`` it includes the untimed table building).
+Task CPU-seconds (rows per CPU-second) are what the work costs whatever else the machine runs,
+while the wall figures (and the ``local[2]`` / ``local[1]`` ratio) depend on how busy the 2
+cores are; the result file records the load average before and after.
 
 Figures are medians over the repetitions, rows/s = exported rows / seconds. Results go to
 ``benchmarks/results/export-<UTC time>.json``.
@@ -40,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import statistics
@@ -63,6 +76,7 @@ from kafka_archive.replay.planning.plan import (  # noqa: E402
 )
 from kafka_archive.replay.planning.sources import SegmentsPlanSource  # noqa: E402
 from kafka_archive.services.export import ExportPlan, ExportRequest, ExportService  # noqa: E402
+from kafka_archive.services.export_plan import plan_ranges  # noqa: E402
 from kafka_archive.settings import load_settings  # noqa: E402
 from kafka_archive.store import LocalStore  # noqa: E402
 from kafka_archive_dev.writer.encode import WriteRecord  # noqa: E402
@@ -72,7 +86,34 @@ from segment_lib.compression import Codec  # noqa: E402
 from segment_lib.records import Header  # noqa: E402
 
 CLUSTER, TOPIC = "bench-src", "bench"
-KINDS = ("export", "read-bytes", "memory-write")
+KINDS = ("export", "iceberg", "iceberg-memory", "read-bytes", "memory-write")
+_tables = itertools.count()
+
+
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and every live descendant (the Spark JVM of a
+    local master, its Python daemon and workers), each with its reaped children's: Linux
+    ``/proc``. What a whole run costs, the JVM's share included (Iceberg writes in the JVM)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (ppid, cpu)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            # after the name: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+            cpu = sum(int(x) for x in fields[11:15]) / tick
+            stats[int(entry)] = (int(fields[1]), cpu)
+    mine, total, frontier = {os.getpid()}, 0.0, [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        total += stats.get(pid, (0, 0.0))[1]
+        kids = [c for c, (pp, _) in stats.items() if pp == pid and c not in mine]
+        mine.update(kids)
+        frontier += kids
+    return total
 
 
 def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
@@ -173,12 +214,39 @@ def memory_write_task(args: tuple[str, str, str, str]) -> dict[str, Any]:
 # -- the driver --------------------------------------------------------------------------------
 
 
+def memory_frame(session: Any, store: LocalStore, plan: ExportPlan) -> Any:
+    """The rows as a cached Spark DataFrame, one Spark partition per Kafka partition (built
+    untimed, by the export's own producer): what ``iceberg-memory`` writes."""
+    import pyarrow as pa
+    from kafka_archive.export.batches import partition_batches
+    from kafka_archive.export.iceberg import SPARK_ARROW_SCHEMA
+
+    schema = SPARK_ARROW_SCHEMA
+    table = pa.Table.from_batches(
+        [b for p in plan.replay_plan.partitions
+         for b in partition_batches(p, store=store, topic=TOPIC, schema=schema)],
+        schema,
+    )  # fmt: skip
+    n = len(plan.replay_plan.partitions)
+    frame = session.createDataFrame(table).repartitionByRange(n, "partition")
+    frame = frame.cache()
+    frame.count()
+    return frame
+
+
 def run_kind(
-    kind: str, session: Any, plan: ExportPlan, settings: Any, store: LocalStore, tmp: Path
+    kind: str,
+    session: Any,
+    plan: ExportPlan,
+    settings: Any,
+    store: LocalStore,
+    tmp: Path,
+    frame: Any = None,
 ) -> dict[str, float]:
     sc = session.sparkContext
     parts = plan.replay_plan.partitions
     out = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{kind}-"))
+    cpu0 = tree_cpu()
     t0 = time.perf_counter()
     if kind == "export":
         request = plan.request.model_copy(update={"output": str(out)})
@@ -189,7 +257,50 @@ def run_kind(
             "wall": wall,
             "task": max(report.task_s.values()),
             "cpu": sum(report.task_cpu_s.values()),
+            "tree_cpu": tree_cpu() - cpu0,
         }
+    if kind == "iceberg":
+        # a fresh table each time (an export into the same table would find nothing new);
+        # creating it is part of the figure
+        table = f"bench.ice.t{next(_tables)}"
+        request = ExportRequest.model_validate(
+            {"cluster": CLUSTER, "topic": TOPIC, "from": "earliest", "output": str(out),
+             "format": "iceberg", "table": table}
+        )  # fmt: skip
+        ranges = plan_ranges(plan.replay_plan)
+        iplan = ExportPlan(
+            export_id=export_id_for(CLUSTER, TOPIC, ranges, fmt=f"iceberg:{table}"),
+            request=request,
+            replay_plan_json=plan.replay_plan_json,
+            table=table,
+        )
+        with ExportService(settings) as svc:
+            ireport = svc.run(iplan, spark=session)
+        assert ireport.status == "committed" and ireport.rows > 0, ireport
+        wall = time.perf_counter() - t0
+        # the rows are written by the JVM: only the whole tree's CPU says what it cost
+        return {"wall": wall, "task": wall, "cpu": float("nan"), "tree_cpu": tree_cpu() - cpu0}
+    if kind == "iceberg-memory":
+        # Spark writing the same rows from memory into a fresh Iceberg table, as the export's
+        # append does (same table definition, fanout writer, one snapshot), without the
+        # archive read, the decode and the Python -> JVM hand-over
+        from kafka_archive.export.iceberg import (
+            TableName,
+            create_table_sql,
+            jdbc_catalog_properties,
+            table_location,
+            warehouse_uri,
+        )
+        from kafka_archive.spark.iceberg import configure_catalog
+
+        name = TableName(catalog="bench", namespace="ice", table=f"m{next(_tables)}")
+        warehouse = warehouse_uri(str(out))
+        configure_catalog(session, "bench", jdbc_catalog_properties(settings.db, warehouse))
+        session.sql("CREATE NAMESPACE IF NOT EXISTS `bench`.`ice`")
+        session.sql(create_table_sql(name, table_location(warehouse, name)))
+        frame.writeTo(name.spark).option("fanout-enabled", "true").append()
+        wall = time.perf_counter() - t0
+        return {"wall": wall, "task": wall, "cpu": float("nan"), "tree_cpu": tree_cpu() - cpu0}
     if kind == "read-bytes":
         tasks: list[Any] = [(store.uri, p.model_dump_json()) for p in parts]
         rows = sc.parallelize(tasks, len(tasks)).map(read_bytes_task).collect()
@@ -201,33 +312,44 @@ def run_kind(
         "wall": wall,
         "task": max(r["seconds"] for r in rows),
         "cpu": sum(r["cpu"] for r in rows),
+        "tree_cpu": tree_cpu() - cpu0,
     }
 
 
 def measure(
     cores: int, plan: ExportPlan, settings: Any, store: LocalStore, tmp: Path, reps: int
 ) -> dict[str, dict[str, list[float]]]:
+    from kafka_archive.spark.iceberg import find_iceberg_jars, iceberg_session_conf
     from kafka_archive.spark.session import make_spark_session
 
+    jars = find_iceberg_jars(None)  # scripts/ensure-iceberg.sh's cache
+    if not jars:
+        raise SystemExit("no Iceberg jars: run scripts/ensure-iceberg.sh first")
     session = make_spark_session(
         f"local[{cores}]",
-        conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
-    )
+        conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              **iceberg_session_conf(jars)},
+    )  # fmt: skip
     session.sparkContext.setLogLevel("ERROR")
     session.sparkContext.parallelize(range(cores * 2), cores * 2).map(_warm).collect()
-    got: dict[str, dict[str, list[float]]] = {k: {"wall": [], "task": [], "cpu": []} for k in KINDS}
+    frame = memory_frame(session, store, plan)
+    got: dict[str, dict[str, list[float]]] = {
+        k: {"wall": [], "task": [], "cpu": [], "tree_cpu": []} for k in KINDS
+    }
     for rep in range(-1, reps):
         order = KINDS[rep % len(KINDS) :] + KINDS[: rep % len(KINDS)]
         for kind in order:
-            r = run_kind(kind, session, plan, settings, store, tmp)
+            r = run_kind(kind, session, plan, settings, store, tmp, frame)
             if rep < 0:
                 continue
             got[kind]["wall"].append(r["wall"])
             got[kind]["task"].append(r["task"])
             got[kind]["cpu"].append(r["cpu"])
+            got[kind]["tree_cpu"].append(r["tree_cpu"])
             print(f"local[{cores}] rep {rep} {kind:13s} wall {r['wall']:6.2f} s  "
-                  f"slowest task {r['task']:6.2f} s  task cpu {r['cpu']:6.2f} s",
-                  flush=True)  # fmt: skip
+                  f"slowest task {r['task']:6.2f} s  task cpu {r['cpu']:6.2f} s  "
+                  f"all cpu {r['tree_cpu']:6.2f} s", flush=True)  # fmt: skip
+    frame.unpersist()
     session.stop()
     return got
 
@@ -292,6 +414,22 @@ def main() -> int:
             "export_rows_per_cpu_s": total_rows / med["export"]["cpu"],
             "read_bytes_rows_per_cpu_s": total_rows / med["read-bytes"]["cpu"],
             "memory_write_rows_per_cpu_s": total_rows / med["memory-write"]["cpu"],
+            # Iceberg: the same rows appended to a fresh table (one snapshot), vs the Parquet
+            # export; CPU of the whole process tree (driver, JVM, Python workers) for both
+            "iceberg_wall_s": med["iceberg"]["wall"],
+            "iceberg_rows_per_s": total_rows / med["iceberg"]["wall"],
+            "iceberg_rows_per_all_cpu_s": total_rows / med["iceberg"]["tree_cpu"],
+            "export_rows_per_all_cpu_s": total_rows / med["export"]["tree_cpu"],
+            "ratio_iceberg_vs_export_wall": med["export"]["wall"] / med["iceberg"]["wall"],
+            "ratio_iceberg_vs_export_all_cpu": med["export"]["tree_cpu"]
+            / med["iceberg"]["tree_cpu"],
+            "ratio_iceberg_vs_read_bytes_wall": med["read-bytes"]["wall"] / med["iceberg"]["wall"],
+            # vs Spark writing the same rows from a cached DataFrame into Iceberg
+            "iceberg_memory_wall_s": med["iceberg-memory"]["wall"],
+            "ratio_iceberg_vs_iceberg_memory_wall": med["iceberg-memory"]["wall"]
+            / med["iceberg"]["wall"],
+            "ratio_iceberg_vs_iceberg_memory_all_cpu": med["iceberg-memory"]["tree_cpu"]
+            / med["iceberg"]["tree_cpu"],
             "raw": got,
         }
     l1, l2 = results["local[1]"], results["local[2]"]
@@ -299,6 +437,8 @@ def main() -> int:
         "export_speedup_local2_vs_local1": l1["export_wall_s"] / l2["export_wall_s"],
         "memory_write_speedup_local2_vs_local1": l1["memory_write_task_s"]
         / l2["memory_write_task_s"],
+        "iceberg_speedup_local2_vs_local1": l1["iceberg_wall_s"] / l2["iceberg_wall_s"],
+        "read_bytes_speedup_local2_vs_local1": l1["read_bytes_wall_s"] / l2["read_bytes_wall_s"],
     }
     doc = {
         "kind": "export",
@@ -318,7 +458,12 @@ def main() -> int:
         print(f"{k}: export {r['export_rows_per_s']:,.0f} rows/s (tasks "
               f"{r['export_task_rows_per_s']:,.0f}), raw read {r['read_bytes_rows_per_s']:,.0f} "
               f"rows/s ({r['read_bytes_mb_per_s']:.0f} MB/s), memory write "
-              f"{r['memory_write_rows_per_s']:,.0f} rows/s")  # fmt: skip
+              f"{r['memory_write_rows_per_s']:,.0f} rows/s, iceberg {r['iceberg_rows_per_s']:,.0f} "
+              f"rows/s ({r['ratio_iceberg_vs_export_wall']:.2f}x the export's wall, "
+              f"{r['ratio_iceberg_vs_export_all_cpu']:.2f}x per CPU-second; "
+              f"{r['ratio_iceberg_vs_iceberg_memory_wall']:.2f}x / "
+              f"{r['ratio_iceberg_vs_iceberg_memory_all_cpu']:.2f}x of Spark writing them to "
+              "Iceberg from memory)")  # fmt: skip
     print(json.dumps(summary))
     print(f"results: {path}")
     return 0

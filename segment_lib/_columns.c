@@ -175,15 +175,19 @@ static const char *const null_names[N_NULLS] = {
     "header_value_nulls",
 };
 
+#define N_LENT 3
+
 typedef struct {
     PyObject_HEAD
     gbuf_t b[N_BUFS];
-    /* the bytearrays the last two take()s handed out, older first: reused by a later take()
-     * once nothing else refers to them (the caller dropped the arrays over them), because
-     * fresh memory costs a page fault per 4 KiB on first touch, about as much as decoding into
-     * it.  Two generations, because a consumer looping over tables typically still holds the
-     * previous one while the next is made (see cb_reset) */
-    PyObject *lent[N_BUFS][2];
+    /* the bytearrays the last N_LENT take()s handed out, older first: reused by a later
+     * take() once nothing else refers to them (the caller dropped the arrays over them),
+     * because fresh memory costs a page fault per 4 KiB on first touch, about as much as
+     * decoding into it.  Three generations: a consumer looping over tables typically still
+     * holds the previous one while the next is made, and the export's writer thread holds two
+     * (the table it writes, and the previous one's rows left over for the next row group)
+     * while the third is decoded (see cb_reset) */
+    PyObject *lent[N_BUFS][N_LENT];
     int64_t rows;
     int64_t header_entries;
     int64_t nulls[N_NULLS];
@@ -229,8 +233,8 @@ cb_restore(ColumnBuffers *s, const mark_t *m)
 /* Empty buffers (offset buffers start with their leading 0): a lent bytearray nothing else
  * refers to any more (refcount 1: no memoryview, hence no buffer export, and no pyarrow buffer
  * over it is alive) is reused with its capacity, else a new one is made.  With `lend` the
- * current ones join the lent ones (take(); the oldest lent one is forgotten when both slots
- * are taken: whoever still refers to it keeps it alive), else they are dropped. */
+ * current ones join the lent ones (take(); the oldest lent one is forgotten when all N_LENT
+ * slots are taken: whoever still refers to it keeps it alive), else they are dropped. */
 static int
 cb_reset(ColumnBuffers *s, int lend)
 {
@@ -238,22 +242,29 @@ cb_reset(ColumnBuffers *s, int lend)
         gbuf_t *g = &s->b[i];
         PyObject **lent = s->lent[i];
         PyObject *reuse = NULL;
-        for (int k = 0; k < 2 && reuse == NULL; k++) {
+        /* the newest free one: the warmest in the caches (a consumer that drops each table at
+         * once then alternates between two sets of buffers) */
+        for (int k = N_LENT - 1; k >= 0 && reuse == NULL; k--) {
             if (lent[k] != NULL && Py_REFCNT(lent[k]) == 1) {
                 reuse = lent[k]; /* our reference moves to g->ba below */
                 lent[k] = NULL;
             }
         }
-        if (lent[0] == NULL) { /* keep the older one first */
-            lent[0] = lent[1];
-            lent[1] = NULL;
+        int used = 0; /* close the gap, keeping the older ones first */
+        for (int k = 0; k < N_LENT; k++) {
+            if (lent[k] != NULL) {
+                PyObject *o = lent[k];
+                lent[k] = NULL;
+                lent[used++] = o;
+            }
         }
         if (lend && g->ba != NULL) {
-            if (lent[1] != NULL) {
+            if (used == N_LENT) {
                 Py_DECREF(lent[0]);
-                lent[0] = lent[1];
+                memmove(lent, lent + 1, (N_LENT - 1) * sizeof lent[0]);
+                used--;
             }
-            lent[lent[0] == NULL ? 0 : 1] = g->ba; /* takes our reference */
+            lent[used] = g->ba; /* takes our reference */
             g->ba = NULL;
         }
         Py_CLEAR(g->ba);
@@ -299,8 +310,9 @@ cb_dealloc(ColumnBuffers *self)
 {
     for (int i = 0; i < N_BUFS; i++) {
         Py_CLEAR(self->b[i].ba);
-        Py_CLEAR(self->lent[i][0]);
-        Py_CLEAR(self->lent[i][1]);
+        for (int k = 0; k < N_LENT; k++) {
+            Py_CLEAR(self->lent[i][k]);
+        }
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

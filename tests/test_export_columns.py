@@ -350,6 +350,34 @@ def test_taken_tables_stay_intact_while_held_and_their_memory_is_reused_once_dro
     assert len(set(addresses[2:])) < len(addresses[2:])
 
 
+def test_memory_comes_back_while_two_earlier_tables_are_still_held() -> None:
+    """The export's writer thread holds two tables (the one it writes, and the previous one's
+    rows left over for the next row group) while the next is decoded: the third generation of
+    lent buffers is reused then, not fresh memory (a page fault per 4 KiB)."""
+
+    def batch(i: int) -> Batch:
+        recs = [
+            (d, 1000 + d, b"k%d" % i, bytes([i % 256]) * 5000, [("h", b"x")]) for d in range(40)
+        ]
+        return (build_with_kafka_python(recs), 40, 40 * i, 5, None, 0, 1, 2)  # type: ignore[arg-type]
+
+    cols = seg_columns.ColumnBuffers()
+    held: list[pa.Table] = []
+    junk: list[bytearray] = []  # takes any block freed meanwhile: a freed buffer's address
+    addresses = []
+    for i in range(8):
+        assert cols.append_v2(*batch(i)) == seg_columns.APPENDED
+        table = table_from_buffers(cols.take(), "t", None, 3)
+        assert table.equals(reference_table([batch(i)]))
+        addresses.append(int(table.column("value").chunk(0).buffers()[2].address))
+        held = [*held[-1:], table]  # the last two stay alive
+        del table
+        junk.append(bytearray(40 * 5000))
+    # a table is made over the buffers the previous take() handed back for filling: from the
+    # fifth on, every table is over the memory of an earlier one (with two generations none is)
+    assert all(a in addresses[: k + 4] for k, a in enumerate(addresses[4:]))
+
+
 def test_a_failed_write_in_the_writer_thread_fails_the_export(
     archive: tuple[History, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,7 +39,7 @@ from segment_lib.metadata_files import parse_partition_metadata
 from segment_lib.partition import PartitionView
 from segment_lib.records import Header
 
-pytest_plugins = ["support.spark", "support.s3server"]
+pytest_plugins = ["support.spark", "support.s3server", "support.postgres"]
 pytestmark = pytest.mark.timeout(900)
 
 C = "east"
@@ -50,12 +50,13 @@ Row = tuple[Any, ...]
 class Growing:
     """A broker's log dirs archived a stage at a time into one store and catalog."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, db: str | None = None) -> None:
         import random
 
         self.root = root
         self.store = open_store(str(root / "store"))
-        self.db = str(root / "catalog.db")
+        #: the kafka-archive catalog, and Iceberg's JDBC catalog beside it: SQLite by default
+        self.db = db or str(root / "catalog.db")
         self.warehouse = root / "warehouse"
         clock = ManualClock(START_MS)
         b = BrokerWriter(root / "broker", 1, clock=clock)
@@ -125,19 +126,24 @@ class Growing:
         return load_settings({"store": self.store.uri, "db": self.db}, env={})
 
 
-def _export(g: Growing, topic: str, spark: Any, **kw: Any) -> ExportReport:
+def _export(g: Growing, topic: str, spark: Any, catalog: str = "lake", **kw: Any) -> ExportReport:
     request = ExportRequest.model_validate(
         {"cluster": C, "topic": topic, "from": "earliest", "output": str(g.warehouse),
-         "format": "iceberg", "table": f"lake.{C}.{topic}", **kw}
+         "format": "iceberg", "table": f"{catalog}.{C}.{topic}", **kw}
     )  # fmt: skip
     with ExportService(g.settings()) as svc:
         return svc.run(svc.plan(request), spark=spark)
 
 
-def _pyiceberg_table(g: Growing, topic: str, namespace: str = C, **props: str) -> Any:
+def _pyiceberg_table(
+    g: Growing, topic: str, namespace: str = C, catalog: str = "lake", **props: str
+) -> Any:
+    from kafka_archive.catalog.db import normalize_url
     from pyiceberg.catalog.sql import SqlCatalog
 
-    cat = SqlCatalog("lake", uri=f"sqlite:///{g.db}", warehouse=g.warehouse.as_uri(), **props)
+    # pyiceberg's own SQL catalog over the same database (SQLite, or PostgreSQL via psycopg)
+    uri = normalize_url(g.db)
+    cat = SqlCatalog(catalog, uri=uri, warehouse=g.warehouse.as_uri(), **props)
     return cat.load_table(f"{namespace}.{topic}")
 
 
@@ -159,8 +165,8 @@ def _rows(dicts: list[dict[str, Any]]) -> list[Row]:
     return sorted(out, key=lambda r: (r[2], r[3]))
 
 
-def read_pyiceberg(g: Growing, topic: str) -> list[Row]:
-    return _rows(_pyiceberg_table(g, topic).scan().to_arrow().to_pylist())
+def read_pyiceberg(g: Growing, topic: str, catalog: str = "lake") -> list[Row]:
+    return _rows(_pyiceberg_table(g, topic, catalog=catalog).scan().to_arrow().to_pylist())
 
 
 def read_duckdb(g: Growing, topic: str) -> list[Row]:
@@ -177,8 +183,8 @@ def read_duckdb(g: Growing, topic: str) -> list[Row]:
     return _rows([dict(zip(names, row, strict=True)) for row in cur.fetchall()])
 
 
-def read_spark(spark: Any, topic: str) -> list[Row]:
-    table = TableName(catalog="lake", namespace=C, table=topic)
+def read_spark(spark: Any, topic: str, catalog: str = "lake") -> list[Row]:
+    table = TableName(catalog=catalog, namespace=C, table=topic)
     # unix_millis: Python's conversion of Spark timestamps would use the local time zone
     query = f"SELECT *, unix_millis(`timestamp`) AS _ms FROM {table.spark}"
     return _rows([r.asDict(recursive=True) for r in spark.sql(query).collect()])
@@ -193,8 +199,8 @@ def expected(dirs: dict[int, Path], topic: str, ends: dict[int, int], tid: str) 
     return sorted(rows, key=lambda r: (r[2], r[3]))
 
 
-def _snapshots(g: Growing, topic: str) -> list[dict[str, str]]:
-    t = _pyiceberg_table(g, topic)
+def _snapshots(g: Growing, topic: str, catalog: str = "lake") -> list[dict[str, str]]:
+    t = _pyiceberg_table(g, topic, catalog=catalog)
     return [dict(s.summary.additional_properties) | {"operation": s.summary.operation.value}
             for s in t.snapshots()]  # fmt: skip
 
@@ -349,13 +355,16 @@ def _killed_cli_export(g: Growing, tmp_path: Path) -> None:
     proc.wait(timeout=60)
 
 
-def test_cli_export_into_an_s3_warehouse(
-    grown: Growing, moto_s3: Any, aws_env: None, spark: Any, tmp_path: Path
-) -> None:
+def test_cli_export_into_an_s3_warehouse(moto_s3: Any, aws_env: None, tmp_path: Path) -> None:
     """``kafka-archive export --format iceberg`` into ``s3://`` (moto's server) through
-    Iceberg's S3FileIO, credentials and endpoint from the environment; pyiceberg reads the same
-    records as the local table of the same topic holds (the test above exported it whole)."""
-    g = grown
+    Iceberg's S3FileIO, credentials and endpoint from the environment; pyiceberg reads back
+    exactly the committed records of the log files (an archive of its own: the test does not
+    depend on the module's other tests)."""
+    g = Growing(tmp_path / "src")
+    g.archive(g.compacted)
+    g.build()
+    end = archived_end(g.compacted.dir)
+    want = expected({0: g.compacted.dir}, "compacted", {0: end}, _tid(g.compacted))
     prefix = unique_prefix("iceberg")
     env = {**os.environ, "AWS_ENDPOINT_URL": moto_s3.endpoint_url}
     cli = [str(Path(sys.executable).with_name("kafka-archive"))]
@@ -369,7 +378,7 @@ def test_cli_export_into_an_s3_warehouse(
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["status"] == "committed" and report["table"] == "lake.s3.compacted"
-    assert report["offsets"] == {"0": archived_end(g.compacted.dir)}
+    assert report["offsets"] == {"0": end}
     keys = [
         o["Key"]
         for o in moto_s3.client().list_objects_v2(Bucket=moto_s3.bucket, Prefix=prefix)["Contents"]
@@ -381,5 +390,40 @@ def test_cli_export_into_an_s3_warehouse(
         "s3.access-key-id": FAKE_ACCESS_KEY, "s3.secret-access-key": FAKE_SECRET_KEY,
         "s3.region": REGION},
     )  # fmt: skip
-    assert _rows(table.scan().to_arrow().to_pylist()) == read_pyiceberg(g, "compacted")
-    assert report["rows"] == len(read_pyiceberg(g, "compacted")) == archived_end(g.compacted.dir)
+    assert _rows(table.scan().to_arrow().to_pylist()) == want
+    assert report["rows"] == len(want) == end
+
+
+def test_jdbc_catalog_in_postgresql(pg_url: str, spark: Any, tmp_path: Path) -> None:
+    """The kafka-archive catalog on a real PostgreSQL server, Iceberg's JDBC catalog beside it
+    in the same database (through the PostgreSQL JDBC driver ``ensure-iceberg.sh`` resolves):
+    two incremental exports, each one snapshot, read back by pyiceberg's ``SqlCatalog`` (over
+    psycopg) and by Spark SQL against the log files' committed records."""
+    import psycopg
+
+    g = Growing(tmp_path / "src", db=pg_url)
+    tid = _tid(g.orders[0])
+    dirs = {p: pw.dir for p, pw in enumerate(g.orders)}
+    for pw in g.orders:
+        g.archive(pw, share=1 / 2)
+    g.build()
+    r1 = _export(g, "orders", spark, catalog="pglake")
+    assert r1.status in ("committed", "incomplete") and r1.rows > 0
+    assert read_pyiceberg(g, "orders", "pglake") == expected(dirs, "orders", r1.offsets, tid)
+    for pw in g.orders:
+        g.archive(pw)
+    g.build()
+    r2 = _export(g, "orders", spark, catalog="pglake")
+    assert r2.status == "committed" and r2.offsets == {p: archived_end(d) for p, d in dirs.items()}
+    want = expected(dirs, "orders", r2.offsets, tid)
+    assert r1.rows + r2.rows == len(want) and want[0][1] == tid
+    assert read_pyiceberg(g, "orders", "pglake") == want
+    assert read_spark(spark, "orders", catalog="pglake") == want
+    assert [s["operation"] for s in _snapshots(g, "orders", "pglake")] == ["append", "append"]
+    # the JDBC catalog's rows are in PostgreSQL, in the catalog's database
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            "SELECT catalog_name, table_namespace, table_name FROM iceberg_tables"
+        ).fetchall()
+    assert rows == [("pglake", C, "orders")]
+    assert _export(g, "orders", spark, catalog="pglake").status == "up-to-date"
