@@ -4,7 +4,8 @@ The live workload (``support.live_workload``: every codec, LogAppendTime, out-of
 CreateTime, transactions committed and aborted, a compacted topic with the cleaner running)
 writes through the real 3-broker cluster while the archiver copies the brokers' rolled segments;
 the catalog is built; then every topic is replayed twice into fresh target topics: once by whole
-batches (``replay_path: auto``, the default) and once record by record (``records``). A
+batches (``replay_path: batch``: the workload's batches are small, which ``auto`` replays record
+by record) and once record by record (``records``). A
 read_committed consumer must see, per partition, exactly the same records (timestamp, key,
 value, headers, in order) in both targets - and, for every topic the cleaner does not rewrite,
 exactly what a read_committed consumer of the source saw below the seal. The batch path must
@@ -88,7 +89,7 @@ def _check(
     sent_as_stored = 0
     for role, topic in wl.topics.items():
         parts = sorted({p for (t, p) in seals if t == topic})
-        by_batches, rb = _replay(cluster, archiver.store, db, topic, "auto")
+        by_batches, rb = _replay(cluster, archiver.store, db, topic, "batch")
         by_records, rr = _replay(cluster, archiver.store, db, topic, "records")
         assert rb.status == rr.status == "complete", (rb.status, rr.status)
         assert rb.replay_path == "batches", (role, rb.replay_path, rb.path_notes)
