@@ -152,7 +152,7 @@ def test_a_batch_the_target_refuses_as_too_large_falls_back_to_the_record_path(
     target = kafka_cluster.create_topic(
         unique_name("replayed-small-max"), 4, config={"max.message.bytes": "4000"}
     )
-    plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=100)
+    plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=100, replay_path="batch")
     report = execute(plan, store=src.store, producer_config={"batch.size": 3000})
     assert report.status == "complete"
     assert report.replay_path in ("records", "mixed"), report.replay_path
