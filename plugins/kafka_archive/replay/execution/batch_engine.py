@@ -217,8 +217,7 @@ def partition_replay(
     if why_not == "":
         why_not = replay_path_refusal(plan)
     if why_not is None and plan.spec.replay_path == "auto":
-        pp = next((p for p in plan.partitions if p.partition == partition), None)
-        why_not = small_batches(pp.records_per_batch if pp is not None else None)
+        why_not = small_batches(plan.partition(partition).records_per_batch)
     if why_not is None:
         return BatchPartitionReplay(plan, partition, **kwargs)
     replay = PartitionReplay(plan, partition, **kwargs)
