@@ -106,8 +106,8 @@ def batch_level(spec: ReplaySpec, client_config: dict[str, Any]) -> str | None:
 #: is replayed record by record. Measured into a real 3-broker cluster (docs/performance.md,
 #: "Batch-level replay", 512-byte values, zstd): whole batches were 0.54x the record path's
 #: records/s with 32-record batches (16 KB, the Java producer's default batch.size), 0.83x with
-#: 64, 1.17x with 100, 2.08x with 500, 3.25x with 2,000 - the cost of a batch is per request, the record path's
-#: per record
+#: 64, 1.17x with 100, 2.08x with 500, 3.25x with 2,000 - the cost of a batch is per request,
+#: the record path's per record
 MIN_RECORDS_PER_BATCH = 100
 
 
