@@ -28,12 +28,15 @@ it), per repetition (order rotated, interleaved), each to a topic with the same 
   transaction (the last one also marking the partition done), catalog mirror (SQLite) after
   each commit;
 * ``replay-par``: the same with one thread per partition;
-* ``replay-batch`` (``--target real`` only): ``replay-par`` with ``replay_path: auto`` (the
+* ``replay-batch`` (``--target real`` only): ``replay-par`` with ``replay_path: batch`` (the
   archived batches re-stamped and sent whole, :mod:`kafka_archive.replay.execution.
-  batch_engine`); ``ratio_batch_vs_record_replay`` (replay-par seconds / replay-batch seconds,
-  target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem seconds / replay-batch
-  seconds: the bare *non-transactional* loop, target >= 1.0) are issue 27's figures (kafka-python's
-  protocol client cannot talk to the mock cluster).
+  batch_engine`, whatever their size); ``ratio_batch_vs_record_replay`` (replay-par seconds /
+  replay-batch seconds, target >= 3) and ``ratio_batch_replay_vs_bare_idem`` (bare-idem
+  seconds / replay-batch seconds: the bare *non-transactional* loop, target >= 1.0) are issue
+  27's figures (kafka-python's protocol client cannot talk to the mock cluster).
+* ``replay-auto`` (``--target real`` only): ``replay-par`` with ``replay_path: auto``, the
+  default, which replays record by record the partitions whose batches are small
+  (``batch_engine.small_batches``): ``ratio_auto_vs_record_replay``;
 * ``replay-batch-before`` (``--target real`` only): ``replay-batch`` with every batch sent at
   once with ``acks=all``, as before only a partition's last batch of a transaction asked it:
   ``ratio_batch_vs_before`` is what that gives, ``ratio_batch_before_vs_record_replay`` the
@@ -523,7 +526,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
     ledger = ReplayLedger(open_catalog(db_url, create=True).engine)
     kinds = ["bare-txn", "bare-idem", "replay", "replay-par"]
     if _real_cluster:
-        kinds += ["replay-batch", "replay-batch-before"]
+        kinds += ["replay-batch", "replay-batch-before", "replay-auto"]
     if args.kinds:
         asked = args.kinds.split(",")
         if unknown := set(asked) - set(kinds):
@@ -548,7 +551,8 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
                     dt, dc, sent = replay(
                         mock, topic, store, source, ledger, args,
                         1 if kind == "replay" else args.partitions,
-                        "auto" if kind.startswith("replay-batch") else "records",
+                        {"replay-batch": "batch", "replay-batch-before": "batch",
+                         "replay-auto": "auto"}.get(kind, "records"),
                     )  # fmt: skip
                 assert sent == total, (sent, total)
             mock.close()
@@ -621,6 +625,11 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915
             result["ratio_batch_before_vs_record_replay"] = med(
                 per_rep("replay-par", "replay-batch-before", times)
             )
+        if "replay-auto" in times:
+            result["ratio_auto_vs_record_replay"] = med(per_rep("replay-par", "replay-auto", times))
+            print(f"replay_path auto / record-level replay: "
+                  f"{result['ratio_auto_vs_record_replay']:.2f}x", flush=True)  # fmt: skip
+        if "replay-batch" in times:
             vs_loop = result["ratio_batch_replay_vs_bare_idem"]
             print(f"batch-level replay / record-level replay (real cluster): "
                   f"{result['ratio_batch_vs_record_replay']:.2f}x; / bare non-transactional "

@@ -19,9 +19,25 @@ from kafka_archive.kafka_protocol.transactions import (
     TxnTooLarge,
     _raise_for,
 )
-from kafka_archive.replay.execution.batch_engine import batch_level
+from kafka_archive.replay.execution.batch_engine import (
+    MIN_RECORDS_PER_BATCH,
+    BatchPartitionReplay,
+    batch_level,
+    partition_replay,
+    small_batches,
+)
 from kafka_archive.replay.execution.batch_send import sendable_as_stored
-from kafka_archive.replay.planning.plan import ReplaySpec, TargetSpec, parse_position
+from kafka_archive.replay.planning.plan import (
+    PlannedSegment,
+    ReplaySpec,
+    TargetSpec,
+    build_plan,
+    parse_position,
+    records_per_batch,
+)
+from kafka_archive.replay.planning.sources import SegmentsPlanSource
+from kafka_archive.store import LocalStore
+from kafka_archive_dev.writer.partition_writer import ManualClock, PartitionWriter
 
 from segment_lib.batch_encode import WriteRecord, encode_batch_v2, restamp_v2
 from segment_lib.compression import Codec
@@ -152,3 +168,102 @@ def test_broker_errors_are_classed(code: int, cls: type[Exception]) -> None:
     with pytest.raises(cls, match=rf"Produce to t-0: the broker answered .*\({code}\): why"):
         _raise_for(code, "Produce to t-0", "why")
     _raise_for(0, "Produce to t-0")  # no error: nothing raised
+
+
+# -- auto: the path per partition by the size of its archived batches ----------------------------
+
+#: records per source batch of each partition: small (a Java producer's 16 KB batch.size), the
+#: threshold itself, large
+_BATCH_SIZES = {0: 8, 1: MIN_RECORDS_PER_BATCH, 2: 300}
+
+
+@pytest.fixture(scope="module")
+def sized(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalStore, SegmentsPlanSource]:
+    root = tmp_path_factory.mktemp("batch-sizes")
+    dirs = []
+    for p, size in _BATCH_SIZES.items():
+        clock = ManualClock(1_700_000_000_000)
+        pw = PartitionWriter(root, "sized", p, segment_bytes=4096, clock=clock)
+        for start in range(0, 1200, size):
+            pw.append(
+                [
+                    WriteRecord(b"k", b"v" * 40, (), clock.advance(1))
+                    for _ in range(min(size, 1200 - start))
+                ],
+                codec=Codec.LZ4,
+            )
+        pw.close()
+        dirs.append(pw.dir)
+    store = LocalStore(root / "store", fsync=False)
+    return store, SegmentsPlanSource.upload_log_dirs(store, "east", dirs)
+
+
+def _sized_spec(**kw: Any) -> ReplaySpec:
+    return ReplaySpec.model_validate(
+        {
+            "cluster": "east",
+            "topic": "sized",
+            "from": parse_position("earliest"),
+            "target": TargetSpec(bootstrap_servers="127.0.0.1:1"),
+            **kw,
+        }
+    )
+
+
+def test_the_plan_knows_each_partitions_mean_batch_size(
+    sized: tuple[LocalStore, SegmentsPlanSource],
+) -> None:
+    _store, source = sized
+    plan = build_plan(_sized_spec(), source)
+    got = {pp.partition: pp.records_per_batch for pp in plan.partitions}
+    assert got == {p: pytest.approx(size) for p, size in _BATCH_SIZES.items()}
+    # several segments per partition (the mean is over the segments read, not the first one)
+    assert all(len(pp.objects) > 1 for pp in plan.partitions)
+
+
+def test_records_per_batch_counts_only_the_segments_read_and_unknown_counts() -> None:
+    segs = [
+        PlannedSegment(key="a", base_offset=0, last_offset=99, size=1, record_count=100,
+                       batch_count=50),
+        PlannedSegment(key="b", base_offset=100, last_offset=1099, size=1, record_count=1000,
+                       batch_count=2),
+    ]  # fmt: skip
+    assert records_per_batch(segs, 0, 1100) == pytest.approx(1100 / 52)
+    assert records_per_batch(segs, 100, 1100) == 500
+    assert records_per_batch(segs, 0, 50) == 2
+    assert records_per_batch(segs, 2000, 3000) is None  # nothing read
+    unknown = [segs[0].model_copy(update={"batch_count": None}), segs[1]]
+    assert records_per_batch(unknown, 0, 1100) is None
+    assert records_per_batch(unknown, 100, 1100) == 500  # the unknown one is not read
+
+
+def test_small_batches_names_the_mean_and_the_way_out() -> None:
+    why = small_batches(31.6)
+    assert why is not None and "32 records on average" in why and "--replay-path batch" in why
+    assert small_batches(MIN_RECORDS_PER_BATCH - 0.5) is not None
+    assert small_batches(MIN_RECORDS_PER_BATCH) is None
+    assert small_batches(None) is None  # a plan made before batches were counted
+
+
+@pytest.mark.parametrize(
+    ("path", "batches"),
+    [("auto", {1, 2}), ("batch", {0, 1, 2}), ("records", set())],
+)
+def test_auto_replays_small_batches_record_by_record(
+    sized: tuple[LocalStore, SegmentsPlanSource], path: str, batches: set[int]
+) -> None:
+    store, source = sized
+    plan = build_plan(_sized_spec(replay_path=path), source)
+    # the runner's answer for every partition, less the probe of the target (none here)
+    why_not = batch_level(plan.spec, plan.spec.target.client_config())
+    got = {
+        p: partition_replay(plan, p, why_not=why_not, store=store, target_partitions=3)
+        for p in _BATCH_SIZES
+    }
+    assert {p for p, r in got.items() if isinstance(r, BatchPartitionReplay)} == batches
+    notes = {p: r.path_note for p, r in got.items()}
+    if path == "auto":
+        assert "8 records on average" in notes[0] and notes[0].startswith("record path: ")
+        assert notes[1] == notes[2] == ""
+    else:  # asked for: nothing to explain
+        assert set(notes.values()) == {""}

@@ -4,7 +4,8 @@ The live workload (``support.live_workload``: every codec, LogAppendTime, out-of
 CreateTime, transactions committed and aborted, a compacted topic with the cleaner running)
 writes through the real 3-broker cluster while the archiver copies the brokers' rolled segments;
 the catalog is built; then every topic is replayed twice into fresh target topics: once by whole
-batches (``replay_path: auto``, the default) and once record by record (``records``). A
+batches (``replay_path: batch``: the workload's batches are small, which ``auto`` replays record
+by record) and once record by record (``records``). A
 read_committed consumer must see, per partition, exactly the same records (timestamp, key,
 value, headers, in order) in both targets - and, for every topic the cleaner does not rewrite,
 exactly what a read_committed consumer of the source saw below the seal. The batch path must
@@ -88,7 +89,7 @@ def _check(
     sent_as_stored = 0
     for role, topic in wl.topics.items():
         parts = sorted({p for (t, p) in seals if t == topic})
-        by_batches, rb = _replay(cluster, archiver.store, db, topic, "auto")
+        by_batches, rb = _replay(cluster, archiver.store, db, topic, "batch")
         by_records, rr = _replay(cluster, archiver.store, db, topic, "records")
         assert rb.status == rr.status == "complete", (rb.status, rr.status)
         assert rb.replay_path == "batches", (role, rb.replay_path, rb.path_notes)
@@ -151,7 +152,7 @@ def test_a_batch_the_target_refuses_as_too_large_falls_back_to_the_record_path(
     target = kafka_cluster.create_topic(
         unique_name("replayed-small-max"), 4, config={"max.message.bytes": "4000"}
     )
-    plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=100)
+    plan = make_plan(src, kafka_cluster, BULK, target, txn_max_records=100, replay_path="batch")
     report = execute(plan, store=src.store, producer_config={"batch.size": 3000})
     assert report.status == "complete"
     assert report.replay_path in ("records", "mixed"), report.replay_path

@@ -207,6 +207,7 @@ def test_a_replay_from_the_fetched_archive_equals_read_committed(fetched: Fetche
                     "from": parse_position("earliest"),
                     "target": TargetSpec(bootstrap_servers=bootstrap),
                     "target_topic": target,
+                    "replay_path": "batch",  # (whatever the workload's batch sizes)
                 }
             )
             report = execute(build_plan(spec, CatalogPlanSource(cat, store)), store=store)

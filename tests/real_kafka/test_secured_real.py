@@ -122,13 +122,13 @@ def _broker_log(sec: SecuredCluster) -> str:
 def test_replay_into_a_sasl_ssl_target_with_the_minimum_acls(
     src: Source, secured_kafka_cluster: SecuredCluster, tmp_path: Path, path: str
 ) -> None:
-    """Both paths: whole batches through kafka-python (the default), record by record through
-    librdkafka's transactional producer."""
+    """Both paths: whole batches through kafka-python (``--replay-path batch``), record by
+    record through librdkafka's transactional producer."""
     sec = secured_kafka_cluster
     target = unique_name(f"secured-replayed-{path}")
     sec.allow("replayer", replay_acls(target))
     settings = _settings(tmp_path, sec, "replayer")
-    asked = "auto" if path == "batches" else "records"
+    asked = "batch" if path == "batches" else "records"  # (small source batches: not auto)
     code, out, err, _ = _replay(
         src, sec, target, settings, "--create-topic", "--replay-path", asked
     )

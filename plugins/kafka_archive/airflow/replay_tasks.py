@@ -81,8 +81,9 @@ PARAMS_SCHEMA: ParamsSchema = {
     ),
     "replay_path": (
         "auto",
-        {"type": "string", "enum": ["auto", "records"]},
-        "auto: the archived batches sent whole when nothing per record is asked | records.",
+        {"type": "string", "enum": ["auto", "records", "batch"]},
+        "auto: the archived batches sent whole when nothing per record is asked and they are "
+        "not small | records | batch: whole batches, small ones too.",
     ),
     "preserve_timestamps": (True, {"type": "boolean"}, "Keep the source timestamps."),
     "provenance_headers": (

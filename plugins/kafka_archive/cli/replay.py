@@ -242,9 +242,11 @@ def run(
         typer.Option(
             "--replay-path",
             help="auto: send the archived batches themselves (re-stamped, compressed bytes "
-            "untouched) when nothing per record is asked and the target can be reached by the "
-            "protocol client, else record by record; records: always record by record. Both "
-            "write the same records; the report says which path each partition took.",
+            "untouched) when nothing per record is asked, the target can be reached by the "
+            "protocol client and a partition's batches hold 100 records or more on average, "
+            "else record by record; records: always record by record; batch: whole batches "
+            "wherever possible, small ones too. Each writes the same records; the report says "
+            "which path each partition took.",
         ),
     ] = "auto",
     dry_run: Annotated[
@@ -355,8 +357,8 @@ def run(
 
     if offline and not dry_run:
         fail("--offline applies to --dry-run only", hint="add --dry-run", code=2, as_json=as_json)
-    if replay_path not in ("auto", "records"):
-        fail(f"unknown replay path {replay_path!r}", hint="use auto or records", code=2,
+    if replay_path not in ("auto", "records", "batch"):
+        fail(f"unknown replay path {replay_path!r}", hint="use auto, records or batch", code=2,
              as_json=as_json)  # fmt: skip
     if partition_mapping not in ("same", "murmur2", "round-robin"):
         fail(

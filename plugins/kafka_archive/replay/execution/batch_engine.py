@@ -14,7 +14,11 @@ fencing, the hooks at the same named points, the completeness contract (open tra
 
 When it is used (:func:`batch_level`): the replay asks no per-record change - ``same``
 partition mapping, no provenance headers, no key filter, timestamps preserved, no MB/s limit -
-and the target's client settings are ones the protocol client can apply. Otherwise, or when
+and the target's client settings are ones the protocol client can apply; under ``auto`` also
+only for a partition whose archived batches are not small (:func:`small_batches`: a Produce
+request carries one batch per partition and a broker serves one request per connection at a
+time, so small batches move fewer records per second than librdkafka's ~1 MB batches of the
+record path; ``--replay-path batch`` sends them whole anyway). Otherwise, or when
 the target refuses a batch's size (``max.message.bytes``), the partition falls back to the
 record path (:class:`~.engine.PartitionReplay`), resuming from what this path committed; the
 partition's result says which path ran and why (:attr:`~.partition_result.PartitionResult.path`).
@@ -67,6 +71,7 @@ __all__ = [
     "probe_ahead",
     "reachable",
     "replay_path_refusal",
+    "small_batches",
 ]
 
 
@@ -95,6 +100,28 @@ def batch_level(spec: ReplaySpec, client_config: dict[str, Any]) -> str | None:
     except UnsupportedRawSetting as exc:
         return f"the target's client settings: {exc}"
     return None
+
+
+#: under ``auto``, a partition whose archived batches hold fewer records than this on average
+#: is replayed record by record. Measured into a real 3-broker cluster (docs/performance.md,
+#: "Batch-level replay", 512-byte values, zstd): whole batches were 0.54x the record path's
+#: records/s with 32-record batches (16 KB, the Java producer's default batch.size), 0.83x with
+#: 64, 1.17x with 100, 2.08x with 500, 3.25x with 2,000 - the cost of a batch is per request,
+#: the record path's per record
+MIN_RECORDS_PER_BATCH = 100
+
+
+def small_batches(records_per_batch: float | None) -> str | None:
+    """Why ``auto`` replays a partition record by record for its batches' size (said in its
+    result), ``None`` when they are large enough or their size is unknown (a plan made before
+    batches were counted: whole batches, as before)."""
+    if records_per_batch is None or records_per_batch >= MIN_RECORDS_PER_BATCH:
+        return None
+    return (
+        f"the archived batches hold {records_per_batch:.0f} records on average (under "
+        f"{MIN_RECORDS_PER_BATCH}: librdkafka's larger batches move more records per second; "
+        "--replay-path batch sends them whole)"
+    )
 
 
 #: seconds the protocol client may take to reach the target before the record path is taken
@@ -183,15 +210,18 @@ def partition_replay(
     plan: ReplayPlan, partition: int, *, why_not: str | None = "", **kwargs: Any
 ) -> PartitionReplay:
     """The replay of one partition of ``plan`` on the path :func:`replay_path_refusal` allows
-    (``why_not``: its answer, when the caller asked it once for every partition; same other
-    arguments as :class:`~.engine.PartitionReplay`); a record-path replay chosen under ``auto`` says
-    why in its result."""
+    and, under ``auto``, :func:`small_batches` judges faster (``why_not``: the first's answer,
+    when the caller asked it once for every partition; same other arguments as
+    :class:`~.engine.PartitionReplay`); a record-path replay not asked for says why in its
+    result."""
     if why_not == "":
         why_not = replay_path_refusal(plan)
+    if why_not is None and plan.spec.replay_path == "auto":
+        why_not = small_batches(plan.partition(partition).records_per_batch)
     if why_not is None:
         return BatchPartitionReplay(plan, partition, **kwargs)
     replay = PartitionReplay(plan, partition, **kwargs)
-    if plan.spec.replay_path == "auto":
+    if plan.spec.replay_path != "records":
         replay.path_note = f"record path: {why_not}"
     return replay
 

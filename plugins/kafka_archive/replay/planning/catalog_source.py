@@ -144,6 +144,7 @@ class CatalogPlanSource:
                     last_offset=int(seg.piece_hi),
                     size=int(seg.size_bytes),
                     record_count=int(seg.record_count),
+                    batch_count=int(seg.batch_count),
                     first_timestamp=int(seg.first_timestamp),
                     max_timestamp=int(seg.max_timestamp),
                     txn_index_key=self._txn_index_key(seg.manifest_key)

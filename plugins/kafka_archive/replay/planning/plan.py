@@ -173,10 +173,12 @@ class ReplaySpec(FrozenModel):
     txn_max_bytes: int = 16 * 1024 * 1024
     txn_max_ms: int = 2_000
     #: how records travel: ``auto`` sends the archived batches themselves when nothing per
-    #: record is asked and the target can be reached by the protocol client
-    #: (:mod:`~kafka_archive.replay.execution.batch_engine`); ``records`` re-produces them one
-    #: by one through librdkafka. Either writes the same records (not part of the intent)
-    replay_path: Literal["auto", "records"] = "auto"
+    #: record is asked, the target can be reached by the protocol client and the partition's
+    #: batches are not small (:mod:`~kafka_archive.replay.execution.batch_engine`); ``records``
+    #: re-produces them one by one through librdkafka; ``batch`` sends whole batches wherever
+    #: that can be done at all, small ones too. Each writes the same records (not part of the
+    #: intent)
+    replay_path: Literal["auto", "records", "batch"] = "auto"
     #: an explicit replay id (resume a replay by id); derived from the plan when ``None``
     replay_id: str | None = None
 
@@ -241,6 +243,10 @@ class PartitionPlan(FrozenModel):
     tail_objects: list[ObjectRange] = Field(default_factory=list)
     #: offsets of the range the replay cannot deliver (see :mod:`.completeness`)
     holes: list[PlanHole] = Field(default_factory=list)
+    #: the mean records per archived batch of the segments read (control batches included),
+    #: ``None`` when the source does not count batches: how batch-level replay's ``auto``
+    #: chooses a partition's path (``execution.batch_engine.small_batches``)
+    records_per_batch: float | None = None
 
     #: the archive's last stable offset when it lies below ``end_offset``: a transaction was
     #: still open where the archive ends, so records at or above it are not delivered by this
@@ -355,6 +361,8 @@ class PlannedSegment(FrozenModel):
     last_offset: int
     size: int
     record_count: int | None = None
+    #: the record batches in the segment (control batches included), when known
+    batch_count: int | None = None
     first_timestamp: int | None = None
     max_timestamp: int | None = None
     txn_index_key: str | None = None
@@ -468,6 +476,20 @@ def object_ranges(
         )
         nbytes += seg.size - first
     return objects, tail, nbytes
+
+
+def records_per_batch(segments: Sequence[PlannedSegment], start: int, end: int) -> float | None:
+    """The mean records per batch of the segments ``[start, end)`` reads (``None`` when a
+    segment's counts are unknown or nothing is read)."""
+    records = batches = 0
+    for seg in segments:
+        if seg.last_offset < start or seg.base_offset >= end:
+            continue
+        if seg.batch_count is None or seg.record_count is None:
+            return None
+        records += seg.record_count
+        batches += seg.batch_count
+    return records / batches if batches else None
 
 
 def _spans(segments: Sequence[PlannedSegment], start: int, end: int) -> int:
@@ -667,6 +689,7 @@ def build_plan(spec: ReplaySpec, source: PlanSource, *, now_ms: int | None = Non
                 objects=objects if end > start else [],
                 tail_objects=tail if end > start else [],
                 holes=holes,
+                records_per_batch=records_per_batch(segments, start, end),
             )
         )
     if all(pp.empty for pp in plans):

@@ -40,7 +40,7 @@ def segment_ref_from_bytes(
     base = last = -1
     first_ts: int | None = None
     max_ts: int | None = None
-    count = 0
+    count = batches = 0
     index: list[tuple[int, int]] = []
     next_index_at = 0
     try:
@@ -49,6 +49,7 @@ def segment_ref_from_bytes(
                 base = h.base_offset
             last = h.last_offset
             count += h.record_count
+            batches += 1
             if h.position >= next_index_at:
                 index.append((h.base_offset, h.position))
                 next_index_at = h.position + index_every_bytes
@@ -67,6 +68,7 @@ def segment_ref_from_bytes(
         last_offset=last,
         size=len(data),
         record_count=count,
+        batch_count=batches,
         first_timestamp=first_ts,
         max_timestamp=max_ts,
         txn_index_key=txn_index_key,
