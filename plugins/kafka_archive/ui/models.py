@@ -43,7 +43,7 @@ class ReplayRequest(BaseModel):
     )
     target_topic: str | None = Field(None, max_length=249)
     partition_mapping: Literal["same", "murmur2", "round-robin"] = "same"
-    replay_path: Literal["auto", "records"] = "auto"
+    replay_path: Literal["auto", "records", "batch"] = "auto"
     preserve_timestamps: bool = True
     provenance_headers: bool = False
     key_filter: str | None = Field(None, max_length=1000)
