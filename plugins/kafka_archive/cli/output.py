@@ -41,6 +41,14 @@ def _pipe_console_class() -> type[Console]:
         CLI's one handler (:mod:`kafka_archive.cli`: a quiet end, exit 141), not rich's own
         ``SystemExit(1)``."""
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if kwargs.get("width") is None:
+                # rich fixes COLUMNS as it is when a console is made; these consoles are made
+                # on first use, so without a width of their own they read it at each print
+                # (as they did when made at import), or a later call's COLUMNS is ignored
+                self._width = None
+
         def on_broken_pipe(self) -> None:
             import errno
 
