@@ -18,9 +18,9 @@ problem), the ACLs, ``_schemas`` alone first when selected, then the other topic
 ``parallelism`` of them sending at once (each replay runs its own partitions in parallel,
 in-process or on Spark) while as many more start (lease, run claim, ``init_transactions``,
 resume points: nothing produced) and wait for a data slot, and each group as soon as every
-selected topic it committed on is complete. The target topics are made ahead of their data, several at once (each replay
-registered first), so that creating them overlaps the data of those already made; the
-preflight asks the target while the catalog plans each topic. The same request run again, or
+selected topic it committed on is complete. The target topics are made ahead of their data,
+several at once (each replay registered first), so that creating them overlaps the data of
+those already made; the preflight asks the target while the catalog plans each topic. The same request run again, or
 :meth:`resume`, continues an unfinished restore.
 
 Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
