@@ -20,8 +20,8 @@ in-process or on Spark) while as many more start (lease, run claim, ``init_trans
 resume points: nothing produced) and wait for a data slot, and each group as soon as every
 selected topic it committed on is complete. The target topics are made ahead of their data,
 several at once (each replay registered first), so that creating them overlaps the data of
-those already made; the preflight asks the target while the catalog plans each topic. The same request run again, or
-:meth:`resume`, continues an unfinished restore.
+those already made; the preflight asks the target while the catalog plans each topic. The
+same request run again, or :meth:`resume`, continues an unfinished restore.
 
 Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
 :class:`~kafka_archive.replay.errors.ReplayConfigError` (a bad request, an unknown restore), the
