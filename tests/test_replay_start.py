@@ -11,6 +11,8 @@ tested on a real cluster in ``tests/real_kafka/test_replay_real.py``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -134,3 +136,59 @@ def test_the_path_probe_runs_ahead_of_the_run_and_once(
     assert report.status == "complete", report
     assert asked == ["replay-path-probe"]
     assert report.replay_path == "records" and "mock cluster" in " ".join(report.path_notes)
+
+
+def test_a_data_slot_is_taken_once_the_partitions_are_prepared_and_held_until_they_end(
+    src: Source, mock: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``execute(data_slot=...)`` (a restore's bound on the topics sending at once): every
+    partition has initialised its producer and read its resume point before the slot is
+    taken, no transaction begins before it, and the slot is let go only after the last
+    commit; the replay is exactly once."""
+    target = fresh_topic(mock)
+    plan = _plan(src, mock, target)
+    events: list[str] = []
+    lock = threading.Lock()
+    real_init, real_progress = txn_calls.init_transactions, engine.committed_progress
+
+    def note(what: str) -> None:
+        with lock:
+            events.append(what)
+
+    def init_transactions(producer: Any, txn_id: str) -> None:
+        real_init(producer, txn_id)
+        note("init")
+
+    def committed_progress(*a: Any, **k: Any) -> Any:
+        found = real_progress(*a, **k)
+        note("resume")
+        return found
+
+    def hook(point: str, info: dict[str, Any]) -> None:
+        if point in ("txn_begin", "after_commit"):
+            note(point)
+
+    @contextmanager
+    def slot() -> Iterator[None]:
+        note("slot")
+        yield
+        note("slot-end")
+
+    monkeypatch.setattr(txn_calls, "init_transactions", init_transactions)
+    monkeypatch.setattr(engine, "committed_progress", committed_progress)
+    report = execute(
+        plan,
+        store=src.store,
+        committed_reader=MarkerAwareReader(mock.bootstrap_servers),
+        hook=hook,
+        data_slot=slot(),
+    )
+    assert report.status == "complete"
+    taken = events.index("slot")
+    n = len(plan.partitions)
+    assert sorted(events[:taken]) == sorted(["init"] * n + ["resume"] * n)
+    assert events[-1] == "slot-end" and events.count("slot-end") == 1
+    assert "txn_begin" in events[taken:] and "after_commit" in events[taken:-1]
+    for p, sp in src.parts.items():
+        committed = committed_records(mock.bootstrap_servers, target, p)
+        assert [view(s) for s in committed] == [view(e) for e in sp.expected], f"partition {p}"

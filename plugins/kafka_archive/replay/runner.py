@@ -25,7 +25,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -232,11 +233,17 @@ def execute(
     hook: Hook | None = None,
     on_records: Callable[[int], None] | None = None,
     producer_config: dict[str, Any] | None = None,
+    data_slot: AbstractContextManager[Any] | None = None,
 ) -> ReplayReport:
     """Step 3 in-process: every partition in its own thread; returns the report.
 
     Raises the first partition failure (after every partition has stopped); partitions that
     finished keep their committed progress, so running again resumes only what is missing.
+
+    ``data_slot``: entered once the first wave of partitions is prepared (run claimed,
+    ``init_transactions``, committed progress read: nothing produced) and held until every
+    partition has finished - so that a caller running many replays (a restore) can start the
+    next ones while a bounded number send, their start overlapping the others' data.
 
     Refuses a plan with holes unless gaps are allowed (:func:`require_complete`), and, with a
     ``ledger``, a replay another live run holds (:class:`~.lease.ReplayBusyError`).
@@ -253,6 +260,7 @@ def execute(
             hook=hook,
             on_records=on_records,
             producer_config=producer_config,
+            data_slot=data_slot,
         )
         outcome.status = report.status
         return report
@@ -269,6 +277,7 @@ def _execute(
     hook: Hook | None = None,
     on_records: Callable[[int], None] | None = None,
     producer_config: dict[str, Any] | None = None,
+    data_slot: AbstractContextManager[Any] | None = None,
 ) -> ReplayReport:
     started = time.monotonic()
     todo = [p.partition for p in plan.partitions]
@@ -299,6 +308,7 @@ def _execute(
             hook=hook,
             on_records=on_records,
             producer_config=producer_config,
+            data_slot=data_slot,
         )
     finally:
         announcer.shutdown(wait=True)  # no claim producer outlives the run
@@ -319,6 +329,7 @@ def _start_and_run(
     hook: Hook | None,
     on_records: Callable[[int], None] | None,
     producer_config: dict[str, Any] | None,
+    data_slot: AbstractContextManager[Any] | None = None,
 ) -> ReplayReport:
     why_not = replay_path_refusal(plan)
     replays: list[PartitionReplay | None] = [
@@ -388,16 +399,33 @@ def _start_and_run(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay-prepare") as preparer,
     ):
         ahead_pool = preparer if workers < len(todo) else None
-        futures = [pool.submit(one, i, ahead_pool) for i in range(len(todo))]
-        for fut in futures:
-            try:
-                results.append(fut.result())
-            except BaseException as exc:  # collected, re-raised below
-                errors.append(exc)
+        if data_slot is not None:
+            _prepare_wave(replays[:workers], preparer, prepared)
+        with data_slot if data_slot is not None else nullcontext():
+            futures = [pool.submit(one, i, ahead_pool) for i in range(len(todo))]
+            for fut in futures:
+                try:
+                    results.append(fut.result())
+                except BaseException as exc:  # collected, re-raised below
+                    errors.append(exc)
     if errors:
         raise errors[0]
     claim.result()  # (every partition waited for it; a failed claim failed them all)
     return build_report(plan, results, time.monotonic() - started)
+
+
+def _prepare_wave(
+    wave: list[PartitionReplay | None],
+    preparer: ThreadPoolExecutor,
+    prepared: dict[int, Future[None]],
+) -> None:
+    """Prepare ``wave`` (the first partitions) at once and wait for them, before a data slot
+    is taken: a failed preparation is kept in ``prepared`` as its partition's failure (the
+    partition raises it when it starts), as when prepared ahead."""
+    for i, early in enumerate(wave):
+        assert early is not None
+        prepared[i] = preparer.submit(early.prepare)
+    wait(list(prepared.values()))
 
 
 def build_report(

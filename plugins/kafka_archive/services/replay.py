@@ -17,6 +17,7 @@ committed transaction, without duplicates.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 from kafka_archive.services.resources import ResourceService
@@ -315,11 +316,14 @@ class ReplayService(ResourceService):
         on_records: Callable[[int], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
         target: TargetInfo | None = None,
+        data_slot: AbstractContextManager[Any] | None = None,
     ) -> ReplayReport:
         """Check the target (creating the topic when asked) and replay ``plan``; returns the
         report (``report.execution`` says where it ran). ``target``: the answer of
         :meth:`prepare_target` for this plan, asked ahead (the target is then not checked
-        again). A plan with holes is refused unless
+        again). ``data_slot``: held while the partitions send (in-process: taken once the
+        first partitions are prepared, see :func:`~kafka_archive.replay.runner.execute`; on
+        Spark: around the whole job). A plan with holes is refused unless
         its request allows gaps; a replay another live run holds is refused
         (:class:`~kafka_archive.replay.bookkeeping.lease.ReplayBusyError`). The run leases the
         plan's offset ranges (prune leaves them) and is refused
@@ -353,6 +357,7 @@ class ReplayService(ResourceService):
                 on_records=on_records,
                 on_warning=on_warning,
                 target=target,
+                data_slot=data_slot,
             )
         except BaseException:
             if not self.ledger.all_progress(plan.replay_id):
@@ -393,6 +398,7 @@ class ReplayService(ResourceService):
         on_records: Callable[[int], None] | None,
         on_warning: Callable[[str], None] | None,
         target: TargetInfo | None,
+        data_slot: AbstractContextManager[Any] | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import check_target
 
@@ -409,7 +415,7 @@ class ReplayService(ResourceService):
         if target.config_check is not None and on_warning is not None:
             for line in target.config_check.warnings():
                 on_warning(line)
-        report = self._execute(plan, target, where, spark_master, on_records)
+        report = self._execute(plan, target, where, spark_master, on_records, data_slot)
         report.topic_config = topic_config_view(target)
         return report
 
@@ -420,25 +426,28 @@ class ReplayService(ResourceService):
         where: Literal["in-process", "spark"],
         spark_master: str | None,
         on_records: Callable[[int], None] | None,
+        data_slot: AbstractContextManager[Any] | None = None,
     ) -> ReplayReport:
         from kafka_archive.replay.runner import execute
 
         if where == "spark":
             from kafka_archive.spark.replay import run_on_spark
 
-            return run_on_spark(
-                plan,
-                store_uri=self.resources.require("store"),
-                db_url=self.resources.require("db"),
-                master=spark_master or self.resources.settings.spark_master,
-                target=target,
-            )
+            with data_slot if data_slot is not None else nullcontext():
+                return run_on_spark(
+                    plan,
+                    store_uri=self.resources.require("store"),
+                    db_url=self.resources.require("db"),
+                    master=spark_master or self.resources.settings.spark_master,
+                    target=target,
+                )
         return execute(
             plan,
             store=self.resources.store(),
             target=target,
             ledger=self.ledger,
             on_records=on_records,
+            data_slot=data_slot,
         )
 
     def resumable(

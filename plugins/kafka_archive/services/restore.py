@@ -14,13 +14,14 @@ The restore record (:class:`~kafka_archive.replay.bookkeeping.restores.RestoreLe
 them: the request, T and each topic's replay id.
 
 :meth:`RestoreService.run`: the preflight (:meth:`plan`; any error refuses the run, naming every
-problem), the ACLs, ``_schemas`` alone first when selected, then the other topics through a
-bounded pool of ``parallelism`` workers (each replay runs its own partitions in parallel,
-in-process or on Spark), and each group as soon as every selected topic it committed on is
-complete. The target topics are made ahead of their data, several at once (each replay
-registered first), so that creating them overlaps the data of those already made; the
-preflight asks the target while the catalog plans each topic. The same request run again, or
-:meth:`resume`, continues an unfinished restore.
+problem), the ACLs, ``_schemas`` alone first when selected, then the other topics,
+``parallelism`` of them sending at once (each replay runs its own partitions in parallel,
+in-process or on Spark) while as many more start (lease, run claim, ``init_transactions``,
+resume points: nothing produced) and wait for a data slot, and each group as soon as every
+selected topic it committed on is complete. The target topics are made ahead of their data,
+several at once (each replay registered first), so that creating them overlaps the data of
+those already made; the preflight asks the target while the catalog plans each topic. The
+same request run again, or :meth:`resume`, continues an unfinished restore.
 
 Errors: :class:`RestoreRefused` (the preflight found errors; ``details`` hold the plan),
 :class:`~kafka_archive.replay.errors.ReplayConfigError` (a bad request, an unknown restore), the
@@ -33,6 +34,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from kafka_archive.errors import KafkaArchiveError
@@ -58,11 +60,13 @@ if TYPE_CHECKING:
     from kafka_archive.restore.acls import AclRule, SkippedAcl
     from kafka_archive.services.metadata_history import MetadataHistoryService
 
-__all__ = ["PREPARE_WIDTH", "RestoreRefused", "RestoreService"]
+__all__ = ["PREPARE_WIDTH", "START_AHEAD", "RestoreRefused", "RestoreService"]
 
 #: target topics made at once ahead of their data (Admin round trips, no records: cheap for
 #: the target, and enough to stay ahead of the data workers)
 PREPARE_WIDTH = 8
+#: topics started ahead of a data slot, per slot (see :meth:`RestoreService._run_topics`)
+START_AHEAD = 1
 
 
 class RestoreRefused(KafkaArchiveError):
@@ -457,14 +461,14 @@ class RestoreService(ResourceService):
                 for t in order + rest
             }
 
-            def one(topic: str) -> TopicResult:
+            def one(topic: str, sending: AbstractContextManager[Any] | None) -> TopicResult:
                 target = made[topic].result()
                 if isinstance(target, TopicResult):  # created empty (nothing before T)
                     return target
                 replay = prepared.replays[topic]
                 assert replay is not None  # (only topics with data get a TargetInfo)
                 entry = entries[topic]
-                result = self._replay(replay, execution, spark_master, target)
+                result = self._replay(replay, execution, spark_master, target, sending)
                 later = set_after_data(entry.configs_at_t)
                 if later and result.status in DONE:
                     from kafka_archive.restore.target import alter_topic_configs
@@ -478,7 +482,7 @@ class RestoreService(ResourceService):
                 # alone and first: the others start once Schema Registry's store is in (or
                 # failed)
                 with ThreadPoolExecutor(1, thread_name_prefix="restore") as first:
-                    fut = first.submit(one, SCHEMAS_TOPIC)
+                    fut = first.submit(one, SCHEMAS_TOPIC, None)
                     results[SCHEMAS_TOPIC] = _result_of(fut, SCHEMAS_TOPIC, entries[SCHEMAS_TOPIC])
             pending = {g.group: g for g in plan.groups}
             groups: list[GroupResult] = []
@@ -493,8 +497,16 @@ class RestoreService(ResourceService):
                         )
 
             ready_groups()
-            with ThreadPoolExecutor(request.parallelism, thread_name_prefix="restore") as pool:
-                futures: dict[Future[TopicResult], str] = {pool.submit(one, t): t for t in rest}
+            # request.parallelism topics send at once (the data slots); as many more start
+            # meanwhile - lease, run claim, producers, init_transactions, resume points: round
+            # trips, nothing produced - and wait for a slot, so that a topic's start overlaps
+            # the others' data instead of coming between two topics' data
+            sending = threading.BoundedSemaphore(request.parallelism)
+            starting = min(len(rest), request.parallelism * (1 + START_AHEAD)) or 1
+            with ThreadPoolExecutor(starting, thread_name_prefix="restore") as pool:
+                futures: dict[Future[TopicResult], str] = {
+                    pool.submit(one, t, sending): t for t in rest
+                }
                 while futures:
                     done, _ = wait(futures, return_when=FIRST_COMPLETED)
                     for fut in done:
@@ -546,9 +558,16 @@ class RestoreService(ResourceService):
         execution: Execution,
         spark_master: str | None,
         target: TargetInfo,
+        sending: AbstractContextManager[Any] | None,
     ) -> TopicResult:
         svc = self._replays()  # one per worker: a replay service is not thread-safe
-        report = svc.run(plan, execution=execution, spark_master=spark_master, target=target)
+        report = svc.run(
+            plan,
+            execution=execution,
+            spark_master=spark_master,
+            target=target,
+            data_slot=sending,
+        )
         return TopicResult(
             source=plan.spec.topic,
             target=plan.target_topic,
