@@ -228,6 +228,13 @@ def split_by_bucket(table: pa.Table) -> list[tuple[Bucket, pa.Table]]:
     """``table`` cut into its ``date``/``hour`` buckets (rows without a timestamp: ``None``), in
     the order each bucket first appears, each keeping the rows' order."""
     ts = table.column("timestamp").cast(pa.int64())
+    if ts.null_count == 0 and len(ts):
+        # the usual case in one pass instead of three: every row in one hour (the hour is
+        # monotone in the timestamp; a negative one takes the general path's rounding)
+        lo_hi = pc.min_max(ts)
+        lo_ts, hi_ts = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        if lo_ts >= 0 and lo_ts // MS_PER_HOUR == hi_ts // MS_PER_HOUR:
+            return [(bucket_of_hour(lo_ts // MS_PER_HOUR), table)]
     hours = pc.fill_null(pc.divide(ts, MS_PER_HOUR), -1)
     lo_hi = pc.min_max(hours)
     lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
