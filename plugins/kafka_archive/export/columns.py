@@ -66,7 +66,8 @@ def _repeated(value: pa.Scalar, n: int) -> pa.Array:
     if arr is None or len(arr) < n:
         if len(_repeats) >= 16:  # a worker exporting many topics: keep a few
             _repeats.clear()
-        arr = _repeats[key] = pa.repeat(value, max(n, 1 << 17))
+        # room for the next tables, which are about as long (a source batch is never split)
+        arr = _repeats[key] = pa.repeat(value, n + n // 4)
     return arr.slice(0, n)
 
 
