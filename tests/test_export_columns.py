@@ -84,9 +84,14 @@ def reference_table(batches: list[Batch]) -> pa.Table | Exception:
 def compiled_table(batches: list[Batch]) -> tuple[list[int], pa.Table]:
     cols = seg_columns.ColumnBuffers()
     codes = [cols.append_v2(*b) for b in batches]
+    hours = cols.hours
     table = table_from_buffers(cols.take(), "t", None, 3)
     table.validate(full=True)
-    assert cols.rows == 0  # take() empties
+    assert cols.rows == 0 and cols.hours is None  # take() empties
+    # the hour range it tracks is that of the rows appended (declined batches left out)
+    row_hours = [-1 if ts is None else ts // 3_600_000
+                 for ts in table.column("timestamp").cast(pa.int64()).to_pylist()]  # fmt: skip
+    assert hours == ((min(row_hours), max(row_hours)) if row_hours else None)
     return codes, table
 
 
@@ -183,6 +188,19 @@ def test_header_names_must_be_strict_utf8_as_in_the_reference() -> None:
     for name in [b"ok", "é€𐍈".encode(), b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xff"]:
         outcome = check([(record(name), 1, 0, 0, None, 0, 0, 0)])
         assert outcome == ("appended" if name in (b"ok", "é€𐍈".encode()) else "declined")
+
+
+def test_split_by_bucket_one_hour_two_hours_and_no_timestamp() -> None:
+    h = 3_600_000
+    for stamps in ([5 * h, 5 * h + 1, 6 * h - 1], [5 * h, 6 * h, 5 * h + 7], [5 * h, None, 5 * h]):
+        ts = pa.array(stamps, pa.int64()).cast(FILE_SCHEMA.field("timestamp").type)
+        table = pa.table({"offset": pa.array(range(len(stamps)), pa.int64()), "timestamp": ts})
+        buckets = split_by_bucket(table)
+        assert sum(t.num_rows for _b, t in buckets) == len(stamps)
+        for bucket, part in buckets:
+            for ts in part.column("timestamp").cast(pa.int64()).to_pylist():
+                assert bucket_of(-1 if ts is None else ts) == bucket
+        assert len(buckets) == len({bucket_of(-1 if ts is None else ts) for ts in stamps})
 
 
 def test_null_bitmaps_across_byte_boundaries_and_many_batches() -> None:

@@ -54,6 +54,21 @@ _INT32 = struct.Struct("<i")
 #: a page fault per 4 KiB on first touch - about as much as the decoding itself. At most one is
 #: kept (a few row groups' worth of memory).
 _idle: list[seg_columns.ColumnBuffers] = []
+#: (type, value) -> a long array of that value: the repeated columns of every table are slices
+#: of it (building a repeated string column costs ~0.15 ms per 66k rows; a slice nothing)
+_repeats: dict[tuple[str, object], pa.Array] = {}
+
+
+def _repeated(value: pa.Scalar, n: int) -> pa.Array:
+    """``pa.repeat(value, n)``, as a zero-copy slice of an array kept for the next table."""
+    key = (str(value.type), value.as_py())
+    arr = _repeats.get(key)
+    if arr is None or len(arr) < n:
+        if len(_repeats) >= 16:  # a worker exporting many topics: keep a few
+            _repeats.clear()
+        # room for the next tables, which are about as long (a source batch is never split)
+        arr = _repeats[key] = pa.repeat(value, n + n // 4)
+    return arr.slice(0, n)
 
 
 def table_from_buffers(
@@ -88,14 +103,14 @@ def table_from_buffers(
     )
     types = int(parts["timestamp_types"])
     if types and types & (types - 1) == 0:  # one timestamp type (as usual): a repeated label
-        ts_type = pa.repeat(_TS_TYPE_LABELS[types.bit_length() - 1], n)
+        ts_type = _repeated(_TS_TYPE_LABELS[types.bit_length() - 1], n)
     else:
         codes = pa.Array.from_buffers(pa.uint8(), n, [None, buf("timestamp_type")])
         ts_type = _TS_TYPE_LABELS.take(codes)
     return pa.Table.from_arrays(
         [
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.repeat(pa.scalar(topic_id, pa.string()), n),
+            _repeated(pa.scalar(topic, pa.string()), n),
+            _repeated(pa.scalar(topic_id, pa.string()), n),
             pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(_INT32.pack(partition) * n)]),
             pa.Array.from_buffers(pa.int64(), n, [None, buf("offset")]),
             fixed("timestamp", _TS_TYPE),
@@ -228,6 +243,13 @@ def split_by_bucket(table: pa.Table) -> list[tuple[Bucket, pa.Table]]:
     """``table`` cut into its ``date``/``hour`` buckets (rows without a timestamp: ``None``), in
     the order each bucket first appears, each keeping the rows' order."""
     ts = table.column("timestamp").cast(pa.int64())
+    if ts.null_count == 0 and len(ts):
+        # the usual case in one pass instead of three: every row in one hour (the hour is
+        # monotone in the timestamp; a negative one takes the general path's rounding)
+        lo_hi = pc.min_max(ts)
+        lo_ts, hi_ts = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        if lo_ts >= 0 and lo_ts // MS_PER_HOUR == hi_ts // MS_PER_HOUR:
+            return [(bucket_of_hour(lo_ts // MS_PER_HOUR), table)]
     hours = pc.fill_null(pc.divide(ts, MS_PER_HOUR), -1)
     lo_hi = pc.min_max(hours)
     lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
