@@ -2,7 +2,8 @@
 ``RestoreService.run(execution="spark")`` runs each topic's replay as a Spark job, one task
 per source partition (:func:`kafka_archive.spark.replay.run_on_spark`), the topics made
 ahead by the driver. Here with a local Spark (``local[2]``; the same job takes a cluster
-master URL) into a real 1-broker Apache Kafka cluster: every partition read back
+master URL; a second test runs it from the CLI on a real standalone cluster) into a real
+1-broker Apache Kafka cluster: every partition read back
 ``read_committed`` by confluent-kafka (not ours) holds exactly the archived records before T,
 in source order, once; run again, the restore answers its stored report and sends nothing.
 """
@@ -96,6 +97,38 @@ def test_a_restore_on_local_spark_into_a_real_cluster(tmp_path: Path, spark: Any
             again = svc.run(request, execution="spark", spark_master="local[2]")
             assert again.records_this_run == report.records_this_run  # the stored report
             assert any("already complete" in n for n in again.notes)
+        for topic, partitions in TOPICS.items():
+            got = read_to_end(
+                target.bootstrap_servers, f"dr.{topic}", list(range(partitions)), timeout_s=120
+            )
+            for p in range(partitions):
+                assert [r.key for r in got[p]] == keys[(topic, p)], (topic, p)
+
+
+def test_a_restore_on_a_standalone_spark_cluster_from_the_cli(
+    tmp_path: Path, spark_cluster: str
+) -> None:
+    """The same restore as an operator starts it: ``kafka-archive restore run --spark-master
+    spark://...`` in a process of its own, its replays' tasks on a real standalone cluster's
+    executors (a master and a worker: ``support.spark.spark_cluster``)."""
+    import json
+    import subprocess
+    import sys
+
+    store, db, keys = _archived(tmp_path / "src")
+    cli = str(Path(sys.executable).with_name("kafka-archive"))
+    with running_cluster(brokers=1) as target:
+        args = [
+            cli, "restore", "run", "--cluster", CLUSTER, "--all-topics",
+            "--at", str(int(time.time() * 1000)), "--target", target.bootstrap_servers,
+            "--prefix", "dr.", "--no-groups", "--replication-factor", "1",
+            "--spark-master", spark_cluster, "--store", store, "--db", db, "--json",
+        ]  # fmt: skip
+        done = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["status"] == "complete", report
+        assert report["records_this_run"] == sum(len(k) for k in keys.values())
         for topic, partitions in TOPICS.items():
             got = read_to_end(
                 target.bootstrap_servers, f"dr.{topic}", list(range(partitions)), timeout_s=120
