@@ -116,6 +116,18 @@ def tree_cpu() -> float:
     return total
 
 
+def add_source_args(ap: argparse.ArgumentParser, *, reps: int) -> None:
+    """The options of the source both export benchmarks write (:func:`write_source`), the
+    repetitions and where results go."""
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--records", type=int, default=200_000, help="per partition")
+    ap.add_argument("--value-bytes", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=500, help="records per source batch")
+    ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+
+
 def write_source(root: Path, args: argparse.Namespace) -> list[Path]:
     values = bytes(range(256)) * (args.value_bytes // 256 + 2)
     dirs = []
@@ -356,13 +368,7 @@ def measure(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--partitions", type=int, default=2)
-    ap.add_argument("--records", type=int, default=200_000, help="per partition")
-    ap.add_argument("--value-bytes", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=500, help="records per source batch")
-    ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    add_source_args(ap, reps=3)
     args = ap.parse_args()
 
     tmp = _data.scratch_dir("bench-export-")

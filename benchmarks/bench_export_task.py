@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _data  # noqa: E402
-from bench_export import TOPIC, write_source  # noqa: E402
+from bench_export import TOPIC, add_source_args, write_source  # noqa: E402
 from kafka_archive.export.columns import iter_tables  # noqa: E402
 from kafka_archive.export.partition import COMPRESSION, export_partition  # noqa: E402
 from kafka_archive.export.schema import FILE_SCHEMA  # noqa: E402
@@ -66,13 +66,7 @@ def main() -> int:
     import pyarrow.parquet as pq
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--partitions", type=int, default=2)
-    ap.add_argument("--records", type=int, default=200_000, help="per partition")
-    ap.add_argument("--value-bytes", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=500, help="records per source batch")
-    ap.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    add_source_args(ap, reps=7)
     args = ap.parse_args()
 
     tmp = _data.scratch_dir("bench-export-task-")
