@@ -2,13 +2,13 @@
 // fields: records the replay will send per partition, holes, the target's answer, the target
 // topic's configs), then a launch (an ordinary run of kafka_archive_replay) followed until it
 // ends. Launch needs the preview of exactly the form as it is.
-import { Box, Button, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
+import { Box, Button, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
 import { useEffect, useState } from "react";
 
 import { api, enc, qs } from "./api.js";
 import { bytes, count, readable, utc } from "./format.js";
 import { RunLine, usePoll } from "./runs.jsx";
-import { Check, errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
+import { Check, errorField, Fields, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
 
 const FIELDS = ["from", "to", "partitions", "target", "target_topic", "partition_mapping", "key_filter",
   "rate_limit_mb", "rate_limit_records", "topic_config", "replication_factor", "create_topic"];
@@ -183,19 +183,6 @@ export function ReplaySection({ shown, conns, who }) {
         </RunLine>
       </Box>
     </Section>
-  );
-}
-
-function Fields({ id, items }) {
-  return (
-    <DataList.Root orientation="horizontal" size="sm" id={id} gap={1}>
-      {items.map(([label, value]) => (
-        <DataList.Item key={label}>
-          <DataList.ItemLabel minWidth="14em">{label}</DataList.ItemLabel>
-          <DataList.ItemValue>{value}</DataList.ItemValue>
-        </DataList.Item>
-      ))}
-    </DataList.Root>
   );
 }
 

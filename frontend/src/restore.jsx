@@ -4,14 +4,14 @@
 // each also shown next to the field that fixes it; the estimate), then a launch (an ordinary run
 // of kafka_archive_restore) followed until it ends, with its report. Launch needs the preview of
 // exactly the form as it is, and a plan without errors.
-import { Box, Button, DataList, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
+import { Box, Button, HStack, Input, Stack, Text, Textarea } from "@chakra-ui/react";
 import { useEffect, useState } from "react";
 
 import { api, enc, qs } from "./api.js";
 import { bytes, count, duration, readable, utc } from "./format.js";
 import { nameList, problemsByField } from "./restorePlan.js";
 import { RunLine, usePoll } from "./runs.jsx";
-import { Check, errorField, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
+import { Check, errorField, Fields, FormField, InlineError, Section, Select, SimpleTable, useTickets } from "./ui.jsx";
 
 const FIELDS = ["topics", "exclude", "at", "from", "prefix", "suffix", "rename_regex", "rename_to", "groups",
   "target", "target_principal", "replication_factor", "parallelism", "allow_gaps", "principal_map"];
@@ -162,19 +162,6 @@ export function RestoreSection({ shown, conns, who }) {
       ) : null}
       <InlineError name="rs-restores" error={errors.restores} />
     </Section>
-  );
-}
-
-function Fields({ id, items }) {
-  return (
-    <DataList.Root orientation="horizontal" size="sm" id={id} gap={1}>
-      {items.map(([label, value]) => (
-        <DataList.Item key={label}>
-          <DataList.ItemLabel minWidth="14em">{label}</DataList.ItemLabel>
-          <DataList.ItemValue>{value}</DataList.ItemValue>
-        </DataList.Item>
-      ))}
-    </DataList.Root>
   );
 }
 

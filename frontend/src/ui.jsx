@@ -1,7 +1,7 @@
 // Small building blocks of the page, in Airflow's own Chakra UI (the host's, through
 // globalThis.ChakraUI): a form field whose error is shown under it, a native select, a plain
 // table, a ticket that drops late answers.
-import { Box, Checkbox, Field, Heading, NativeSelect, Table, Text } from "@chakra-ui/react";
+import { Box, Checkbox, DataList, Field, Heading, NativeSelect, Table, Text } from "@chakra-ui/react";
 import { useRef } from "react";
 
 export { errorField } from "./errors.js";
@@ -89,6 +89,20 @@ export function SimpleTable({ id, heads, rows, numeric = [], caption }) {
         </Table.Body>
       </Table.Root>
     </Box>
+  );
+}
+
+/** Labelled values (`items`: [label, value] pairs), a label column beside a value column. */
+export function Fields({ id, items }) {
+  return (
+    <DataList.Root orientation="horizontal" size="sm" id={id} gap={1}>
+      {items.map(([label, value]) => (
+        <DataList.Item key={label}>
+          <DataList.ItemLabel minWidth="14em">{label}</DataList.ItemLabel>
+          <DataList.ItemValue>{value}</DataList.ItemValue>
+        </DataList.Item>
+      ))}
+    </DataList.Root>
   );
 }
 

@@ -426,6 +426,12 @@
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Table.Body, { children: rows.map((r, j) => /* @__PURE__ */ jsxRuntime.jsx(react$1.Table.Row, { children: r.map((c, i) => /* @__PURE__ */ jsxRuntime.jsx(react$1.Table.Cell, { textAlign: numeric[i] ? "end" : "start", children: c }, i)) }, j)) })
     ] }) });
   }
+  function Fields({ id, items }) {
+    return /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.Root, { orientation: "horizontal", size: "sm", id, gap: 1, children: items.map(([label, value]) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.DataList.Item, { children: [
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemLabel, { minWidth: "14em", children: label }),
+      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemValue, { children: value })
+    ] }, label)) });
+  }
   function Section({ id, title, right, children }) {
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { as: "section", id, borderWidth: "1px", borderColor: "border", borderRadius: "md", p: 4, bg: "bg", children: [
       /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { display: "flex", alignItems: "center", gap: 3, mb: 3, flexWrap: "wrap", children: [
@@ -1029,12 +1035,6 @@
       /* @__PURE__ */ jsxRuntime.jsx(react$1.Box, { mt: 2, children: /* @__PURE__ */ jsxRuntime.jsx(RunLine, { id: "run-out", run, children: rp ? ` - replay ${rp.replay_id}: ${rp.status}, ${count(rp.records_sent)} records sent, ${parts.filter((p) => p.done).length}/${parts.length} partitions done` : "" }) })
     ] });
   }
-  function Fields$1({ id, items }) {
-    return /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.Root, { orientation: "horizontal", size: "sm", id, gap: 1, children: items.map(([label, value]) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.DataList.Item, { children: [
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemLabel, { minWidth: "14em", children: label }),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemValue, { children: value })
-    ] }, label)) });
-  }
   function PreviewOut({ r, blocked }) {
     const s = r.summary;
     const tc = r.target_check;
@@ -1054,7 +1054,7 @@
     }
     const parts = Object.entries(r.partitions || {});
     return /* @__PURE__ */ jsxRuntime.jsxs(react$1.Box, { id: "preview-out", mt: 3, borderTopWidth: "1px", borderColor: "border", pt: 3, children: [
-      /* @__PURE__ */ jsxRuntime.jsx(Fields$1, { id: "preview-fields", items }),
+      /* @__PURE__ */ jsxRuntime.jsx(Fields, { id: "preview-fields", items }),
       parts.length ? /* @__PURE__ */ jsxRuntime.jsx(
         SimpleTable,
         {
@@ -1341,12 +1341,6 @@
         ]
       }
     );
-  }
-  function Fields({ id, items }) {
-    return /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.Root, { orientation: "horizontal", size: "sm", id, gap: 1, children: items.map(([label, value]) => /* @__PURE__ */ jsxRuntime.jsxs(react$1.DataList.Item, { children: [
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemLabel, { minWidth: "14em", children: label }),
-      /* @__PURE__ */ jsxRuntime.jsx(react$1.DataList.ItemValue, { children: value })
-    ] }, label)) });
   }
   const configs = (c) => Object.entries(c || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "-";
   function PlanOut({ r }) {
