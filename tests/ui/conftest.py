@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,36 +44,49 @@ def demo_catalog(root: Path, steps: int = DEMO_STEPS) -> tuple[Any, Any]:
     return paths, cluster
 
 
+@contextmanager
+def demo_airflow(root: Path, conn_id: str, bootstrap: str) -> Iterator[tuple[Any, Any, Any]]:
+    """``(server, paths, cluster)``: ``airflow standalone`` (started, stopped on exit) over the
+    demo's data under ``root``, with the Airflow connection ``conn_id`` naming the target
+    cluster at ``bootstrap``. The data is written once Airflow is up: its records end a
+    minute before the browser starts, so the scenarios' relative times fall inside them."""
+    from browser_support import AirflowServer
+    from kafka_archive_dev.demo import DemoPaths
+
+    paths = DemoPaths(root / "demo")
+    conn = {"conn_type": "generic", "host": bootstrap}
+    server = AirflowServer(
+        root / "airflow",
+        {
+            "KAFKA_ARCHIVE_DB": paths.db_url,
+            "KAFKA_ARCHIVE_STORE": paths.store_uri,
+            f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps(conn),
+        },
+    )
+    try:
+        server.start()
+        paths, cluster = demo_catalog(root / "demo")
+        yield server, paths, cluster
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from browser_support import AirflowServer, require_browser
-    from kafka_archive_dev.demo import TOPIC, DemoPaths
+    from browser_support import require_browser
+    from kafka_archive_dev.demo import TOPIC
     from kafka_archive_dev.embedded_kafka import EmbeddedKafka
 
     require_browser()
     root = tmp_path_factory.mktemp("browser")
-    paths = DemoPaths(root / "demo")
-    with EmbeddedKafka(3) as target:
-        conn = {"conn_type": "generic", "host": target.bootstrap_servers}
-        server = AirflowServer(
-            root / "airflow",
-            {
-                "KAFKA_ARCHIVE_DB": paths.db_url,
-                "KAFKA_ARCHIVE_STORE": paths.store_uri,
-                f"AIRFLOW_CONN_{TARGET_CONN.upper()}": json.dumps(conn),
-            },
-        )
-        try:
-            server.start()
-            # the data is written once Airflow is up: its records end a minute before the
-            # browser starts, so the scenarios' relative times fall inside them
-            paths, cluster = demo_catalog(root / "demo")
-            partitions = sorted(p for (t, p) in cluster.replicas if t == TOPIC)
-            target.create_topic(TOPIC, len(partitions))
-            target.create_topic(CONN_TOPIC, len(partitions))
-            # the mock cannot serve CreateTopics: the replay's progress topic is made up front
-            target.create_topic(PROGRESS_TOPIC, 4)
-            yield {"paths": paths, "cluster": cluster, "partitions": partitions,
-                   "server": server, "target": target}  # fmt: skip
-        finally:
-            server.stop()
+    with (
+        EmbeddedKafka(3) as target,
+        demo_airflow(root, TARGET_CONN, target.bootstrap_servers) as (server, paths, cluster),
+    ):
+        partitions = sorted(p for (t, p) in cluster.replicas if t == TOPIC)
+        target.create_topic(TOPIC, len(partitions))
+        target.create_topic(CONN_TOPIC, len(partitions))
+        # the mock cannot serve CreateTopics: the replay's progress topic is made up front
+        target.create_topic(PROGRESS_TOPIC, 4)
+        yield {"paths": paths, "cluster": cluster, "partitions": partitions,
+               "server": server, "target": target}  # fmt: skip

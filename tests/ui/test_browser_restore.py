@@ -11,7 +11,6 @@ ours) and holds exactly the records the report says. Screenshot under tests/arti
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,30 +27,17 @@ PREFIX = "dr."
 
 @pytest.fixture(scope="module")
 def restore_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from browser_support import AirflowServer, require_browser
-    from conftest import demo_catalog
-    from kafka_archive_dev.demo import DemoPaths
+    from browser_support import require_browser
+    from conftest import demo_airflow
     from support.real_kafka import running_cluster
 
     require_browser()
     root = tmp_path_factory.mktemp("browser-restore")
-    paths = DemoPaths(root / "demo")
-    with running_cluster(brokers=1) as target:
-        conn = {"conn_type": "generic", "host": target.bootstrap_servers}
-        server = AirflowServer(
-            root / "airflow",
-            {
-                "KAFKA_ARCHIVE_DB": paths.db_url,
-                "KAFKA_ARCHIVE_STORE": paths.store_uri,
-                f"AIRFLOW_CONN_{DR_CONN.upper()}": json.dumps(conn),
-            },
-        )
-        try:
-            server.start()
-            paths, _cluster = demo_catalog(root / "demo")
-            yield {"paths": paths, "server": server, "target": target}
-        finally:
-            server.stop()
+    with (
+        running_cluster(brokers=1) as target,
+        demo_airflow(root, DR_CONN, target.bootstrap_servers) as (server, paths, _cluster),
+    ):
+        yield {"paths": paths, "server": server, "target": target}
 
 
 def _committed_records(bootstrap: str, topic: str) -> int:
