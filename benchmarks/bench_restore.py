@@ -180,7 +180,7 @@ def _request(args: argparse.Namespace, bootstrap: str, prefix: str) -> Any:
 
 
 def restore(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefix: str) -> float:
-    from kafka_archive.services.restore import RestoreService
+    from kafka_archive.restore.planner import replay_spec
     from kafka_archive.settings import load_settings
 
     t0 = time.perf_counter()
@@ -194,7 +194,7 @@ def restore(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefi
 
 def sequential(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefix: str) -> float:
     from kafka_archive.services.replay import ReplayService
-    from kafka_archive.services.restore import RestoreService
+    from kafka_archive.restore.planner import replay_spec
     from kafka_archive.settings import load_settings
 
     request = _request(args, bootstrap, prefix)
@@ -202,7 +202,7 @@ def sequential(args: argparse.Namespace, store: str, db: str, bootstrap: str, pr
     sent = 0
     for topic in topics_of(args):
         with ReplayService(load_settings({"store": store, "db": db})) as svc:
-            spec = RestoreService._spec(request, topic, prefix + topic, args.brokers, {})
+            spec = replay_spec(request, topic, prefix + topic, args.brokers, {})
             report = svc.run(svc.plan(spec, config_at_ms=request.at_ms))
             assert report.status == "complete", report.status
             sent += report.records_sent_this_run

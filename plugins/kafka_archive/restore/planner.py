@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from kafka_archive.services.metadata_history import MetadataHistoryService
     from kafka_archive.services.replay import ReplayService
 
-__all__ = ["Prepared", "prepare"]
+__all__ = ["Prepared", "prepare", "replay_spec"]
 
 
 class Prepared:
@@ -209,7 +209,7 @@ def _topic(
         rf = len(next(iter(state.replicas.values())))
     later = set_after_data(dict(state.configs) if state is not None else {})
     try:
-        spec = _spec(request, topic, target, rf, later)
+        spec = replay_spec(request, topic, target, rf, later)
         plan = svc.plan(spec, config_at_ms=request.at_ms)
     except (EmptyRangeError, UnknownTopicError):
         entry = TopicEntry(
@@ -244,9 +244,12 @@ def _topic(
     return entry, plan
 
 
-def _spec(
+def replay_spec(
     request: RestoreRequest, topic: str, target: str, rf: int | None, later: dict[str, str]
 ) -> ReplaySpec:
+    """The replay that restores ``topic`` as ``target``: everything from the request's start
+    up to T, the target topic created (replication factor ``rf``) as CreateTime for the configs
+    in ``later`` (set once its data is in)."""
     from kafka_archive.replay.planning.plan import ReplaySpec
     from kafka_archive.replay.planning.position import Position, parse_position
 
