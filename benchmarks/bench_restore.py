@@ -180,7 +180,7 @@ def _request(args: argparse.Namespace, bootstrap: str, prefix: str) -> Any:
 
 
 def restore(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefix: str) -> float:
-    from kafka_archive.restore.planner import replay_spec
+    from kafka_archive.services.restore import RestoreService
     from kafka_archive.settings import load_settings
 
     t0 = time.perf_counter()
@@ -193,8 +193,8 @@ def restore(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefi
 
 
 def sequential(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefix: str) -> float:
-    from kafka_archive.services.replay import ReplayService
     from kafka_archive.restore.planner import replay_spec
+    from kafka_archive.services.replay import ReplayService
     from kafka_archive.settings import load_settings
 
     request = _request(args, bootstrap, prefix)
