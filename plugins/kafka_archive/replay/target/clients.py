@@ -22,7 +22,7 @@ def new_client(factory: Callable[[dict[str, Any]], T], config: dict[str, Any]) -
     Secret values never appear in the message."""
     from kafka_archive.kafka_protocol.config import librdkafka_config
     from kafka_archive.replay.errors import ReplayConfigError
-    from kafka_archive.replay.planning.plan import REDACTED, is_secret_setting
+    from kafka_archive.replay.planning.spec import REDACTED, is_secret_setting
 
     try:
         return factory(librdkafka_config(config))
