@@ -193,8 +193,8 @@ def restore(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefi
 
 
 def sequential(args: argparse.Namespace, store: str, db: str, bootstrap: str, prefix: str) -> float:
-    from kafka_archive.restore.planner import replay_spec
     from kafka_archive.services.replay import ReplayService
+    from kafka_archive.services.restore_preflight import replay_spec
     from kafka_archive.settings import load_settings
 
     request = _request(args, bootstrap, prefix)

@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from kafka_archive.replay.bookkeeping.restores import RestoreLedger
     from kafka_archive.replay.planning.plan import ReplayPlan
     from kafka_archive.replay.runner import TargetInfo
-    from kafka_archive.restore.planner import Prepared
     from kafka_archive.services.metadata_history import MetadataHistoryService
+    from kafka_archive.services.restore_preflight import Prepared
 
 __all__ = ["PREPARE_WIDTH", "START_AHEAD", "RestoreRefused", "RestoreService"]
 
@@ -118,7 +118,7 @@ class RestoreService(ResourceService):
         return self._prepare(request, check_target=check_target).plan
 
     def _prepare(self, request: RestoreRequest, *, check_target: bool = True) -> Prepared:
-        from kafka_archive.restore.planner import prepare
+        from kafka_archive.services.restore_preflight import prepare
 
         return prepare(
             request,
