@@ -516,3 +516,47 @@ def test_a_running_export_leases_its_offsets_so_prune_leaves_them(
     assert seen and all(ranges for ranges in seen.values())
     with open_catalog(archive[2]) as cat, cat.session() as s:
         assert live_leases(s, C, "events") == {}
+
+
+class _FakeContext:
+    """A SparkContext's surface that ``run_export_tasks`` uses: runs nothing, keeps the tasks."""
+
+    def __init__(self, parallelism: int) -> None:
+        self.defaultParallelism = parallelism
+        self.tasks: list[Any] = []
+
+    def setJobDescription(self, _text: str) -> None:
+        pass
+
+    def parallelize(self, tasks: list[Any], _slices: int) -> _FakeContext:
+        self.tasks = list(tasks)
+        return self
+
+    def map(self, _fn: Any) -> _FakeContext:
+        return self
+
+    def collect(self) -> list[dict[str, Any]]:
+        return [{"write_thread": t.write_thread} for t in self.tasks]
+
+
+@pytest.mark.parametrize(
+    ("slots", "tasks", "threaded"),
+    [(1, 2, False), (2, 2, False), (2, 1, True), (4, 2, True), (4, 3, False), (8, 20, False)],
+)
+def test_tasks_write_in_a_thread_only_where_each_can_have_a_second_core(
+    slots: int, tasks: int, threaded: bool
+) -> None:
+    """Spark runs ``defaultParallelism`` tasks at once, a core each: a task's writer thread
+    is worth it only when the tasks running at once leave a core free for each thread."""
+    from types import SimpleNamespace
+
+    from kafka_archive.spark.export import ExportTask, run_export_tasks
+
+    ctx = _FakeContext(slots)
+    task = ExportTask(
+        export_id="e-1", topic="t", partition_plan_json="{}", store_uri="file:///s",
+        output_uri="file:///o",
+    )  # fmt: skip
+    given = [task] * tasks
+    got = run_export_tasks(given, spark=SimpleNamespace(sparkContext=ctx))
+    assert [r["write_thread"] for r in got] == [threaded] * tasks

@@ -18,7 +18,8 @@ attempt's staged files instead of adding to them.
 
 With ``write_thread`` (the default), writing runs in one thread beside the reading: while a
 table is encoded, compressed and written, the next one is read and decoded (one write at a
-time, in order: the files are those a single thread makes).
+time, in order: the files are those a single thread makes). It pays only with a core to spare
+for it: a Spark task gets it only then (:func:`kafka_archive.spark.export.run_export_tasks`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ nothing is duplicated. The driver commits (:mod:`kafka_archive.export.manifest`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["APP_NAME", "ExportTask", "export_task", "run_export_tasks"]
@@ -36,6 +36,8 @@ class ExportTask:
     max_rows_per_file: int | None = None
     #: typed values: a :class:`kafka_archive.export.values.ValueSpec` as JSON
     value_spec_json: str | None = None
+    #: write in a thread beside the decoding (set by :func:`run_export_tasks`)
+    write_thread: bool = True
 
 
 def export_task(task: ExportTask) -> dict[str, Any]:
@@ -66,6 +68,7 @@ def export_task(task: ExportTask) -> dict[str, Any]:
             values=None if task.value_spec_json is None else ValueSpec.model_validate_json(
                 task.value_spec_json
             ),
+            write_thread=task.write_thread,
         )  # fmt: skip
     finally:
         store.close()
@@ -77,7 +80,13 @@ def run_export_tasks(
     tasks: list[ExportTask], *, master: str | None = None, spark: Any = None
 ) -> list[dict[str, Any]]:
     """Run ``tasks`` as one Spark job (one task each) on ``spark`` or a session for ``master``;
-    returns the tasks' results in task order."""
+    returns the tasks' results in task order.
+
+    Each task writes in a thread beside its decoding only when every task running at once can
+    have a second core (``2 x tasks <= Spark's default parallelism``): Spark gives a task one
+    core, and a second busy thread on it costs CPU (GIL hand-offs, each thread evicting the
+    other's cache) and gains no wall time (docs/performance.md, "Parquet export", fourth pass).
+    """
     if not tasks:
         return []
     from kafka_archive.spark.session import make_spark_session
@@ -85,5 +94,8 @@ def run_export_tasks(
     session = spark or make_spark_session(master, app_name=APP_NAME)
     sc = session.sparkContext
     sc.setJobDescription(f"export {tasks[0].export_id}: {len(tasks)} partition(s)")
+    slots = max(1, int(sc.defaultParallelism))
+    threaded = 2 * min(len(tasks), slots) <= slots
+    tasks = [replace(t, write_thread=threaded) for t in tasks]
     rows: list[dict[str, Any]] = sc.parallelize(tasks, len(tasks)).map(export_task).collect()
     return rows
