@@ -6,9 +6,11 @@ The source is ``bench_export.py``'s (``--partitions`` partitions of ``--records`
 same way. Per repetition (one unrecorded warm-up first), in an order rotated per repetition,
 each partition in turn, in this process:
 
-* ``export``: :func:`kafka_archive.export.partition.export_partition` as a Spark task runs it
-  (read and CRC-check, decode whole batches in C into Arrow buffers, write zstd Parquet, stage
-  through the store layer);
+* ``export``: :func:`kafka_archive.export.partition.export_partition` as a Spark task with one
+  core runs it (read and CRC-check, decode whole batches in C into Arrow buffers, write zstd
+  Parquet, stage through the store layer; no writer thread);
+* ``export-threaded``: the same with a writer thread beside the decoding, as a task with a core
+  to spare runs it (:func:`kafka_archive.spark.export.run_export_tasks` decides);
 * ``export-python``: the same with ``compiled=False`` (the Python decode and column building of
   before issue 26);
 * ``memory-write``: the same rows, already Arrow tables in memory (built untimed), written as
@@ -58,7 +60,7 @@ from kafka_archive.store.base import read_view  # noqa: E402
 
 from segment_lib.log_file import iter_batches  # noqa: E402
 
-KINDS = ("export", "export-python", "memory-write", "read-bytes")
+KINDS = ("export", "export-threaded", "export-python", "memory-write", "read-bytes")
 EXPORT_ID = "e-0123456789abcdef"
 
 
@@ -89,9 +91,10 @@ def main() -> int:
     def run(kind: str, rep: int) -> None:
         for p in plans:
             out = LocalStore(tmp / f"out-{kind}-{rep}-{p.partition}", fsync=False)
-            if kind in ("export", "export-python"):
+            if kind in ("export", "export-threaded", "export-python"):
                 export_partition(p, store=store, output=out, export_id=EXPORT_ID, topic=TOPIC,
-                                 compiled=kind == "export")  # fmt: skip
+                                 compiled=kind != "export-python",
+                                 write_thread=kind == "export-threaded")  # fmt: skip
             elif kind == "memory-write":
                 path = tmp / f"mem-{rep}-{p.partition}.parquet"
                 with pq.ParquetWriter(path, FILE_SCHEMA, compression=COMPRESSION) as writer:
@@ -124,6 +127,10 @@ def main() -> int:
     results |= {
         "ratio_export_vs_memory_write_cpu": med["memory-write"]["cpu"] / med["export"]["cpu"],
         "ratio_export_vs_memory_write_wall": med["memory-write"]["wall"] / med["export"]["wall"],
+        "ratio_export_threaded_vs_memory_write_cpu": med["memory-write"]["cpu"]
+        / med["export-threaded"]["cpu"],
+        "ratio_export_threaded_vs_memory_write_wall": med["memory-write"]["wall"]
+        / med["export-threaded"]["wall"],
         "ratio_export_python_vs_memory_write_cpu": med["memory-write"]["cpu"]
         / med["export-python"]["cpu"],
         "ratio_export_vs_read_bytes_wall": med["read-bytes"]["wall"] / med["export"]["wall"],
