@@ -275,6 +275,24 @@ def test_corrupt_length_mid_file_is_corruption_not_a_torn_tail(tmp_path: Path) -
         assert f"starts at byte {len(first) + len(second)}" in err.value.detail
 
 
+def test_without_tail_resync_a_length_past_the_end_is_a_torn_tail_unsearched() -> None:
+    """``tail_resync=False`` (a chunked reader's chunks before the object's end): the batch
+    whose length runs past the end is reported as a torn tail at its start, without the search
+    that would call it a corrupt length field; the batches before it are yielded as before."""
+    first, second, third = (v2_batch(o, Codec.NONE) for o in (0, 4, 8))
+    data = bytearray(first + second + third)
+    struct.pack_into(">i", data, len(first) + 8, 1 << 30)  # the second batch's length
+    with pytest.raises(CorruptBatchError):
+        list(iter_batches(bytes(data)))
+    got = []
+    with pytest.raises(TornTailError) as err:
+        for h in iter_batches(bytes(data), tail_resync=False):
+            got.append(h.base_offset)
+    assert got == [0]
+    assert not isinstance(err.value, CorruptBatchError)
+    assert err.value.position == len(first)
+
+
 def test_torn_tail_holding_an_older_batch_in_its_bytes_stays_a_torn_tail() -> None:
     """Only a batch *after* the last good one counts as "something valid follows"; an earlier
     batch's bytes inside the torn remainder (a record value holding a batch) do not."""

@@ -6,6 +6,7 @@ Expected records come from the write events (tests/support/replay_data.py), not 
 from __future__ import annotations
 
 import random
+import struct
 import threading
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from kafka_archive.replay.planning.sources import SegmentsPlanSource
 from kafka_archive.store import LocalStore
 from kafka_archive.store.errors import StoreUnavailable
 
-from segment_lib.errors import CrcMismatchError
+from segment_lib.errors import CorruptBatchError, CrcMismatchError, TornTailError
 from segment_lib.txn_index import AbortedTxn, format_txn_index
 from tests.support.replay_data import Expected, SourcePartition, write_source_topic
 
@@ -253,6 +254,36 @@ def test_corrupt_object_names_key_and_position(archive, tmp_path: Path) -> None:
             list(PartitionReader(store, bad, chunk_bytes=chunk))
         assert info.value.path == "corrupt/seg.log"
         assert info.value.position == victim.position
+
+
+def test_corrupt_length_field_read_in_chunks_is_corruption_at_its_position(archive) -> None:  # type: ignore[no-untyped-def]
+    """A batch length bumped past the object's end mid-object: whatever the chunk size (chunks
+    before the object's end do not search past a cut batch, see iter_batches' tail_resync),
+    the reader raises CorruptBatchError at the length field, naming the object."""
+    store, source, _parts = archive
+    pp = build_plan(spec(), source).partition(1)
+    obj = pp.objects[0]
+    data = bytearray(store.get_bytes(obj.key))
+    from segment_lib.log_file import iter_batches
+
+    headers = list(iter_batches(bytes(data)))
+    victim = headers[len(headers) // 2]
+    struct.pack_into(">i", data, victim.position + 8, 1 << 30)
+    store.put_bytes("corrupt/len.log", bytes(data))
+    bad = pp.model_copy(
+        update={
+            "end_offset": obj.last_offset + 1,
+            "objects": [obj.model_copy(update={"key": "corrupt/len.log", "start": 0,
+                                                "end": len(data)})],
+            "tail_objects": [],
+        }
+    )  # fmt: skip
+    for chunk in (700, 4096, 1 << 20):
+        with pytest.raises(CorruptBatchError) as info:
+            list(PartitionReader(store, bad, chunk_bytes=chunk))
+        assert not isinstance(info.value, TornTailError)
+        assert info.value.path == "corrupt/len.log"
+        assert info.value.position == victim.position + 8
 
 
 def test_plan_time_semantics_match_brute_force(archive) -> None:  # type: ignore[no-untyped-def]

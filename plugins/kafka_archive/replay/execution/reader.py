@@ -277,7 +277,9 @@ class PartitionReader:
                 ahead = self._read_ahead(obj, pos, view)
             consumed = 0
             try:
-                for header in iter_batches(view):
+                # a chunk's end cuts a batch: read on from it (searching the bytes after a
+                # batch that runs past the end is done where the object ends)
+                for header in iter_batches(view, tail_resync=stop >= obj.end):
                     if header.base_offset > obj.last_offset:
                         return  # the rest of the object is served by another version
                     consumed = header.next_position
@@ -305,7 +307,7 @@ class PartitionReader:
         (the checked walk then doubles the chunk, raises or stops: nothing to guess)."""
         end = 0
         try:
-            for header in iter_batches(view, verify_crc=False):
+            for header in iter_batches(view, verify_crc=False, tail_resync=False):
                 if header.base_offset > obj.last_offset:
                     return None
                 end = header.next_position
