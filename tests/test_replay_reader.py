@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from kafka_archive.replay.errors import (
 from kafka_archive.replay.execution.reader import PartitionReader, RawBatch
 from kafka_archive.replay.planning.filters import KeyFilter
 from kafka_archive.replay.planning.plan import (
-    ObjectRange,
     PartitionPlan,
     ReplaySpec,
     TargetSpec,
@@ -222,33 +222,35 @@ def test_txnindex_contradicting_a_commit_marker(archive, tmp_path: Path) -> None
         list(PartitionReader(store, lying))
 
 
-def test_corrupt_object_names_key_and_position(archive, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _corrupted(archive, key: str, mutate: Callable[[bytearray, int], None]):  # type: ignore[no-untyped-def]
+    """(store, the middle batch's header, a plan of partition 1's first object stored again
+    under ``key`` after ``mutate(bytes, that batch's position)``)."""
+    from segment_lib.log_file import iter_batches
+
     store, source, _parts = archive
     pp = build_plan(spec(), source).partition(1)
     obj = pp.objects[0]
     data = bytearray(store.get_bytes(obj.key))
-    from segment_lib.log_file import iter_batches
-
     headers = list(iter_batches(bytes(data)))
     victim = headers[len(headers) // 2]
-    data[victim.position + victim.size - 1] ^= 0xFF
-    store.put_bytes("corrupt/seg.log", bytes(data))
-    bad = PartitionPlan(
-        partition=1,
-        start_offset=pp.start_offset,
-        end_offset=obj.last_offset + 1,
-        records=1,
-        bytes=len(data),
-        objects=[
-            ObjectRange(
-                key="corrupt/seg.log",
-                start=0,
-                end=len(data),
-                base_offset=obj.base_offset,
-                last_offset=obj.last_offset,
-            )
-        ],
+    mutate(data, victim.position)
+    store.put_bytes(key, bytes(data))
+    bad = pp.model_copy(
+        update={
+            "end_offset": obj.last_offset + 1,
+            "objects": [obj.model_copy(update={"key": key, "start": 0, "end": len(data)})],
+            "tail_objects": [],
+        }
     )
+    return store, victim, bad
+
+
+def test_corrupt_object_names_key_and_position(archive) -> None:  # type: ignore[no-untyped-def]
+    def flip_last_byte(data: bytearray, position: int) -> None:
+        size = 12 + struct.unpack_from(">i", data, position + 8)[0]
+        data[position + size - 1] ^= 0xFF
+
+    store, victim, bad = _corrupted(archive, "corrupt/seg.log", flip_last_byte)
     for chunk in (700, 1 << 20):
         with pytest.raises(CrcMismatchError) as info:
             list(PartitionReader(store, bad, chunk_bytes=chunk))
@@ -260,24 +262,11 @@ def test_corrupt_length_field_read_in_chunks_is_corruption_at_its_position(archi
     """A batch length bumped past the object's end mid-object: whatever the chunk size (chunks
     before the object's end do not search past a cut batch, see iter_batches' tail_resync),
     the reader raises CorruptBatchError at the length field, naming the object."""
-    store, source, _parts = archive
-    pp = build_plan(spec(), source).partition(1)
-    obj = pp.objects[0]
-    data = bytearray(store.get_bytes(obj.key))
-    from segment_lib.log_file import iter_batches
 
-    headers = list(iter_batches(bytes(data)))
-    victim = headers[len(headers) // 2]
-    struct.pack_into(">i", data, victim.position + 8, 1 << 30)
-    store.put_bytes("corrupt/len.log", bytes(data))
-    bad = pp.model_copy(
-        update={
-            "end_offset": obj.last_offset + 1,
-            "objects": [obj.model_copy(update={"key": "corrupt/len.log", "start": 0,
-                                                "end": len(data)})],
-            "tail_objects": [],
-        }
-    )  # fmt: skip
+    def bump_length(data: bytearray, position: int) -> None:
+        struct.pack_into(">i", data, position + 8, 1 << 30)
+
+    store, victim, bad = _corrupted(archive, "corrupt/len.log", bump_length)
     for chunk in (700, 4096, 1 << 20):
         with pytest.raises(CorruptBatchError) as info:
             list(PartitionReader(store, bad, chunk_bytes=chunk))
