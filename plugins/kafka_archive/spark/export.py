@@ -85,7 +85,7 @@ def run_export_tasks(
     Each task writes in a thread beside its decoding only when every task running at once can
     have a second core (``2 x tasks <= Spark's default parallelism``): Spark gives a task one
     core, and a second busy thread on it costs CPU (GIL hand-offs, each thread evicting the
-    other's cache) and gains no wall time (docs/performance.md, "Parquet export", fourth pass).
+    other's cache) and gains no wall time (docs/performance.md, "Parquet export", fifth pass).
     """
     if not tasks:
         return []
