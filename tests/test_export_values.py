@@ -261,6 +261,9 @@ class _InProcessSpark:
             return self.items
 
     class _Context:
+        #: one task at a time, in this process
+        defaultParallelism = 1
+
         def setJobDescription(self, _d: str) -> None:
             pass
 

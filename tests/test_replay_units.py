@@ -225,3 +225,31 @@ def test_problems_another_version_serves_are_not_holes() -> None:
     assert [(h.kind, h.first_offset, h.last_offset, h.byte_position) for h in holes] == [
         ("corrupt", 10, 19, 61)
     ]
+
+
+def test_an_unknown_target_topic_is_asked_about_again_before_it_is_called_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A topic created a moment before the replay may not have reached the broker asked yet:
+    the guard rail asks again while it is unknown (within the wait), and reports it missing
+    only when it stayed unknown; with no wait (a replay that creates the topic) it asks once."""
+    from kafka_archive.replay.target import checks
+
+    answers = iter([("c", None), ("c", None), ("c", 4)])
+    asked: list[str] = []
+
+    def metadata(_consumer: object, topic: str) -> tuple[str | None, int | None]:
+        asked.append(topic)
+        return next(answers)
+
+    monkeypatch.setattr(checks, "_topic_metadata", metadata)
+    assert checks._topic_metadata_settled(None, "t", 30.0) == ("c", 4)  # type: ignore[arg-type]
+    assert asked == ["t", "t", "t"]
+
+    asked.clear()
+    monkeypatch.setattr(checks, "_topic_metadata", lambda _c, t: asked.append(t) or ("c", None))
+    assert checks._topic_metadata_settled(None, "gone", 0.3) == ("c", None)  # type: ignore[arg-type]
+    assert len(asked) >= 2  # asked again before giving up
+    asked.clear()
+    assert checks._topic_metadata_settled(None, "new", 0.0) == ("c", None)  # type: ignore[arg-type]
+    assert asked == ["new"]

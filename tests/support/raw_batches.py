@@ -96,8 +96,10 @@ _MIRRORS: dict[str, LogRawSource] = {}
 
 def mirror_raw_source(monkeypatch: pytest.MonkeyPatch, bootstrap: str) -> LogRawSource:
     """A :class:`LogRawSource` that the follower uses as its raw reader for ``bootstrap``
-    (the follower's ``KafkaRawBatchReader`` patched for the test)."""
-    source = _MIRRORS.setdefault(bootstrap, LogRawSource())
+    (the follower's ``KafkaRawBatchReader`` patched for the test). A new, empty one each
+    time: a mock cluster's address can be one an earlier test's cluster had (ports are reused),
+    and that cluster's mirror must not be taken for this one's."""
+    source = _MIRRORS[bootstrap] = LogRawSource()
 
     def reader(conf: Mapping[str, Any]) -> LogRawSource:
         return _MIRRORS[str(conf["bootstrap.servers"])]

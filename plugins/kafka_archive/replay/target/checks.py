@@ -63,6 +63,11 @@ TARGET_REACH_TIMEOUT_S = 30.0
 #: how long a topic the replay created may take until every partition has a leader that serves
 TOPIC_READY_TIMEOUT_S = 60.0
 
+#: how long a target topic that the broker asked does not know is asked about again before the
+#: replay calls it missing (each broker applies the cluster's metadata on its own: a topic
+#: created a moment ago may not have reached the one asked yet)
+MISSING_TOPIC_WAIT_S = 3.0
+
 
 @dataclass(frozen=True, slots=True)
 class TargetInfo:
@@ -111,6 +116,19 @@ def _topic_metadata(consumer: Consumer, topic: str) -> tuple[str | None, int | N
             raise ReplayTargetError(f"target metadata for {topic}: {meta.error.str()}")
         return md.cluster_id, None
     return md.cluster_id, len(meta.partitions)
+
+
+def _topic_metadata_settled(
+    consumer: Consumer, topic: str, wait_s: float
+) -> tuple[str | None, int | None]:
+    """:func:`_topic_metadata`, asked again for up to ``wait_s`` while the topic is unknown:
+    ``(cluster id, None)`` only when it stayed unknown that long."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        cluster_id, partitions = _topic_metadata(consumer, topic)
+        if partitions is not None or time.monotonic() >= deadline:
+            return cluster_id, partitions
+        time.sleep(0.25)
 
 
 def _reach(consumer: Consumer, topic: str) -> Any:
@@ -292,7 +310,12 @@ def _check_target(
     plan: ReplayPlan, client: dict[str, str], consumer: Consumer, *, read_only: bool
 ) -> TargetInfo:
     spec = plan.spec
-    cluster_id, partitions = _topic_metadata(consumer, plan.target_topic)
+    # a topic the replay would refuse as missing is asked about again for a moment first
+    # (created just before the replay, it may not have reached the broker asked); one it would
+    # create is not waited for
+    cluster_id, partitions = _topic_metadata_settled(
+        consumer, plan.target_topic, 0.0 if spec.create_topic else MISSING_TOPIC_WAIT_S
+    )
     if plan.target_topic == spec.topic and not spec.allow_same_topic:
         # Identities are compared only when both are known: an empty ``cluster.id=`` in the
         # archived meta.properties (or a target whose metadata names no cluster) is *unknown*,
